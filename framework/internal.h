@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The framework's own view of a context. Never included by components.
+ */
+#ifndef RMCA_INTERNAL_H
+#define RMCA_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rmca.h>
+#include <rmca/component.h>
+
+#include "log.h"
+#include "params.h"
+#include "registry.h"
+
+#define RMCA_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define rmca_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+enum rmca_atomic_mode {
+	RMCA_ATOMIC_MODE_AUTO,
+	RMCA_ATOMIC_MODE_DEVICE,
+	RMCA_ATOMIC_MODE_CPU,
+};
+
+/* One loaded component within a context. */
+struct rmca_comp {
+	const struct rmca_component *comp;
+	const struct rmca_component_entry *entry;
+	struct rmca_module **modules;
+	int nmodules;
+	int priority; /* RMCA_<name>_priority */
+	uint32_t caps_mask; /* caps RMCA_<name>_caps takes away */
+	bool enabled; /* selected by RMCA_transports */
+	int open_status; /* what open() returned */
+};
+
+/* One module as the framework sees it. */
+struct rmca_mod {
+	struct rmca_module *m;
+	struct rmca_comp *comp;
+	uint32_t caps; /* m->caps less the mask */
+	int index; /* position in ctx->mods, stable for the context's life */
+};
+
+struct rmca_fd_slot {
+	rmca_fd_cb cb;
+	void *arg;
+};
+
+struct rmca_context {
+	struct rmca_core core; /* core.priv == this */
+	struct rmca_params *params;
+	struct rmca_registry reg;
+	struct rmca_comp *comps;
+	size_t ncomps;
+	struct rmca_mod *mods;
+	size_t nmods;
+
+	int epfd;
+	struct rmca_fd_slot *fds; /* indexed by fd */
+	size_t nfds;
+
+	/* framework parameters */
+	const char *transports;
+	int connect_timeout_ms;
+	enum rmca_atomic_mode atomic_mode;
+
+	/* host identity for loopback detection */
+	char boot_id[40];
+	uint64_t netns;
+
+	struct rmca_cq *cq; /* completions not yet returned by rmca_poll */
+	struct rmca_ep *eps; /* open endpoints (list) */
+	struct rmca_mr *mrs; /* registered regions (list) */
+	struct rmca_listener *listeners;
+	bool inspect; /* rmca_info: keep going past bad parameters */
+	int init_error; /* first error met during init (inspect mode) */
+};
+
+static inline struct rmca_context *rmca_core_ctx(const struct rmca_core *core)
+{
+	return core->priv;
+}
+
+#endif

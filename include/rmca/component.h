@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rmca/component.h - the ABI between librmca and its transport components.
+ *
+ * A component is a libtool module (rmca_<name>.so) that exports one symbol,
+ * rmca_component, a const struct rmca_component. The core checks abi_version
+ * before it touches anything else, so every change to a struct below bumps
+ * RMCA_COMPONENT_ABI_VERSION.
+ *
+ * A component never links against librmca: everything it needs from the core
+ * comes through struct rmca_core (so a module loads even when librmca itself
+ * was opened RTLD_LOCAL by its user).
+ *
+ * Threading: a context is used by one thread at a time, and every call below
+ * happens inside a call on that context. Modules need no locks of their own.
+ */
+#ifndef RMCA_COMPONENT_H
+#define RMCA_COMPONENT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rmca.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RMCA_COMPONENT_ABI_VERSION 1u
+
+/* The symbol every component exports, defined as
+ *   RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = { ... };
+ * (components are built with -fvisibility=hidden). */
+#define RMCA_COMPONENT_SYMBOL "rmca_component"
+#define RMCA_COMPONENT_EXPORT __attribute__((visibility("default")))
+
+/*
+ * Capabilities a module declares after probing its device. The core never
+ * calls an op whose capability is clear.
+ */
+enum rmca_cap {
+	RMCA_CAP_ATOMIC = 1u << 0, /* 64-bit FADD and CSWAP */
+	RMCA_CAP_MASKED_ATOMIC = 1u << 1, /* masked FADD and masked CSWAP */
+	RMCA_CAP_SEND_INV = 1u << 2, /* send with invalidate of a use-once key */
+	RMCA_CAP_LOOPBACK = 1u << 3, /* reaches a peer on its own host */
+	RMCA_CAP_REMOTE_COMPLETION = 1u << 4, /* completion => delivered */
+	RMCA_CAP_ATOMIC_CPU = 1u << 5, /* atomics run on the target CPU (coherent
+					  with the core's emulation) */
+};
+
+/*
+ * Keys. Every key a module hands out is non-zero, and bit 63 is set exactly
+ * when the region was registered RMCA_MR_USE_ONCE: the sender's core tells a
+ * bad rmca_send_inv from the key alone, without asking the peer.
+ */
+#define RMCA_KEY_USE_ONCE (1ull << 63)
+
+/* ---- services the core gives to components ---- */
+
+enum rmca_log_level {
+	RMCA_LOG_ERROR = 0, /* always shown */
+	RMCA_LOG_WARN = 0, /* always shown */
+	RMCA_LOG_INFO = 1, /* RMCA_verbose >= 1 */
+	RMCA_LOG_DEBUG = 2, /* RMCA_verbose >= 2 */
+};
+
+enum rmca_param_type {
+	RMCA_PARAM_BOOL,
+	RMCA_PARAM_INT,
+	RMCA_PARAM_SIZE, /* bytes; accepts k/m/g suffixes */
+	RMCA_PARAM_STRING,
+	RMCA_PARAM_ENUM, /* one of values[] */
+	RMCA_PARAM_LIST, /* include list "a,b" or exclude list "^a,b" */
+};
+
+struct rmca_param_def {
+	const char *name; /* without the RMCA_ prefix: "tcp_if_include" */
+	enum rmca_param_type type;
+	const char *def; /* default, as text; NULL = empty */
+	const char *help; /* one line */
+	const char *const *values; /* ENUM: NULL-terminated accepted values */
+	long long min, max; /* INT: accepted range (min == max: any) */
+};
+
+/* A file descriptor callback; events are EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP. */
+typedef void (*rmca_fd_cb)(void *arg, uint32_t events);
+
+struct rmca_core;
+
+struct rmca_core_ops {
+	void (*log)(const struct rmca_core *core, int level, const char *fmt,
+		    ...) __attribute__((format(printf, 3, 4)));
+
+	/* Parameters: register in register_params(), read in open(). A value
+	 * that does not parse was already reported when it was read. */
+	int (*param_register)(const struct rmca_core *core,
+			      const struct rmca_param_def *def);
+	bool (*param_bool)(const struct rmca_core *core, const char *name);
+	long long (*param_int)(const struct rmca_core *core, const char *name);
+	size_t (*param_size)(const struct rmca_core *core, const char *name);
+	const char *(*param_string)(const struct rmca_core *core,
+				    const char *name); /* also LIST values */
+	int (*param_enum)(const struct rmca_core *core, const char *name);
+	/* 1 if name is selected by the LIST value list ("" selects all). */
+	int (*list_selects)(const char *list, const char *name);
+
+	/* The context's event loop (one epoll set, rmca_wait_fd()). */
+	int (*fd_add)(const struct rmca_core *core, int fd, uint32_t events,
+		      rmca_fd_cb cb, void *arg);
+	int (*fd_mod)(const struct rmca_core *core, int fd, uint32_t events);
+	void (*fd_del)(const struct rmca_core *core, int fd);
+
+	/*
+	 * Report the end of an operation. req is the cookie the core passed to
+	 * the op; every posted op is completed exactly once. len: bytes received
+	 * (recv). revoked_rkey: recv of a send-with-invalidate, the key (with
+	 * RMCA_KEY_USE_ONCE) now revoked here, else 0. May be called from inside
+	 * any module op, including the posting call itself.
+	 */
+	void (*complete)(const struct rmca_core *core, void *req, int status,
+			 size_t len, uint64_t revoked_rkey);
+
+	/* The connection failed (peer gone, fatal error). conn_cookie is
+	 * rmca_conn_args.cookie. Outstanding ops are still completed by the
+	 * module, each with its own status. */
+	void (*conn_failed)(const struct rmca_core *core, void *conn_cookie,
+			    int status);
+
+	/* Random bytes for keys and tokens (getrandom). */
+	int (*random)(void *buf, size_t len);
+};
+
+struct rmca_core {
+	const struct rmca_core_ops *ops;
+	void *priv; /* the core's; components leave it alone */
+};
+
+/* ---- what a component provides ---- */
+
+struct rmca_module;
+struct rmca_conn; /* a module's connection to one peer; defined by the module */
+struct rmca_module_mr; /* a module's registration of one region */
+
+struct rmca_conn_args {
+	int active; /* 1 on the rmca_connect() side, 0 on rmca_accept()'s */
+	const void *peer_addr; /* the peer module's addr() blob, from its hello */
+	size_t peer_addr_len;
+	uint64_t token; /* equal on both sides; names this connection */
+	int timeout_ms; /* connect() returns RMCA_ERR_TIMEOUT past it */
+	int peer_is_local; /* same boot id and network namespace */
+	/* Numeric address of the peer's end of the bootstrap connection: an
+	 * address known to reach the peer ("192.0.2.7", "::1"). */
+	char peer_host[64];
+	void *cookie; /* passed back in conn_failed() */
+};
+
+struct rmca_module_ops {
+	/* Address blob sent in the hello (at most 256 bytes). */
+	int (*addr)(struct rmca_module *m, void *buf, size_t *len);
+	int (*atomic)(struct rmca_conn *c, const struct rmca_atomic *op,
+		      uint64_t *result, struct rmca_module_mr *mr, void *req);
+	/* Establish the data connection; blocks at most args->timeout_ms. */
+	int (*connect)(struct rmca_module *m, const struct rmca_conn_args *args,
+		       struct rmca_conn **out);
+	/* Completes every outstanding op RMCA_ERR_CANCELED (before it returns)
+	 * and frees c. */
+	void (*disconnect)(struct rmca_conn *c);
+	/* Completes when every earlier op on c is delivered at the target. */
+	int (*flush)(struct rmca_conn *c, void *req);
+	int (*get)(struct rmca_conn *c, void *buf, size_t len,
+		   struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		   void *req);
+	int (*mr_dereg)(struct rmca_module_mr *mr);
+	int (*mr_reg)(struct rmca_module *m, void *addr, size_t len,
+		      unsigned access, struct rmca_module_mr **out);
+	uint64_t (*mr_rkey)(struct rmca_module_mr *mr, struct rmca_conn *c);
+	/* Optional: polled by rmca_poll() besides the fd callbacks. */
+	int (*progress)(struct rmca_module *m);
+	int (*put)(struct rmca_conn *c, const void *buf, size_t len,
+		   struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		   void *req);
+	/* Optional: 1 if this module may reach the peer whose addr() blob is
+	 * given; on 0, why holds a short reason. NULL: always. */
+	int (*reachable)(struct rmca_module *m, const void *peer_addr,
+			 size_t len, char *why, size_t why_len);
+	int (*recv)(struct rmca_conn *c, void *buf, size_t len,
+		    struct rmca_module_mr *mr, void *req);
+	int (*send)(struct rmca_conn *c, const void *buf, size_t len,
+		    struct rmca_module_mr *mr, void *req);
+	int (*send_inv)(struct rmca_conn *c, const void *buf, size_t len,
+			struct rmca_module_mr *mr, uint64_t rkey, void *req);
+};
+
+struct rmca_module {
+	const struct rmca_module_ops *ops;
+	const struct rmca_core *core;
+	char device[64]; /* "rxe0", "siw0", "lo" */
+	uint32_t caps; /* enum rmca_cap, as probed */
+	/* One line per probed fact, for rmca_info ("atomic_cap=HCA", ...). */
+	char detail[256];
+};
+
+struct rmca_component {
+	uint32_t abi_version; /* RMCA_COMPONENT_ABI_VERSION */
+	const char *name; /* "tcp" */
+	const char *version; /* "0.1.0" */
+	const char *description; /* one line */
+	int priority; /* default of RMCA_<name>_priority */
+
+	/* Register the component's own parameters. The core registers
+	 * <name>_priority and <name>_caps for it. */
+	int (*register_params)(const struct rmca_core *core);
+	/* Probe: *modules receives a malloc'ed array of zero or more modules,
+	 * one per usable device or port. */
+	int (*open)(const struct rmca_core *core, struct rmca_module ***modules,
+		    int *count);
+	/* Release every module open() returned (and the array). */
+	void (*close)(const struct rmca_core *core, struct rmca_module **modules,
+		      int count);
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RMCA_COMPONENT_H */
