@@ -1,1 +1,475 @@
-/* SPDX-License-Identifier: BSD-3-Clause */
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * Component discovery: every rmca_<name>.so (or .la) in RMCA_component_path,
+ * then in $(pkglibdir), opened with libltdl. A bad file costs one log line and
+ * an entry that rmca_info can show; it never stops the scan.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ltdl.h>
+
+#include "log.h"
+#include "registry.h"
+
+#define RMCA_PREFIX_NAME "rmca_"
+#define RMCA_ELF_CLASS (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)
+
+/* A candidate file within one directory, before it is opened. */
+struct rmca_candidate {
+	char *base; /* "rmca_tcp" */
+	char *file; /* "rmca_tcp.so" or "rmca_tcp.la" */
+};
+
+static char *rmca_strdup_printf(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static char *rmca_strdup_printf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return NULL;
+	s = malloc((size_t)n + 1);
+	if (!s)
+		return NULL;
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+static int rmca_candidate_cmp(const void *a, const void *b)
+{
+	const struct rmca_candidate *ca = a, *cb = b;
+
+	return strcmp(ca->base, cb->base);
+}
+
+/* "rmca_tcp.so" -> 1 with *ext ".so"; 0 for anything that is no component. */
+static int rmca_component_file(const char *name, const char **ext)
+{
+	size_t len = strlen(name);
+	const char *dot;
+
+	if (strncmp(name, RMCA_PREFIX_NAME, strlen(RMCA_PREFIX_NAME)))
+		return 0;
+	dot = strrchr(name, '.');
+	if (!dot || dot == name + strlen(RMCA_PREFIX_NAME) ||
+	    (size_t)(dot - name) + 1 >= len)
+		return 0;
+	if (strcmp(dot, ".so") && strcmp(dot, ".la"))
+		return 0;
+	*ext = dot;
+	return 1;
+}
+
+static void rmca_candidates_free(struct rmca_candidate *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(c[i].base);
+		free(c[i].file);
+	}
+	free(c);
+}
+
+/*
+ * The component files of one directory, one per base name (.so preferred),
+ * sorted by name: readdir order is arbitrary and loading must not be.
+ */
+static int rmca_list_dir(const char *dir, struct rmca_candidate **out,
+			 size_t *nout)
+{
+	struct rmca_candidate *c = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+
+	*out = NULL;
+	*nout = 0;
+	d = opendir(dir);
+	if (!d)
+		return 0; /* a missing directory is not an error */
+
+	while ((de = readdir(d))) {
+		const char *ext;
+		size_t blen;
+		size_t i;
+
+		if (!rmca_component_file(de->d_name, &ext))
+			continue;
+		blen = (size_t)(ext - de->d_name);
+		for (i = 0; i < n; i++)
+			if (strlen(c[i].base) == blen &&
+			    !strncmp(c[i].base, de->d_name, blen))
+				break;
+		if (i < n) {
+			/* Same name seen with the other extension. */
+			if (!strcmp(ext, ".so")) {
+				char *f = strdup(de->d_name);
+
+				if (!f)
+					goto nomem;
+				free(c[i].file);
+				c[i].file = f;
+			}
+			continue;
+		}
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 8;
+			struct rmca_candidate *nc;
+
+			nc = realloc(c, ncap * sizeof(*c));
+			if (!nc)
+				goto nomem;
+			c = nc;
+			cap = ncap;
+		}
+		c[n].base = strndup(de->d_name, blen);
+		c[n].file = strdup(de->d_name);
+		if (!c[n].base || !c[n].file) {
+			free(c[n].base);
+			free(c[n].file);
+			goto nomem;
+		}
+		n++;
+	}
+	closedir(d);
+	if (n)
+		qsort(c, n, sizeof(*c), rmca_candidate_cmp);
+	*out = c;
+	*nout = n;
+	return 0;
+
+nomem:
+	closedir(d);
+	rmca_candidates_free(c, n);
+	return RMCA_ERR_NO_MEMORY;
+}
+
+static struct rmca_component_entry *rmca_registry_grow(struct rmca_registry *r)
+{
+	struct rmca_component_entry *e;
+
+	e = realloc(r->entries, (r->n + 1) * sizeof(*e));
+	if (!e)
+		return NULL;
+	r->entries = e;
+	e = &r->entries[r->n];
+	memset(e, 0, sizeof(*e));
+	return e;
+}
+
+/* Whether the entry's file is base ("rmca_tcp") plus an extension. */
+static int rmca_entry_has_base(const struct rmca_component_entry *e,
+			       const char *base)
+{
+	const char *slash = strrchr(e->path, '/');
+	const char *name = slash ? slash + 1 : e->path;
+	const char *dot = strrchr(name, '.');
+	size_t blen = strlen(base);
+
+	return dot && (size_t)(dot - name) == blen && !strncmp(name, base, blen);
+}
+
+/* The loaded entry that already claims base, or NULL. */
+static const struct rmca_component_entry *
+rmca_registry_claimed(const struct rmca_registry *r, const char *base)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->entries[i].comp &&
+		    rmca_entry_has_base(&r->entries[i], base))
+			return &r->entries[i];
+	return NULL;
+}
+
+static const struct rmca_component_entry *
+rmca_registry_named(const struct rmca_registry *r, const char *name)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->entries[i].comp &&
+		    !strcmp(r->entries[i].comp->name, name))
+			return &r->entries[i];
+	return NULL;
+}
+
+/*
+ * Why comp cannot be used, or NULL. abi_version is read first and alone:
+ * under another ABI the rest of the struct may have any layout.
+ */
+static char *rmca_component_check(const struct rmca_registry *r,
+				  const struct rmca_component *comp)
+{
+	const struct rmca_component_entry *other;
+
+	if (comp->abi_version != RMCA_COMPONENT_ABI_VERSION)
+		return rmca_strdup_printf("ABI version %u, expected %u",
+					  comp->abi_version,
+					  RMCA_COMPONENT_ABI_VERSION);
+	if (!comp->name || !comp->name[0])
+		return strdup("component has no name");
+	if (!comp->open || !comp->close)
+		return rmca_strdup_printf("component %s lacks %s", comp->name,
+					  !comp->open ? "open()" : "close()");
+	other = rmca_registry_named(r, comp->name);
+	if (other)
+		return rmca_strdup_printf("component %s already loaded from %s",
+					  comp->name, other->path);
+	return NULL;
+}
+
+static int rmca_pread_all(int fd, void *buf, size_t len, off_t off)
+{
+	ssize_t n = pread(fd, buf, len, off);
+
+	return n >= 0 && (size_t)n == len ? 0 : -1;
+}
+
+/*
+ * A shared object cut short maps fine and then faults (SIGBUS) when the
+ * loader touches a segment past the end of the file, so the segments are
+ * checked against the file size before dlopen sees it. Anything that is not
+ * a native ELF object is left to the loader, whose message is better.
+ * Returns the reason it is truncated, or NULL.
+ */
+static char *rmca_elf_truncated(const char *path)
+{
+	ElfW(Ehdr) eh;
+	struct stat st;
+	char *why = NULL;
+	uint64_t end;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || rmca_pread_all(fd, &eh, sizeof(eh), 0) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != RMCA_ELF_CLASS ||
+	    eh.e_phentsize != sizeof(ElfW(Phdr)))
+		goto out;
+
+	end = (uint64_t)eh.e_phoff + (uint64_t)eh.e_phnum * sizeof(ElfW(Phdr));
+	if (end > (uint64_t)st.st_size)
+		goto truncated;
+	for (unsigned int i = 0; i < eh.e_phnum; i++) {
+		ElfW(Phdr) ph;
+
+		if (rmca_pread_all(fd, &ph, sizeof(ph),
+				   (off_t)(eh.e_phoff + i * sizeof(ph))))
+			goto out;
+		if (ph.p_type != PT_LOAD && ph.p_type != PT_DYNAMIC)
+			continue;
+		end = (uint64_t)ph.p_offset + ph.p_filesz;
+		if (end > (uint64_t)st.st_size)
+			goto truncated;
+	}
+out:
+	close(fd);
+	return why;
+
+truncated:
+	why = rmca_strdup_printf("truncated: needs %llu bytes, file has %lld",
+				 (unsigned long long)end,
+				 (long long)st.st_size);
+	if (!why)
+		why = strdup("truncated");
+	goto out;
+}
+
+static const char *rmca_dlerror(void)
+{
+	const char *msg = lt_dlerror();
+
+	return msg ? msg : "cannot load";
+}
+
+/*
+ * libltdl reports every failure to open a file as "file not found", which
+ * hides "invalid ELF header" or "undefined symbol: foo". For a shared object
+ * the system loader is asked once more, only for its message.
+ */
+static char *rmca_load_error(const char *path)
+{
+	const char *ltmsg = rmca_dlerror();
+	size_t plen = strlen(path);
+	const char *msg;
+	void *h;
+
+	if (!strstr(path, ".so"))
+		return strdup(ltmsg);
+	dlerror();
+	h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+	if (h) {
+		dlclose(h);
+		return strdup(ltmsg);
+	}
+	msg = dlerror();
+	if (!msg)
+		return strdup(ltmsg);
+	/* glibc starts with "path: ", which the log line already says */
+	if (!strncmp(msg, path, plen) && !strncmp(msg + plen, ": ", 2))
+		msg += plen + 2;
+	return strdup(msg);
+}
+
+/* Open one file into a new entry; out of memory is the only failure. */
+static int rmca_registry_try(struct rmca_registry *r, const char *path)
+{
+	struct rmca_component_entry *e;
+	const struct rmca_component *comp;
+	lt_dlhandle h;
+	char *why = NULL;
+
+	e = rmca_registry_grow(r);
+	if (!e)
+		return RMCA_ERR_NO_MEMORY;
+	e->path = strdup(path);
+	if (!e->path)
+		return RMCA_ERR_NO_MEMORY;
+
+	why = rmca_elf_truncated(path);
+	if (why)
+		goto refuse;
+	lt_dlerror(); /* drop any stale message */
+	h = lt_dlopenext(path);
+	if (!h) {
+		why = rmca_load_error(path);
+		goto refuse;
+	}
+	comp = lt_dlsym(h, RMCA_COMPONENT_SYMBOL);
+	if (!comp) {
+		why = strdup("no symbol " RMCA_COMPONENT_SYMBOL);
+		goto refuse_close;
+	}
+	why = rmca_component_check(r, comp);
+	if (why)
+		goto refuse_close;
+
+	e->handle = h;
+	e->comp = comp;
+	r->n++;
+	rmca_log(1, "%s: loaded component %s", path, comp->name);
+	return 0;
+
+refuse_close:
+	/* Either the reason was formatted or memory ran out: close anyway, a
+	 * refused plugin keeps no code mapped. */
+	lt_dlclose(h);
+refuse:
+	if (!why) {
+		free(e->path);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	e->error = why;
+	r->n++;
+	rmca_log(0, "%s: %s", path, why);
+	return 0;
+}
+
+static int rmca_registry_scan_dir(struct rmca_registry *r, const char *dir)
+{
+	struct rmca_candidate *c;
+	size_t n;
+	int ret;
+
+	ret = rmca_list_dir(dir, &c, &n);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < n && !ret; i++) {
+		const struct rmca_component_entry *first;
+		char *path;
+
+		path = rmca_strdup_printf("%s/%s", dir, c[i].file);
+		if (!path) {
+			ret = RMCA_ERR_NO_MEMORY;
+			break;
+		}
+		first = rmca_registry_claimed(r, c[i].base);
+		if (first)
+			rmca_log(1, "%s: skipped, %s already loaded from %s",
+				 path, c[i].base, first->path);
+		else
+			ret = rmca_registry_try(r, path);
+		free(path);
+	}
+	rmca_candidates_free(c, n);
+	return ret;
+}
+
+int rmca_registry_scan(struct rmca_registry *r, const char *dirs,
+		       const char *pkglibdir)
+{
+	const char *p = dirs ? dirs : "";
+	int ret = 0;
+
+	memset(r, 0, sizeof(*r));
+	/* libltdl counts its users: this reference is dropped by release, or
+	 * below when nothing was found. */
+	if (lt_dlinit()) {
+		rmca_log(0, "libltdl: %s", rmca_dlerror());
+		return RMCA_ERR_NO_MEMORY;
+	}
+
+	while (*p && !ret) {
+		size_t len = strcspn(p, ":");
+
+		if (len) {
+			char *dir = strndup(p, len);
+
+			if (!dir)
+				ret = RMCA_ERR_NO_MEMORY;
+			else
+				ret = rmca_registry_scan_dir(r, dir);
+			free(dir);
+		}
+		p += len;
+		if (*p == ':')
+			p++;
+	}
+	if (!ret && pkglibdir && pkglibdir[0])
+		ret = rmca_registry_scan_dir(r, pkglibdir);
+
+	/* The libltdl reference is held exactly while entries exist. */
+	if (ret || !r->n) {
+		if (r->entries)
+			rmca_registry_release(r);
+		else
+			lt_dlexit();
+	}
+	return ret;
+}
+
+void rmca_registry_release(struct rmca_registry *r)
+{
+	if (!r->entries)
+		return;
+	for (size_t i = r->n; i-- > 0;) {
+		struct rmca_component_entry *e = &r->entries[i];
+
+		if (e->handle)
+			lt_dlclose(e->handle);
+		free(e->path);
+		free(e->error);
+	}
+	free(r->entries);
+	r->entries = NULL;
+	r->n = 0;
+	lt_dlexit();
+}

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * A valid component with one module that can do nothing: proves that the
+ * broken plugins next to it do not stop it from loading.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <rmca/component.h>
+
+static int dummy_addr(struct rmca_module *m, void *buf, size_t *len)
+{
+	return RMCA_ERR_UNSUPPORTED;
+}
+
+static int dummy_connect(struct rmca_module *m,
+			 const struct rmca_conn_args *args,
+			 struct rmca_conn **out)
+{
+	return RMCA_ERR_UNSUPPORTED;
+}
+
+static const struct rmca_module_ops dummy_ops = {
+	.addr = dummy_addr,
+	.connect = dummy_connect,
+};
+
+static int dummy_open(const struct rmca_core *core,
+		      struct rmca_module ***modules, int *count)
+{
+	struct rmca_module **mods;
+
+	mods = calloc(1, sizeof(*mods));
+	if (!mods)
+		return RMCA_ERR_NO_MEMORY;
+	mods[0] = calloc(1, sizeof(**mods));
+	if (!mods[0]) {
+		free(mods);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	mods[0]->ops = &dummy_ops;
+	mods[0]->core = core;
+	strcpy(mods[0]->device, "dummy0");
+	strcpy(mods[0]->detail, "kind=test");
+	*modules = mods;
+	*count = 1;
+	return 0;
+}
+
+static void dummy_close(const struct rmca_core *core,
+			struct rmca_module **modules, int count)
+{
+	for (int i = 0; i < count; i++)
+		free(modules[i]);
+	free(modules);
+}
+
+RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
+	.abi_version = RMCA_COMPONENT_ABI_VERSION,
+	.name = "dummy",
+	.version = "0.0.1",
+	.description = "test component with one module and no abilities",
+	.priority = 1,
+	.open = dummy_open,
+	.close = dummy_close,
+};
