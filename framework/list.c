@@ -54,6 +54,30 @@ static void set_err(char *err, size_t err_len, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* One element [p, ne) of the list, already trimmed and not empty. */
+static int check_name(const char *p, const char *ne, int exclude, char *err,
+		      size_t err_len)
+{
+	const char *c;
+
+	if (*p == '^') {
+		set_err(err, err_len, "%s",
+			exclude ? "'^' may only start the list (it applies to "
+				  "the whole list)"
+				: "cannot mix include and exclude");
+		return RMCA_ERR_INVALID;
+	}
+	for (c = p; c < ne; c++) {
+		if (*c == '^' || isspace((unsigned char)*c) ||
+		    !isprint((unsigned char)*c)) {
+			set_err(err, err_len, "bad character in name \"%.*s\"",
+				(int)(ne - p), p);
+			return RMCA_ERR_INVALID;
+		}
+	}
+	return 0;
+}
+
 /*
  * Walk the list: returns 0 and sets *exclude, or RMCA_ERR_INVALID with err
  * set. When name is not NULL, *found tells whether the list names it.
@@ -85,26 +109,8 @@ static int list_walk(const char *list, const char *name, int *exclude,
 		p = skip_space(p, e);
 		ne = trim_end(p, e);
 		if (p < ne) {
-			const char *c;
-
-			for (c = p; c < ne; c++) {
-				if (*c == '^' && c == p) {
-					if (*exclude)
-						set_err(err, err_len,
-							"'^' may only start the list (it applies to the whole list)");
-					else
-						set_err(err, err_len,
-							"cannot mix include and exclude");
-					return RMCA_ERR_INVALID;
-				}
-				if (*c == '^' || isspace((unsigned char)*c) ||
-				    !isprint((unsigned char)*c)) {
-					set_err(err, err_len,
-						"bad character in name \"%.*s\"",
-						(int)(ne - p), p);
-					return RMCA_ERR_INVALID;
-				}
-			}
+			if (check_name(p, ne, *exclude, err, err_len))
+				return RMCA_ERR_INVALID;
 			nnames++;
 			if (found && name && strlen(name) == (size_t)(ne - p) &&
 			    !memcmp(name, p, (size_t)(ne - p)))

@@ -35,7 +35,7 @@
 #include "log.h"
 #include "params.h"
 
-#define ENV_PREFIX "RMCA_"
+#define ENV_PREFIX     "RMCA_"
 #define ENV_PREFIX_LEN (sizeof(ENV_PREFIX) - 1)
 #define PARAM_FILE_VAR "RMCA_param_file"
 
@@ -157,8 +157,8 @@ static bool span_eq(const char *b, const char *e, const char *word)
 
 static int parse_bool(const char *b, const char *e, bool *out)
 {
-	static const char *const yes[] = { "1", "yes", "true", "on" };
-	static const char *const no[] = { "0", "no", "false", "off" };
+	static const char *const yes[] = {"1", "yes", "true", "on"};
+	static const char *const no[] = {"0", "no", "false", "off"};
 	size_t i;
 
 	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
@@ -210,10 +210,9 @@ static int parse_size(const char *b, const char *e, size_t *out)
 		const char *suffix;
 		unsigned shift;
 	} units[] = {
-		{ "", 0 },     { "b", 0 },	{ "k", 10 },  { "kb", 10 },
-		{ "kib", 10 }, { "m", 20 },	{ "mb", 20 }, { "mib", 20 },
-		{ "g", 30 },   { "gb", 30 },	{ "gib", 30 }, { "t", 40 },
-		{ "tb", 40 },  { "tib", 40 },
+		{"", 0},     {"b", 0},	 {"k", 10},   {"kb", 10},  {"kib", 10},
+		{"m", 20},   {"mb", 20}, {"mib", 20}, {"g", 30},   {"gb", 30},
+		{"gib", 30}, {"t", 40},	 {"tb", 40},  {"tib", 40},
 	};
 	unsigned long long n;
 	const char *s;
@@ -227,13 +226,13 @@ static int parse_size(const char *b, const char *e, size_t *out)
 		base = 16;
 		s += 2;
 	}
-	while (s < e && (base == 16 ? isxdigit((unsigned char)*s) :
-				      isdigit((unsigned char)*s)))
+	while (s < e && (base == 16 ? isxdigit((unsigned char)*s)
+				    : isdigit((unsigned char)*s)))
 		s++;
 	len = (size_t)(s - b);
 	if (!len || (base == 16 && len == 2) || len >= sizeof(buf))
-		return len >= sizeof(buf) ? RMCA_ERR_NOT_FOUND :
-					    RMCA_ERR_INVALID;
+		return len >= sizeof(buf) ? RMCA_ERR_NOT_FOUND
+					  : RMCA_ERR_INVALID;
 	memcpy(buf, b, len);
 	buf[len] = '\0';
 	errno = 0;
@@ -294,7 +293,8 @@ int rmca_param_parse(const struct rmca_param_def *def, const char *text,
 		if (!parse_bool(b, e, &p->v.b))
 			return 0;
 		set_err(err, err_len,
-			"not a boolean; accepted: 1|0|yes|no|true|false|on|off");
+			"not a boolean; accepted: "
+			"1|0|yes|no|true|false|on|off");
 		return RMCA_ERR_INVALID;
 
 	case RMCA_PARAM_INT:
@@ -309,8 +309,8 @@ int rmca_param_parse(const struct rmca_param_def *def, const char *text,
 				accepted);
 			return RMCA_ERR_INVALID;
 		}
-		if (ret || (def->min < def->max &&
-			    (ll < def->min || ll > def->max))) {
+		if (ret ||
+		    (def->min < def->max && (ll < def->min || ll > def->max))) {
 			set_err(err, err_len, "out of range; accepted: %s",
 				accepted);
 			return RMCA_ERR_INVALID;
@@ -323,7 +323,8 @@ int rmca_param_parse(const struct rmca_param_def *def, const char *text,
 		if (!ret)
 			return 0;
 		set_err(err, err_len,
-			"%s; accepted: a byte count, optionally with a k, m, g or t suffix (1k = 1024)",
+			"%s; accepted: a byte count, optionally with a k, m, g "
+			"or t suffix (1k = 1024)",
 			ret == RMCA_ERR_INVALID ? "not a size" : "too large");
 		return RMCA_ERR_INVALID;
 
@@ -346,7 +347,8 @@ int rmca_param_parse(const struct rmca_param_def *def, const char *text,
 		if (!rmca_list_validate(text, lerr, sizeof(lerr)))
 			return 0;
 		set_err(err, err_len,
-			"%s; accepted: names separated by commas (only those), or '^' then names (all but those)",
+			"%s; accepted: names separated by commas (only those), "
+			"or '^' then names (all but those)",
 			lerr);
 		return RMCA_ERR_INVALID;
 
@@ -415,9 +417,8 @@ static int read_env(struct rmca_params *ps)
 }
 
 /* One line of a file; returns 0 for a line taken or skipped. */
-static int read_line(struct rmca_params *ps, const char *path,
-		     unsigned lineno, char *line, size_t len,
-		     enum rmca_param_source source)
+static int read_line(struct rmca_params *ps, const char *path, unsigned lineno,
+		     char *line, size_t len, enum rmca_param_source source)
 {
 	char *hash, *eq, *nb, *ne, *vb, *ve;
 
@@ -449,7 +450,8 @@ static int read_line(struct rmca_params *ps, const char *path,
 		nb += ENV_PREFIX_LEN;
 	if (!valid_name(nb, (size_t)(ne - nb))) {
 		rmca_log(0,
-			 "%s:%u: bad parameter name \"%.*s\" (letters, digits and '_' only); line skipped",
+			 "%s:%u: bad parameter name \"%.*s\" (letters, digits "
+			 "and '_' only); line skipped",
 			 path, lineno, (int)(ne - nb), nb);
 		return 0;
 	}
@@ -479,8 +481,8 @@ static int read_file(struct rmca_params *ps, const char *path,
 		if (required || errno != ENOENT)
 			rmca_log(0, "cannot read parameter file %s (%s): %s",
 				 path,
-				 required ? PARAM_FILE_VAR :
-					    rmca_param_source_name(source),
+				 required ? PARAM_FILE_VAR
+					  : rmca_param_source_name(source),
 				 strerror(errno));
 		return 0;
 	}
@@ -766,7 +768,8 @@ int rmca_params_register(struct rmca_params *ps, const char *owner,
 		if (old->def.type == def->type)
 			return 0;
 		rmca_log(0,
-			 "parameter %s%s registered by %s as %s, and again by %s as %s",
+			 "parameter %s%s registered by %s as %s, and again by "
+			 "%s as %s",
 			 ENV_PREFIX, def->name, old->owner,
 			 rmca_param_type_name(old->def.type),
 			 owner ? owner : "framework",
@@ -795,8 +798,8 @@ int rmca_params_register(struct rmca_params *ps, const char *owner,
 	if (ret) {
 		/* Only a source can get here: check_def vetted the default. */
 		rmca_log(0, "%s%s=%s (%s): %s", ENV_PREFIX, def->name, p->text,
-			 p->source == RMCA_SRC_ENV ? "environment" :
-						     p->source_detail,
+			 p->source == RMCA_SRC_ENV ? "environment"
+						   : p->source_detail,
 			 err);
 		p->error = RMCA_ERR_INVALID;
 		free(p->text);
@@ -876,16 +879,17 @@ void rmca_params_check_unknown(struct rmca_params *ps)
 		hint = closest(ps, en->name);
 		if (hint)
 			rmca_log(0,
-				 "unknown parameter %s%s (%s); did you mean %s%s?",
+				 "unknown parameter %s%s (%s); did you mean "
+				 "%s%s?",
 				 ENV_PREFIX, en->name,
-				 en->source == RMCA_SRC_ENV ? "environment" :
-							      en->detail,
+				 en->source == RMCA_SRC_ENV ? "environment"
+							    : en->detail,
 				 ENV_PREFIX, hint);
 		else
 			rmca_log(0, "unknown parameter %s%s (%s)", ENV_PREFIX,
 				 en->name,
-				 en->source == RMCA_SRC_ENV ? "environment" :
-							      en->detail);
+				 en->source == RMCA_SRC_ENV ? "environment"
+							    : en->detail);
 		/* Once per name, wherever else it appears. */
 		for (j = i; j < ps->nentries; j++)
 			if (!strcmp(ps->entries[j].name, en->name))

@@ -98,9 +98,8 @@ static void names_are_compared_exactly(void **state)
 	assert_int_equal(rmca_list_selects("tc", "tcp"), 0);
 	assert_int_equal(rmca_list_selects("tcp", "TCP"), 0);
 	assert_int_equal(rmca_list_selects("^tcp", "tcp0"), 1);
-	assert_int_equal(rmca_list_selects("eth0,192.168.0.0/24",
-					   "192.168.0.0/24"),
-			 1);
+	assert_int_equal(
+		rmca_list_selects("eth0,192.168.0.0/24", "192.168.0.0/24"), 1);
 }
 
 static void whitespace_inside_a_name_is_an_error(void **state)

@@ -84,8 +84,7 @@ static int setup(void **state)
 	mkdir(path, 0700);
 	snprintf(fx->sys_file, sizeof(fx->sys_file), "%s/sys/rmca/params.conf",
 		 fx->dir);
-	snprintf(fx->param_file, sizeof(fx->param_file), "%s/pf.conf",
-		 fx->dir);
+	snprintf(fx->param_file, sizeof(fx->param_file), "%s/pf.conf", fx->dir);
 
 	clear_rmca_env();
 	snprintf(path, sizeof(path), "%s/xdg", fx->dir);
@@ -170,7 +169,7 @@ static size_t count_lines(const char *s)
 	return n;
 }
 
-static const char *const atomic_modes[] = { "auto", "device", "cpu", NULL };
+static const char *const atomic_modes[] = {"auto", "device", "cpu", NULL};
 
 static const struct rmca_param_def prio_def = {
 	.name = "tcp_priority",
@@ -181,19 +180,18 @@ static const struct rmca_param_def prio_def = {
 	.max = 100,
 };
 
-static const struct rmca_param_def bool_def = { .name = "b",
-						.type = RMCA_PARAM_BOOL };
-static const struct rmca_param_def int_def = { .name = "i",
-					       .type = RMCA_PARAM_INT };
-static const struct rmca_param_def size_def = { .name = "s",
-						.type = RMCA_PARAM_SIZE };
-static const struct rmca_param_def enum_def = { .name = "atomic_mode",
-						.type = RMCA_PARAM_ENUM,
-						.values = atomic_modes };
-static const struct rmca_param_def list_def = { .name = "transports",
-						.type = RMCA_PARAM_LIST };
-static const struct rmca_param_def str_def = { .name = "str",
-					       .type = RMCA_PARAM_STRING };
+static const struct rmca_param_def bool_def = {.name = "b",
+					       .type = RMCA_PARAM_BOOL};
+static const struct rmca_param_def int_def = {.name = "i",
+					      .type = RMCA_PARAM_INT};
+static const struct rmca_param_def size_def = {.name = "s",
+					       .type = RMCA_PARAM_SIZE};
+static const struct rmca_param_def enum_def = {
+	.name = "atomic_mode", .type = RMCA_PARAM_ENUM, .values = atomic_modes};
+static const struct rmca_param_def list_def = {.name = "transports",
+					       .type = RMCA_PARAM_LIST};
+static const struct rmca_param_def str_def = {.name = "str",
+					      .type = RMCA_PARAM_STRING};
 
 static int parse(const struct rmca_param_def *def, const char *text,
 		 struct rmca_param *p)
@@ -228,10 +226,10 @@ static void type_and_source_names(void **state)
 
 static void bool_accepts_every_spelling(void **state)
 {
-	static const char *const yes[] = { "1",	  "yes", "true", "on",
-					   "YES", "True", " on ", "On\n" };
-	static const char *const no[] = { "0",	 "no",	  "false",
-					  "off", "FALSE", "Off" };
+	static const char *const yes[] = {"1",	 "yes",	 "true", "on",
+					  "YES", "True", " on ", "On\n"};
+	static const char *const no[] = {"0",	"no",	 "false",
+					 "off", "FALSE", "Off"};
 	struct rmca_param p;
 	size_t i;
 
@@ -249,8 +247,8 @@ static void bool_accepts_every_spelling(void **state)
 
 static void bool_rejects_other_words(void **state)
 {
-	static const char *const bad[] = { "2", "yess", "", "tru", "o", "-1",
-					   "y es", "enable" };
+	static const char *const bad[] = {"2", "yess", "",     "tru",
+					  "o", "-1",   "y es", "enable"};
 	struct rmca_param p;
 	char err[128];
 	size_t i;
@@ -259,9 +257,8 @@ static void bool_rejects_other_words(void **state)
 		assert_int_equal(rmca_param_parse(&bool_def, bad[i], &p, err,
 						  sizeof(err)),
 				 RMCA_ERR_INVALID);
-		assert_string_equal(
-			err,
-			"not a boolean; accepted: 1|0|yes|no|true|false|on|off");
+		assert_string_equal(err, "not a boolean; accepted: "
+					 "1|0|yes|no|true|false|on|off");
 	}
 }
 
@@ -290,8 +287,8 @@ static void int_accepts_decimal_and_hex(void **state)
 
 static void int_rejects_non_integers(void **state)
 {
-	static const char *const bad[] = { "abc", "12abc", "",	 "1.5", "0x",
-					   "--1", "- 1",   "1 2", "1e3", "0x1g" };
+	static const char *const bad[] = {"abc", "12abc", "",	 "1.5", "0x",
+					  "--1", "- 1",	  "1 2", "1e3", "0x1g"};
 	struct rmca_param p;
 	char err[128];
 	size_t i;
@@ -317,16 +314,16 @@ static void int_range_is_checked_when_min_below_max(void **state)
 	assert_int_equal(p.v.i, 0);
 	assert_int_equal(parse(&prio_def, "100", &p), 0);
 	assert_int_equal(p.v.i, 100);
-	assert_int_equal(rmca_param_parse(&prio_def, "101", &p, err,
-					  sizeof(err)),
-			 RMCA_ERR_INVALID);
+	assert_int_equal(
+		rmca_param_parse(&prio_def, "101", &p, err, sizeof(err)),
+		RMCA_ERR_INVALID);
 	assert_string_equal(err, "out of range; accepted: integer in 0..100");
-	assert_int_equal(rmca_param_parse(&prio_def, "-1", &p, err,
-					  sizeof(err)),
-			 RMCA_ERR_INVALID);
-	assert_int_equal(rmca_param_parse(&prio_def, "abc", &p, err,
-					  sizeof(err)),
-			 RMCA_ERR_INVALID);
+	assert_int_equal(
+		rmca_param_parse(&prio_def, "-1", &p, err, sizeof(err)),
+		RMCA_ERR_INVALID);
+	assert_int_equal(
+		rmca_param_parse(&prio_def, "abc", &p, err, sizeof(err)),
+		RMCA_ERR_INVALID);
 	assert_string_equal(err, "not an integer; accepted: integer in 0..100");
 }
 
@@ -336,20 +333,20 @@ static void size_accepts_suffixes(void **state)
 		const char *text;
 		unsigned long long v;
 	} good[] = {
-		{ "0", 0 },
-		{ "4096", 4096 },
-		{ "1k", 1024 },
-		{ "1K", 1024 },
-		{ "1kb", 1024 },
-		{ "1KiB", 1024 },
-		{ "2m", 2ull << 20 },
-		{ "2MB", 2ull << 20 },
-		{ "3g", 3ull << 30 },
-		{ "3GiB", 3ull << 30 },
-		{ "64 k", 64ull << 10 },
-		{ " 8b ", 8 },
-		{ "0x10", 16 },
-		{ "0x10k", 16ull << 10 },
+		{"0", 0},
+		{"4096", 4096},
+		{"1k", 1024},
+		{"1K", 1024},
+		{"1kb", 1024},
+		{"1KiB", 1024},
+		{"2m", 2ull << 20},
+		{"2MB", 2ull << 20},
+		{"3g", 3ull << 30},
+		{"3GiB", 3ull << 30},
+		{"64 k", 64ull << 10},
+		{" 8b ", 8},
+		{"0x10", 16},
+		{"0x10k", 16ull << 10},
 	};
 	struct rmca_param p;
 	size_t i;
@@ -366,8 +363,8 @@ static void size_accepts_suffixes(void **state)
 
 static void size_rejects_what_is_not_a_byte_count(void **state)
 {
-	static const char *const bad[] = { "-1", "1.5k", "k", "1kk", "1x",
-					   "",	 "abc",	 "0x", "1 k b", "1kbi" };
+	static const char *const bad[] = {"-1", "1.5k", "k",  "1kk",   "1x",
+					  "",	"abc",	"0x", "1 k b", "1kbi"};
 	struct rmca_param p;
 	char err[160];
 	size_t i;
@@ -380,12 +377,12 @@ static void size_rejects_what_is_not_a_byte_count(void **state)
 		assert_non_null(strstr(err, "1k = 1024"));
 	}
 	/* 2^24 t is 2^64: one past SIZE_MAX on 64-bit. */
-	assert_int_equal(rmca_param_parse(&size_def, "16777216t", &p, err,
-					  sizeof(err)),
-			 RMCA_ERR_INVALID);
+	assert_int_equal(
+		rmca_param_parse(&size_def, "16777216t", &p, err, sizeof(err)),
+		RMCA_ERR_INVALID);
 	assert_non_null(strstr(err, "too large"));
-	assert_int_equal(rmca_param_parse(&size_def, "99999999999999999999",
-					  &p, err, sizeof(err)),
+	assert_int_equal(rmca_param_parse(&size_def, "99999999999999999999", &p,
+					  err, sizeof(err)),
 			 RMCA_ERR_INVALID);
 	assert_non_null(strstr(err, "too large"));
 }
@@ -401,9 +398,9 @@ static void enum_accepts_listed_values_exactly(void **state)
 	assert_int_equal(p.v.e, 2);
 	assert_int_equal(parse(&enum_def, " device ", &p), 0);
 	assert_int_equal(p.v.e, 1);
-	assert_int_equal(rmca_param_parse(&enum_def, "AUTO", &p, err,
-					  sizeof(err)),
-			 RMCA_ERR_INVALID);
+	assert_int_equal(
+		rmca_param_parse(&enum_def, "AUTO", &p, err, sizeof(err)),
+		RMCA_ERR_INVALID);
 	assert_string_equal(err,
 			    "not an accepted value; accepted: auto|device|cpu");
 	assert_int_equal(parse(&enum_def, "gpu", &p), RMCA_ERR_INVALID);
@@ -419,10 +416,11 @@ static void list_value_is_validated(void **state)
 	assert_int_equal(parse(&list_def, "ib,tcp", &p), 0);
 	assert_int_equal(parse(&list_def, "^iwarp", &p), 0);
 	assert_int_equal(parse(&list_def, "", &p), 0);
-	assert_int_equal(rmca_param_parse(&list_def, "ib,^tcp", &p, err,
-					  sizeof(err)),
-			 RMCA_ERR_INVALID);
-	assert_non_null(strstr(err, "cannot mix include and exclude; accepted: "));
+	assert_int_equal(
+		rmca_param_parse(&list_def, "ib,^tcp", &p, err, sizeof(err)),
+		RMCA_ERR_INVALID);
+	assert_non_null(
+		strstr(err, "cannot mix include and exclude; accepted: "));
 }
 
 static void string_accepts_anything(void **state)
@@ -479,15 +477,15 @@ static void register_copies_the_definition(void **state)
 	struct fixture *fx = *state;
 	char name[] = "tcp_if_include", def[] = "eth0", help[] = "interfaces";
 	char v0[] = "x", v1[] = "y";
-	const char *values[] = { v0, v1, NULL };
-	struct rmca_param_def d = { .name = name,
-				    .type = RMCA_PARAM_LIST,
-				    .def = def,
-				    .help = help };
-	struct rmca_param_def e = { .name = "e",
-				    .type = RMCA_PARAM_ENUM,
-				    .def = "y",
-				    .values = values };
+	const char *values[] = {v0, v1, NULL};
+	struct rmca_param_def d = {.name = name,
+				   .type = RMCA_PARAM_LIST,
+				   .def = def,
+				   .help = help};
+	struct rmca_param_def e = {.name = "e",
+				   .type = RMCA_PARAM_ENUM,
+				   .def = "y",
+				   .values = values};
 	const struct rmca_param *p;
 
 	assert_int_equal(rmca_params_create(&fx->ps, NULL), 0);
@@ -541,16 +539,19 @@ static void bad_definitions_are_refused(void **state)
 {
 	struct fixture *fx = *state;
 	struct rmca_param_def bad[] = {
-		{ .name = NULL, .type = RMCA_PARAM_INT },
-		{ .name = "", .type = RMCA_PARAM_INT },
-		{ .name = "has space", .type = RMCA_PARAM_INT },
-		{ .name = "e", .type = RMCA_PARAM_ENUM },
-		{ .name = "i", .type = RMCA_PARAM_INT, .def = "x" },
-		{ .name = "r", .type = RMCA_PARAM_INT, .def = "200", .min = 0,
-		  .max = 100 },
-		{ .name = "m", .type = RMCA_PARAM_INT, .min = 5, .max = 1 },
-		{ .name = "t", .type = (enum rmca_param_type)99 },
-		{ .name = "l", .type = RMCA_PARAM_LIST, .def = "a,^b" },
+		{.name = NULL, .type = RMCA_PARAM_INT},
+		{.name = "", .type = RMCA_PARAM_INT},
+		{.name = "has space", .type = RMCA_PARAM_INT},
+		{.name = "e", .type = RMCA_PARAM_ENUM},
+		{.name = "i", .type = RMCA_PARAM_INT, .def = "x"},
+		{.name = "r",
+		 .type = RMCA_PARAM_INT,
+		 .def = "200",
+		 .min = 0,
+		 .max = 100},
+		{.name = "m", .type = RMCA_PARAM_INT, .min = 5, .max = 1},
+		{.name = "t", .type = (enum rmca_param_type)99},
+		{.name = "l", .type = RMCA_PARAM_LIST, .def = "a,^b"},
 	};
 	struct capture c;
 	size_t i;
@@ -575,8 +576,8 @@ static void bad_definitions_are_refused(void **state)
 static void params_iterate_in_registration_order(void **state)
 {
 	struct fixture *fx = *state;
-	const struct rmca_param_def *defs[] = { &str_def, &bool_def, &size_def,
-						&list_def, &int_def };
+	const struct rmca_param_def *defs[] = {&str_def, &bool_def, &size_def,
+					       &list_def, &int_def};
 	const struct rmca_param *first;
 	char name[16];
 	size_t i;
@@ -588,8 +589,8 @@ static void params_iterate_in_registration_order(void **state)
 	first = rmca_params_find(fx->ps, "str");
 	/* Enough more to make the table grow: pointers must stay valid. */
 	for (i = 0; i < 100; i++) {
-		struct rmca_param_def d = { .name = name,
-					    .type = RMCA_PARAM_STRING };
+		struct rmca_param_def d = {.name = name,
+					   .type = RMCA_PARAM_STRING};
 
 		snprintf(name, sizeof(name), "p%zu", i);
 		assert_int_equal(rmca_params_register(fx->ps, NULL, &d), 0);
@@ -747,11 +748,11 @@ static void file_syntax_comments_prefix_and_whitespace(void **state)
 {
 	struct fixture *fx = *state;
 	static const struct rmca_param_def defs[] = {
-		{ .name = "a", .type = RMCA_PARAM_STRING },
-		{ .name = "b", .type = RMCA_PARAM_STRING },
-		{ .name = "c", .type = RMCA_PARAM_STRING, .def = "x" },
-		{ .name = "d", .type = RMCA_PARAM_INT },
-		{ .name = "e", .type = RMCA_PARAM_STRING },
+		{.name = "a", .type = RMCA_PARAM_STRING},
+		{.name = "b", .type = RMCA_PARAM_STRING},
+		{.name = "c", .type = RMCA_PARAM_STRING, .def = "x"},
+		{.name = "d", .type = RMCA_PARAM_INT},
+		{.name = "e", .type = RMCA_PARAM_STRING},
 	};
 	struct capture c;
 	char *out, detail[160];
@@ -792,8 +793,8 @@ static void file_syntax_comments_prefix_and_whitespace(void **state)
 static void malformed_lines_are_reported_and_skipped(void **state)
 {
 	struct fixture *fx = *state;
-	static const struct rmca_param_def good = { .name = "good",
-						    .type = RMCA_PARAM_INT };
+	static const struct rmca_param_def good = {.name = "good",
+						   .type = RMCA_PARAM_INT};
 	struct capture c;
 	char *out, want[1024];
 
@@ -807,9 +808,12 @@ static void malformed_lines_are_reported_and_skipped(void **state)
 	out = capture_end(&c);
 	snprintf(want, sizeof(want),
 		 "rmca: %1$s:1: expected 'name = value'; line skipped\n"
-		 "rmca: %1$s:2: bad parameter name \"\" (letters, digits and '_' only); line skipped\n"
-		 "rmca: %1$s:3: bad parameter name \"bad name\" (letters, digits and '_' only); line skipped\n"
-		 "rmca: %1$s:4: bad parameter name \"bad-name\" (letters, digits and '_' only); line skipped\n",
+		 "rmca: %1$s:2: bad parameter name \"\" (letters, digits and "
+		 "'_' only); line skipped\n"
+		 "rmca: %1$s:3: bad parameter name \"bad name\" (letters, "
+		 "digits and '_' only); line skipped\n"
+		 "rmca: %1$s:4: bad parameter name \"bad-name\" (letters, "
+		 "digits and '_' only); line skipped\n",
 		 fx->user_file);
 	assert_string_equal(out, want);
 	free(out);
@@ -838,7 +842,8 @@ static void missing_files_are_fine_but_param_file_is_not(void **state)
 	assert_int_equal(rmca_params_create(&fx->ps, fx->sys_dir), 0);
 	out = capture_end(&c);
 	snprintf(want, sizeof(want),
-		 "rmca: cannot read parameter file %s (RMCA_param_file): No such file or directory\n",
+		 "rmca: cannot read parameter file %s (RMCA_param_file): No "
+		 "such file or directory\n",
 		 fx->param_file);
 	assert_string_equal(out, want);
 	free(out);
@@ -859,9 +864,9 @@ static void bad_env_value_names_parameter_value_and_accepted(void **state)
 	assert_int_equal(rmca_params_register(fx->ps, "tcp", &prio_def),
 			 RMCA_ERR_INVALID);
 	out = capture_end(&c);
-	assert_string_equal(
-		out,
-		"rmca: RMCA_tcp_priority=abc (environment): not an integer; accepted: integer in 0..100\n");
+	assert_string_equal(out,
+			    "rmca: RMCA_tcp_priority=abc (environment): not an "
+			    "integer; accepted: integer in 0..100\n");
 	free(out);
 	p = rmca_params_find(fx->ps, "tcp_priority");
 	assert_non_null(p);
@@ -887,7 +892,8 @@ static void bad_file_value_names_file_and_line(void **state)
 			 RMCA_ERR_INVALID);
 	out = capture_end(&c);
 	snprintf(want, sizeof(want),
-		 "rmca: RMCA_atomic_mode=gpu (%s:2): not an accepted value; accepted: auto|device|cpu\n",
+		 "rmca: RMCA_atomic_mode=gpu (%s:2): not an accepted value; "
+		 "accepted: auto|device|cpu\n",
 		 fx->sys_file);
 	assert_string_equal(out, want);
 	free(out);
@@ -897,8 +903,8 @@ static void bad_file_value_names_file_and_line(void **state)
 static void unknown_env_variable_gets_a_suggestion(void **state)
 {
 	struct fixture *fx = *state;
-	static const struct rmca_param_def ib = { .name = "ib_priority",
-						  .type = RMCA_PARAM_INT };
+	static const struct rmca_param_def ib = {.name = "ib_priority",
+						 .type = RMCA_PARAM_INT};
 	struct capture c;
 	char *out;
 
@@ -911,9 +917,9 @@ static void unknown_env_variable_gets_a_suggestion(void **state)
 	rmca_params_check_unknown(fx->ps);
 	rmca_params_check_unknown(fx->ps); /* once per name */
 	out = capture_end(&c);
-	assert_string_equal(
-		out,
-		"rmca: unknown parameter RMCA_ib_priorty (environment); did you mean RMCA_ib_priority?\n");
+	assert_string_equal(out,
+			    "rmca: unknown parameter RMCA_ib_priorty "
+			    "(environment); did you mean RMCA_ib_priority?\n");
 	free(out);
 }
 
@@ -930,13 +936,14 @@ static void unrelated_unknown_name_gets_no_suggestion(void **state)
 	capture_begin(&c);
 	rmca_params_check_unknown(fx->ps);
 	out = capture_end(&c);
-	assert_non_null(
-		strstr(out, "rmca: unknown parameter RMCA_frobnicate (environment)\n"));
+	assert_non_null(strstr(
+		out,
+		"rmca: unknown parameter RMCA_frobnicate (environment)\n"));
 	assert_null(strstr(out, "RMCA_frobnicate (environment);"));
 	/* Case is all that differs: worth a hint though far in edits. */
 	assert_non_null(strstr(
-		out,
-		"rmca: unknown parameter RMCA_TCP_PRIORITY (environment); did you mean RMCA_tcp_priority?\n"));
+		out, "rmca: unknown parameter RMCA_TCP_PRIORITY (environment); "
+		     "did you mean RMCA_tcp_priority?\n"));
 	assert_int_equal(count_lines(out), 2);
 	free(out);
 }
@@ -958,9 +965,9 @@ static void unknown_file_entry_is_reported_once_per_name(void **state)
 	rmca_params_check_unknown(fx->ps);
 	out = capture_end(&c);
 	/* The environment is read first, so it is the one reported. */
-	assert_string_equal(
-		out,
-		"rmca: unknown parameter RMCA_tcp_prority (environment); did you mean RMCA_tcp_priority?\n");
+	assert_string_equal(out,
+			    "rmca: unknown parameter RMCA_tcp_prority "
+			    "(environment); did you mean RMCA_tcp_priority?\n");
 	free(out);
 
 	rmca_params_destroy(fx->ps);
@@ -971,7 +978,8 @@ static void unknown_file_entry_is_reported_once_per_name(void **state)
 	rmca_params_check_unknown(fx->ps);
 	out = capture_end(&c);
 	snprintf(want, sizeof(want),
-		 "rmca: unknown parameter RMCA_tcp_prority (%s:1); did you mean RMCA_tcp_priority?\n",
+		 "rmca: unknown parameter RMCA_tcp_prority (%s:1); did you "
+		 "mean RMCA_tcp_priority?\n",
 		 fx->user_file);
 	assert_string_equal(out, want);
 	free(out);
@@ -1020,19 +1028,20 @@ static void log_prints_one_prefixed_line_per_call(void **state)
 	vlog_helper(0, "tcp", "from %s", "a component");
 	rmca_log(0, "%s", big);
 	out = capture_end(&c);
-	assert_int_equal(strncmp(out,
-				 "rmca: plain 1\n"
-				 "rmca: has newline\n"
-				 "rmca: tcp: from a component\n"
-				 "rmca: xxx",
-				 strlen("rmca: plain 1\nrmca: has newline\n"
-					"rmca: tcp: from a component\nrmca: xxx")),
-			 0);
+	assert_int_equal(
+		strncmp(out,
+			"rmca: plain 1\n"
+			"rmca: has newline\n"
+			"rmca: tcp: from a component\n"
+			"rmca: xxx",
+			strlen("rmca: plain 1\nrmca: has newline\n"
+			       "rmca: tcp: from a component\nrmca: xxx")),
+		0);
 	assert_int_equal(strlen(out), strlen("rmca: plain 1\n"
 					     "rmca: has newline\n"
 					     "rmca: tcp: from a component\n") +
-					      strlen("rmca: \n") +
-					      sizeof(big) - 1);
+					      strlen("rmca: \n") + sizeof(big) -
+					      1);
 	assert_int_equal(count_lines(out), 4);
 	free(out);
 }
