@@ -1,2 +1,635 @@
-/* SPDX-License-Identifier: BSD-3-Clause */
-int main(void) { return 0; }
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * rmca_info - what rmca finds on this host: build configuration, components
+ * (and why some were refused), modules with their capabilities, parameters.
+ * Three outputs: for people (default), --parsable (one fact per line, keys
+ * as Open MPI's ompi_info --parsable), --json.
+ */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rmca.h>
+#include <rmca/info.h>
+
+enum format { FMT_HUMAN, FMT_PARSABLE, FMT_JSON };
+
+struct options {
+	enum format format;
+	const char **params; /* --param arguments */
+	int nparams;
+};
+
+/* Everything the context tells, gathered once, printed by one formatter. */
+struct report {
+	char *build; /* copy of rmca_info_build(), split into lines */
+	const char *build_key[16];
+	const char *build_val[16];
+	int nbuild;
+	const char *version;
+
+	struct rmca_info_component *comps;
+	char (*labels)[64]; /* comps[i].name, or one made from the file */
+	int ncomps;
+	struct rmca_info_module *mods;
+	int nmods;
+	struct rmca_info_param *params; /* those selected by --param */
+	int nparams;
+};
+
+static const char *const format_names[] = { "human", "parsable", "json" };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: rmca_info [--parsable | --json] [--param all|framework|COMPONENT]...\n"
+		"Show what rmca finds here: build, components, modules, parameters.\n"
+		"\n"
+		"  -p, --param WHAT  also show parameters: all, the framework's, or a\n"
+		"                    component's (may be repeated)\n"
+		"      --parsable    one fact per line, colon-separated keys\n"
+		"      --json        one JSON object\n"
+		"  -h, --help        this text\n"
+		"\n"
+		"Components are searched in RMCA_component_path (colon list), then in the\n"
+		"build's pkglibdir. Exit status: 0 fine, 1 rmca could not start, 2 bad usage.\n");
+}
+
+static const struct option long_options[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "param", required_argument, NULL, 'p' },
+	{ "parsable", no_argument, NULL, 'P' },
+	/* "explain", required_argument: HOST:PORT, the selection made for a
+	 * peer and why; comes with the wire-up (DESIGN.md, Selection). */
+	{ NULL, 0, NULL, 0 },
+};
+
+/* 0, or 2 after printing usage. */
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->params = calloc((size_t)argc, sizeof(*o->params));
+	if (!o->params) {
+		fprintf(stderr, "rmca_info: out of memory\n");
+		return 1;
+	}
+	while ((c = getopt_long(argc, argv, "hp:", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'j':
+		case 'P':
+			if (o->format != FMT_HUMAN &&
+			    o->format != (c == 'j' ? FMT_JSON : FMT_PARSABLE)) {
+				fprintf(stderr,
+					"rmca_info: --parsable and --json exclude each other\n");
+				goto bad;
+			}
+			o->format = c == 'j' ? FMT_JSON : FMT_PARSABLE;
+			break;
+		case 'p':
+			o->params[o->nparams++] = optarg;
+			break;
+		default:
+			goto bad; /* getopt said why */
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rmca_info: unexpected argument '%s'\n",
+			argv[optind]);
+		goto bad;
+	}
+	return 0;
+bad:
+	usage(stderr);
+	return 2;
+}
+
+/* "/x/rmca_tcp.so" -> "tcp": a refused file has no component name. */
+static void label_from_path(const char *path, char *buf, size_t len)
+{
+	const char *base = strrchr(path, '/');
+	const char *dot;
+	size_t n;
+
+	base = base ? base + 1 : path;
+	if (!strncmp(base, "rmca_", 5))
+		base += 5;
+	dot = strrchr(base, '.');
+	n = dot ? (size_t)(dot - base) : strlen(base);
+	snprintf(buf, len, "%.*s", (int)n, base);
+}
+
+static bool param_selected(const struct options *o, const char *owner)
+{
+	for (int i = 0; i < o->nparams; i++)
+		if (!strcmp(o->params[i], "all") ||
+		    !strcmp(o->params[i], owner))
+			return true;
+	return false;
+}
+
+/* 1 if every --param names something that exists. */
+static bool params_known(rmca_context_t *ctx, const struct options *o)
+{
+	struct rmca_info_component c;
+	struct rmca_info_param p;
+	bool ok = true;
+
+	for (int i = 0; i < o->nparams; i++) {
+		const char *want = o->params[i];
+		bool found = !strcmp(want, "all") || !strcmp(want, "framework");
+
+		for (int j = 0; !found && !rmca_info_component(ctx, j, &c);
+		     j++)
+			found = c.name && !strcmp(c.name, want);
+		for (int j = 0; !found && !rmca_info_param(ctx, j, &p); j++)
+			found = !strcmp(p.owner, want);
+		if (!found) {
+			fprintf(stderr,
+				"rmca_info: --param %s: no such component\n",
+				want);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+static void *grow(void *a, int n, size_t size)
+{
+	/* doubling at powers of two keeps this linear */
+	if (n && (n & (n - 1)))
+		return a;
+	return realloc(a, (size_t)(n ? 2 * n : 1) * size);
+}
+
+static int gather(rmca_context_t *ctx, const struct options *o,
+		  struct report *r)
+{
+	struct rmca_info_component c;
+	struct rmca_info_module m;
+	struct rmca_info_param p;
+	char *line, *save = NULL;
+	void *n;
+
+	memset(r, 0, sizeof(*r));
+	r->build = strdup(rmca_info_build());
+	if (!r->build)
+		return -1;
+	r->version = "unknown";
+	for (line = strtok_r(r->build, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+
+		if (!eq || r->nbuild == (int)(sizeof(r->build_key) /
+					       sizeof(r->build_key[0])))
+			continue;
+		*eq = '\0';
+		if (!strcmp(line, "version")) {
+			r->version = eq + 1;
+			continue;
+		}
+		r->build_key[r->nbuild] = line;
+		r->build_val[r->nbuild++] = eq + 1;
+	}
+
+	while (!rmca_info_component(ctx, r->ncomps, &c)) {
+		n = grow(r->comps, r->ncomps, sizeof(*r->comps));
+		if (!n)
+			return -1;
+		r->comps = n;
+		n = grow(r->labels, r->ncomps, sizeof(*r->labels));
+		if (!n)
+			return -1;
+		r->labels = n;
+		if (c.name)
+			snprintf(r->labels[r->ncomps], sizeof(r->labels[0]),
+				 "%s", c.name);
+		else
+			label_from_path(c.path, r->labels[r->ncomps],
+					sizeof(r->labels[0]));
+		r->comps[r->ncomps++] = c;
+	}
+	while (!rmca_info_module(ctx, r->nmods, &m)) {
+		n = grow(r->mods, r->nmods, sizeof(*r->mods));
+		if (!n)
+			return -1;
+		r->mods = n;
+		r->mods[r->nmods++] = m;
+	}
+	for (int i = 0; !rmca_info_param(ctx, i, &p); i++) {
+		if (!param_selected(o, p.owner))
+			continue;
+		n = grow(r->params, r->nparams, sizeof(*r->params));
+		if (!n)
+			return -1;
+		r->params = n;
+		r->params[r->nparams++] = p;
+	}
+	return 0;
+}
+
+static void report_free(struct report *r)
+{
+	free(r->build);
+	free(r->comps);
+	free(r->labels);
+	free(r->mods);
+	free(r->params);
+}
+
+/* The status of a component, as one word and a reason. */
+static const char *comp_status(const struct rmca_info_component *c,
+			       const char **why)
+{
+	*why = c->error;
+	if (!c->error)
+		return "loaded";
+	return c->name ? "open_failed" : "failed";
+}
+
+/* Names of the set bits of caps, joined by sep; "" when none. */
+static void caps_text(uint32_t caps, const char *sep, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (unsigned int b = 0; b < 32; b++) {
+		uint32_t bit = 1u << b;
+		const char *name = rmca_info_cap_name(bit);
+		char unknown[16];
+		int n;
+
+		if (!(caps & bit))
+			continue;
+		if (!name) {
+			snprintf(unknown, sizeof(unknown), "bit%u", b);
+			name = unknown;
+		}
+		n = snprintf(buf + used, len - used, "%s%s", used ? sep : "",
+			     name);
+		if (n < 0 || (size_t)n >= len - used)
+			return;
+		used += (size_t)n;
+	}
+}
+
+/* A value on one line: newlines in user-supplied text would split a fact. */
+static void put_value(FILE *f, const char *s)
+{
+	for (; s && *s; s++)
+		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
+}
+
+/* ---- for people ---- */
+
+static void print_human(const struct report *r)
+{
+	char caps[256], masked[256];
+
+	printf("rmca %s\n", r->version);
+	for (int i = 0; i < r->nbuild; i++) {
+		char key[64];
+
+		snprintf(key, sizeof(key), "%s:", r->build_key[i]);
+		for (char *k = key; *k; k++)
+			if (*k == '_')
+				*k = ' ';
+		printf("  %-18s %s\n", key, r->build_val[i]);
+	}
+
+	printf("\nComponents:\n");
+	if (!r->ncomps)
+		printf("  none found (RMCA_component_path, pkglibdir)\n");
+	for (int i = 0; i < r->ncomps; i++) {
+		const struct rmca_info_component *c = &r->comps[i];
+
+		if (!c->name) {
+			printf("  %-8s failed: ", r->labels[i]);
+			put_value(stdout, c->error);
+			printf("\n  %-8s %s\n", "", c->path);
+			continue;
+		}
+		printf("  %-8s %s  priority %d  %s  %d module%s\n",
+		       c->name, c->version ? c->version : "?", c->priority,
+		       c->enabled ? "enabled" : "disabled", c->nmodules,
+		       c->nmodules == 1 ? "" : "s");
+		printf("  %-8s %s\n", "", c->path);
+		if (c->description) {
+			printf("  %-8s ", "");
+			put_value(stdout, c->description);
+			printf("\n");
+		}
+		if (c->error) {
+			printf("  %-8s open failed: ", "");
+			put_value(stdout, c->error);
+			printf("\n");
+		}
+	}
+
+	printf("\nModules:\n");
+	if (!r->nmods)
+		printf("  none\n");
+	for (int i = 0; i < r->nmods; i++) {
+		const struct rmca_info_module *m = &r->mods[i];
+
+		caps_text(m->caps, ", ", caps, sizeof(caps));
+		caps_text(m->caps_probed & ~m->caps, ", ", masked,
+			  sizeof(masked));
+		printf("  %s/%s  priority %d\n", m->component, m->device,
+		       m->priority);
+		printf("      caps:    %s\n", caps[0] ? caps : "none");
+		if (masked[0])
+			printf("      masked:  %s (by RMCA_%s_caps)\n", masked,
+			       m->component);
+		if (m->detail && m->detail[0]) {
+			printf("      detail:  ");
+			put_value(stdout, m->detail);
+			printf("\n");
+		}
+	}
+
+	if (!r->nparams)
+		return;
+	printf("\nParameters:\n");
+	for (int i = 0; i < r->nparams; i++) {
+		const struct rmca_info_param *p = &r->params[i];
+
+		printf("  RMCA_%s = ", p->name);
+		put_value(stdout, p->value);
+		printf("\n      source:   %s", p->source);
+		if (p->source_detail && strcmp(p->source_detail, p->source))
+			printf(" (%s)", p->source_detail);
+		printf("\n      type:     %s, default \"%s\", accepted: %s\n",
+		       p->type, p->def, p->accepted);
+		printf("      owner:    %s\n", p->owner);
+		printf("      help:     ");
+		put_value(stdout, p->help);
+		printf("\n");
+		if (p->error) {
+			printf("      error:    ");
+			put_value(stdout, p->error);
+			printf("\n");
+		}
+	}
+}
+
+/* ---- one fact per line ---- */
+
+static void fact(const char *prefix, const char *key, const char *value)
+{
+	printf("%s:%s:", prefix, key);
+	put_value(stdout, value);
+	putchar('\n');
+}
+
+static void fact_int(const char *prefix, const char *key, long long value)
+{
+	printf("%s:%s:%lld\n", prefix, key, value);
+}
+
+static void print_parsable(const struct report *r)
+{
+	char prefix[256], caps[256];
+
+	printf("version:%s\n", r->version);
+	for (int i = 0; i < r->nbuild; i++)
+		fact("build", r->build_key[i], r->build_val[i]);
+
+	for (int i = 0; i < r->ncomps; i++) {
+		const struct rmca_info_component *c = &r->comps[i];
+		const char *why;
+		const char *status = comp_status(c, &why);
+
+		snprintf(prefix, sizeof(prefix), "component:%s", r->labels[i]);
+		fact(prefix, "path", c->path);
+		if (c->name) {
+			fact(prefix, "version", c->version);
+			fact(prefix, "description", c->description);
+			fact_int(prefix, "priority", c->priority);
+			fact(prefix, "enabled", c->enabled ? "yes" : "no");
+			fact_int(prefix, "modules", c->nmodules);
+		}
+		printf("%s:status:%s", prefix, status);
+		if (why) {
+			putchar(':');
+			put_value(stdout, why);
+		}
+		putchar('\n');
+	}
+
+	for (int i = 0; i < r->nmods; i++) {
+		const struct rmca_info_module *m = &r->mods[i];
+
+		snprintf(prefix, sizeof(prefix), "module:%s:%s", m->component,
+			 m->device);
+		fact_int(prefix, "priority", m->priority);
+		caps_text(m->caps, ",", caps, sizeof(caps));
+		fact(prefix, "caps", caps);
+		caps_text(m->caps_probed, ",", caps, sizeof(caps));
+		fact(prefix, "caps_probed", caps);
+		caps_text(m->caps_probed & ~m->caps, ",", caps, sizeof(caps));
+		fact(prefix, "masked", caps);
+		fact(prefix, "detail", m->detail);
+	}
+
+	for (int i = 0; i < r->nparams; i++) {
+		const struct rmca_info_param *p = &r->params[i];
+
+		snprintf(prefix, sizeof(prefix), "param:%s", p->name);
+		fact(prefix, "value", p->value);
+		fact(prefix, "source", p->source);
+		fact(prefix, "source_detail", p->source_detail);
+		fact(prefix, "type", p->type);
+		fact(prefix, "default", p->def);
+		fact(prefix, "accepted", p->accepted);
+		fact(prefix, "owner", p->owner);
+		fact(prefix, "help", p->help);
+		if (p->error)
+			fact(prefix, "error", p->error);
+	}
+}
+
+/* ---- JSON ---- */
+
+static void json_str(const char *s)
+{
+	if (!s) {
+		fputs("null", stdout);
+		return;
+	}
+	putchar('"');
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		switch (*c) {
+		case '"':
+			fputs("\\\"", stdout);
+			break;
+		case '\\':
+			fputs("\\\\", stdout);
+			break;
+		case '\n':
+			fputs("\\n", stdout);
+			break;
+		case '\r':
+			fputs("\\r", stdout);
+			break;
+		case '\t':
+			fputs("\\t", stdout);
+			break;
+		default:
+			if (*c < 0x20 || *c == 0x7f)
+				printf("\\u%04x", *c);
+			else
+				putchar(*c);
+		}
+	}
+	putchar('"');
+}
+
+static void json_key(const char *key, bool first)
+{
+	printf("%s", first ? "" : ", ");
+	json_str(key);
+	fputs(": ", stdout);
+}
+
+static void json_field(const char *key, const char *value, bool first)
+{
+	json_key(key, first);
+	json_str(value);
+}
+
+static void json_caps(const char *key, uint32_t caps)
+{
+	bool first = true;
+
+	json_key(key, false);
+	putchar('[');
+	for (unsigned int b = 0; b < 32; b++) {
+		const char *name = rmca_info_cap_name(1u << b);
+		char unknown[16];
+
+		if (!(caps & (1u << b)))
+			continue;
+		if (!name) {
+			snprintf(unknown, sizeof(unknown), "bit%u", b);
+			name = unknown;
+		}
+		fputs(first ? "" : ", ", stdout);
+		json_str(name);
+		first = false;
+	}
+	putchar(']');
+}
+
+static void print_json(const struct report *r)
+{
+	printf("{\n  \"version\": ");
+	json_str(r->version);
+	printf(",\n  \"build\": {");
+	for (int i = 0; i < r->nbuild; i++)
+		json_field(r->build_key[i], r->build_val[i], i == 0);
+	printf("},\n  \"components\": [");
+	for (int i = 0; i < r->ncomps; i++) {
+		const struct rmca_info_component *c = &r->comps[i];
+		const char *why;
+
+		printf("%s\n    {", i ? "," : "");
+		json_field("name", r->labels[i], true);
+		json_field("status", comp_status(c, &why), false);
+		json_field("error", why, false);
+		json_field("path", c->path, false);
+		json_field("version", c->version, false);
+		json_field("description", c->description, false);
+		if (c->name) {
+			printf(", \"priority\": %d, \"enabled\": %s, \"modules\": %d",
+			       c->priority, c->enabled ? "true" : "false",
+			       c->nmodules);
+		}
+		putchar('}');
+	}
+	printf("\n  ],\n  \"modules\": [");
+	for (int i = 0; i < r->nmods; i++) {
+		const struct rmca_info_module *m = &r->mods[i];
+
+		printf("%s\n    {", i ? "," : "");
+		json_field("component", m->component, true);
+		json_field("device", m->device, false);
+		printf(", \"priority\": %d", m->priority);
+		json_caps("caps", m->caps);
+		json_caps("caps_probed", m->caps_probed);
+		json_caps("masked", m->caps_probed & ~m->caps);
+		json_field("detail", m->detail, false);
+		putchar('}');
+	}
+	printf("\n  ],\n  \"params\": [");
+	for (int i = 0; i < r->nparams; i++) {
+		const struct rmca_info_param *p = &r->params[i];
+
+		printf("%s\n    {", i ? "," : "");
+		json_field("name", p->name, true);
+		json_field("owner", p->owner, false);
+		json_field("type", p->type, false);
+		json_field("value", p->value, false);
+		json_field("default", p->def, false);
+		json_field("source", p->source, false);
+		json_field("source_detail", p->source_detail, false);
+		json_field("accepted", p->accepted, false);
+		json_field("help", p->help, false);
+		json_field("error", p->error, false);
+		putchar('}');
+	}
+	printf("\n  ]\n}\n");
+}
+
+int main(int argc, char **argv)
+{
+	static void (*const print[])(const struct report *) = {
+		[FMT_HUMAN] = print_human,
+		[FMT_PARSABLE] = print_parsable,
+		[FMT_JSON] = print_json,
+	};
+	struct options o;
+	struct report r;
+	rmca_context_t *ctx;
+	int ret;
+
+	ret = parse_options(argc, argv, &o);
+	if (ret)
+		return ret;
+
+	ret = rmca_init_inspect(&ctx);
+	if (ret) {
+		fprintf(stderr, "rmca_info: rmca could not start: %s\n",
+			rmca_strerror(ret));
+		free(o.params);
+		return 1;
+	}
+	if (!params_known(ctx, &o)) {
+		usage(stderr);
+		ret = 2;
+		goto out;
+	}
+	if (gather(ctx, &o, &r)) {
+		fprintf(stderr, "rmca_info: out of memory\n");
+		ret = 1;
+	} else {
+		print[o.format](&r);
+	}
+	report_free(&r);
+out:
+	rmca_finalize(ctx);
+	free(o.params);
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "rmca_info: cannot write the %s output\n",
+			format_names[o.format]);
+		return 1;
+	}
+	return ret;
+}
