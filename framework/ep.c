@@ -1,1 +1,493 @@
-/* SPDX-License-Identifier: BSD-3-Clause */
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * Listeners and endpoints: the bootstrap handshake, the choice of a
+ * transport, and the hand-over to the chosen module.
+ *
+ * The active side sends its hello; the passive side validates it, applies
+ * the selection rule and answers with its own hello carrying the chosen
+ * pair (or with a reject and its reason). The active side checks that the
+ * choice names modules it offered, then both let the module connect.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bootstrap.h"
+#include "ep.h"
+#include "select.h"
+#include "wire.h"
+
+int rmca_listen(rmca_context_t *ctx, const char *host_port, rmca_listener_t **out)
+{
+	char host[256], port[8];
+	struct rmca_listener *l;
+	int fd, bound;
+
+	if (!ctx || !out ||
+	    rmca_parse_host_port(host_port, host, sizeof(host), port, sizeof(port)))
+		return RMCA_ERR_INVALID;
+	if (!strcmp(host, "*"))
+		host[0] = '\0';
+	fd = rmca_tcp_listen(host, port, &bound);
+	if (fd < 0)
+		return fd;
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		close(fd);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	l->ctx = ctx;
+	l->fd = fd;
+	l->port = bound;
+	RMCA_LIST_ADD(ctx->listeners, l);
+	*out = l;
+	rmca_log(1, "listening on %s (port %d)", host_port, bound);
+	return 0;
+}
+
+int rmca_listener_port(const rmca_listener_t *l)
+{
+	return l ? l->port : RMCA_ERR_INVALID;
+}
+
+void rmca_listener_close(rmca_listener_t *l)
+{
+	if (!l)
+		return;
+	close(l->fd);
+	RMCA_LIST_DEL(l->ctx->listeners, l);
+	free(l);
+}
+
+static void hello_fill(struct rmca_context *ctx, struct rmca_hello *h,
+		       uint8_t role, uint64_t token)
+{
+	memset(h, 0, sizeof(*h));
+	h->version = RMCA_WIRE_VERSION;
+	h->kind = RMCA_WIRE_HELLO;
+	h->token = token;
+	h->role = role;
+	h->atomic_mode = (uint8_t)ctx->atomic_mode;
+	h->choice_a = h->choice_p = RMCA_WIRE_NO_CHOICE;
+	h->netns = ctx->netns;
+	snprintf(h->boot_id, sizeof(h->boot_id), "%s", ctx->boot_id);
+	for (size_t i = 0; i < ctx->nmods && h->nmods < RMCA_HELLO_MAX_MODS; i++) {
+		struct rmca_mod *mod = &ctx->mods[i];
+		struct rmca_wire_mod *w = &h->mods[h->nmods];
+		size_t alen = sizeof(w->addr);
+
+		snprintf(w->component, sizeof(w->component), "%s",
+			 mod->comp->comp->name);
+		snprintf(w->device, sizeof(w->device), "%s", mod->m->device);
+		w->caps = mod->caps;
+		w->priority = mod->comp->priority;
+		if (mod->m->ops->addr(mod->m, w->addr, &alen)) {
+			rmca_log(1, "%s %s: no address to offer, not offered",
+				 w->component, w->device);
+			continue;
+		}
+		w->addr_len = (uint16_t)alen;
+		h->nmods++;
+	}
+}
+
+/* Modules are offered in ctx->mods order, less those without an address:
+ * map a hello index back. */
+static struct rmca_mod *offered_mod(struct rmca_context *ctx,
+				    const struct rmca_hello *mine, unsigned idx)
+{
+	if (idx >= mine->nmods)
+		return NULL;
+	for (size_t i = 0; i < ctx->nmods; i++)
+		if (!strcmp(ctx->mods[i].comp->comp->name,
+			    mine->mods[idx].component) &&
+		    !strcmp(ctx->mods[i].m->device, mine->mods[idx].device))
+			return &ctx->mods[i];
+	return NULL;
+}
+
+struct reach_arg {
+	struct rmca_context *ctx;
+	const struct rmca_hello *mine, *peer;
+};
+
+static int reach_cb(void *arg, int li, int pi, char *why, size_t why_len)
+{
+	struct reach_arg *ra = arg;
+	struct rmca_mod *mod = offered_mod(ra->ctx, ra->mine, (unsigned)li);
+	const struct rmca_wire_mod *pm = &ra->peer->mods[pi];
+
+	if (!mod) {
+		snprintf(why, why_len, "module gone");
+		return 0;
+	}
+	if (!mod->m->ops->reachable)
+		return 1;
+	return mod->m->ops->reachable(mod->m, pm->addr, pm->addr_len, why,
+				      why_len);
+}
+
+static void log_reasons(const char *peer, const char *reasons)
+{
+	const char *p = reasons;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		int n = nl ? (int)(nl - p) : (int)strlen(p);
+
+		rmca_log(1, "select %s: %.*s", peer, n, p);
+		p += n + (nl ? 1 : 0);
+	}
+}
+
+static void ep_attr_fill(struct rmca_ep *ep, int peer_is_local)
+{
+	struct rmca_ep_attr *a = &ep->attr;
+	uint32_t caps = ep->mod->caps;
+
+	memset(a, 0, sizeof(*a));
+	snprintf(a->transport, sizeof(a->transport), "%s",
+		 ep->mod->comp->comp->name);
+	snprintf(a->device, sizeof(a->device), "%s", ep->mod->m->device);
+	a->peer_is_local = peer_is_local;
+	a->put_delivered = (caps & RMCA_CAP_REMOTE_COMPLETION) ?
+				   RMCA_PATH_NATIVE :
+				   RMCA_PATH_FLUSH;
+	a->atomic = (caps & RMCA_CAP_ATOMIC) ? RMCA_PATH_NATIVE : RMCA_PATH_NONE;
+	a->masked_atomic = (caps & RMCA_CAP_MASKED_ATOMIC) ? RMCA_PATH_NATIVE :
+							     RMCA_PATH_NONE;
+	a->send_inv = (caps & RMCA_CAP_SEND_INV) ? RMCA_PATH_NATIVE :
+						   RMCA_PATH_NONE;
+}
+
+static void ctrl_event(void *arg, uint32_t events)
+{
+	struct rmca_ep *ep = arg;
+	char buf[64];
+	ssize_t n = recv(ep->ctrl_fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+		return;
+	/* The peer closed its end: its module tells the connection's fate
+	 * (data may still be in flight there); stop watching this one. */
+	rmca_log(2, "%s: bootstrap socket closed by the peer", ep->peer);
+	ep->ctx->core.ops->fd_del(&ep->ctx->core, ep->ctrl_fd);
+	close(ep->ctrl_fd);
+	ep->ctrl_fd = -1;
+}
+
+/* Both sides: hand the connection to the module and make the endpoint. */
+static int ep_establish(struct rmca_context *ctx, int fd, struct rmca_mod *mod,
+			const struct rmca_wire_mod *peer_mod, int active,
+			uint64_t token, int peer_is_local, int64_t deadline,
+			rmca_ep_t **out)
+{
+	struct rmca_conn_args args = {
+		.active = active,
+		.peer_addr = peer_mod->addr,
+		.peer_addr_len = peer_mod->addr_len,
+		.token = token,
+		.timeout_ms = rmca_ms_left(deadline),
+		.peer_is_local = peer_is_local,
+	};
+	struct rmca_ep *ep = calloc(1, sizeof(*ep));
+	int rc;
+
+	if (!ep)
+		return RMCA_ERR_NO_MEMORY;
+	ep->ctx = ctx;
+	ep->mod = mod;
+	ep->ctrl_fd = fd;
+	ep->token = token;
+	rmca_peer_name(fd, args.peer_host, sizeof(args.peer_host), ep->peer,
+		       sizeof(ep->peer));
+	args.cookie = ep;
+	rc = mod->m->ops->connect(mod->m, &args, &ep->conn);
+	if (rc) {
+		rmca_log(0, "%s: %s %s could not connect: %s", ep->peer,
+			 mod->comp->comp->name, mod->m->device, rmca_strerror(rc));
+		free(ep);
+		return rc;
+	}
+	ep_attr_fill(ep, peer_is_local);
+	if (ctx->core.ops->fd_add(&ctx->core, fd, EPOLLIN, ctrl_event, ep)) {
+		/* Not fatal: the module watches its own connection. */
+		rmca_log(1, "%s: cannot watch the bootstrap socket", ep->peer);
+	}
+	RMCA_LIST_ADD(ctx->eps, ep);
+	rmca_log(1, "%s: connected over %s %s (%s)", ep->peer,
+		 ep->attr.transport, ep->attr.device,
+		 peer_is_local ? "same host" : "remote host");
+	*out = ep;
+	return 0;
+}
+
+static int peer_local(struct rmca_context *ctx, const struct rmca_hello *peer)
+{
+	return ctx->boot_id[0] && !strcmp(ctx->boot_id, peer->boot_id) &&
+	       ctx->netns == peer->netns;
+}
+
+static const char *mode_name(unsigned m)
+{
+	static const char *const names[] = { "auto", "device", "cpu" };
+
+	return m < RMCA_ARRAY_SIZE(names) ? names[m] : "unknown";
+}
+
+static void send_reject(int fd, int status, const char *reason, int64_t deadline)
+{
+	struct rmca_hello h = { .version = RMCA_WIRE_VERSION,
+				.kind = RMCA_WIRE_REJECT,
+				.status = status };
+	uint8_t buf[512];
+	int n;
+
+	snprintf(h.reason, sizeof(h.reason), "%s", reason);
+	n = rmca_hello_encode(&h, buf, sizeof(buf));
+	if (n > 0)
+		rmca_msg_send(fd, buf, (size_t)n, deadline);
+}
+
+static int handshake_passive(struct rmca_context *ctx, int fd, rmca_ep_t **out)
+{
+	int64_t deadline = rmca_now_ms() + ctx->connect_timeout_ms;
+	struct rmca_hello *peer = NULL, *mine = NULL;
+	struct rmca_selection sel;
+	struct reach_arg ra;
+	char host[64], who[96], why[256];
+	uint8_t *buf = NULL;
+	size_t len;
+	int rc, local;
+
+	rmca_peer_name(fd, host, sizeof(host), who, sizeof(who));
+	peer = malloc(sizeof(*peer));
+	mine = malloc(sizeof(*mine));
+	buf = malloc(RMCA_HELLO_MAX);
+	if (!peer || !mine || !buf) {
+		rc = RMCA_ERR_NO_MEMORY;
+		goto out;
+	}
+	rc = rmca_msg_recv(fd, buf, RMCA_HELLO_MAX, &len, deadline, why,
+			   sizeof(why));
+	if (!rc)
+		rc = rmca_hello_decode(buf, len, peer, why, sizeof(why));
+	if (!rc && (peer->kind != RMCA_WIRE_HELLO ||
+		    peer->role != RMCA_ROLE_ACTIVE)) {
+		snprintf(why, sizeof(why), "expected an active hello");
+		rc = RMCA_ERR_PROTOCOL;
+	}
+	if (rc) {
+		rmca_log(0, "bootstrap from %s refused: %s", who, why);
+		if (strstr(why, "version"))
+			send_reject(fd, RMCA_ERR_PROTOCOL, why, deadline);
+		goto out;
+	}
+	if (peer->atomic_mode != ctx->atomic_mode) {
+		snprintf(why, sizeof(why),
+			 "atomic mode differs: this side %s, peer %s (RMCA_atomic_mode)",
+			 mode_name(ctx->atomic_mode), mode_name(peer->atomic_mode));
+		rmca_log(0, "bootstrap from %s refused: %s", who, why);
+		send_reject(fd, RMCA_ERR_PROTOCOL, why, deadline);
+		rc = RMCA_ERR_PROTOCOL;
+		goto out;
+	}
+	local = peer_local(ctx, peer);
+	hello_fill(ctx, mine, RMCA_ROLE_PASSIVE, peer->token);
+	ra = (struct reach_arg){ .ctx = ctx, .mine = mine, .peer = peer };
+	rc = rmca_select(peer->mods, peer->nmods, mine->mods, mine->nmods, 0,
+			 local, 0, reach_cb, &ra, &sel);
+	log_reasons(who, sel.reasons);
+	if (rc) {
+		rmca_log(0, "%s: no enabled transport reaches the peer (RMCA_verbose=1 tells why)",
+			 who);
+		send_reject(fd, RMCA_ERR_UNREACHABLE,
+			    "no enabled transport reaches the peer", deadline);
+		goto out;
+	}
+	mine->choice_a = (uint8_t)sel.a;
+	mine->choice_p = (uint8_t)sel.p;
+	rc = rmca_hello_encode(mine, buf, RMCA_HELLO_MAX);
+	if (rc < 0)
+		goto out;
+	rc = rmca_msg_send(fd, buf, (size_t)rc, deadline);
+	if (rc) {
+		rmca_log(0, "bootstrap from %s: peer went away during the hello",
+			 who);
+		rc = RMCA_ERR_CONNECTION;
+		goto out;
+	}
+	rc = ep_establish(ctx, fd, offered_mod(ctx, mine, (unsigned)sel.p),
+			  &peer->mods[sel.a], 0, peer->token, local, deadline,
+			  out);
+	if (!rc)
+		fd = -1;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(peer);
+	free(mine);
+	free(buf);
+	return rc;
+}
+
+int rmca_accept(rmca_listener_t *l, int timeout_ms, rmca_ep_t **ep)
+{
+	int64_t deadline;
+
+	if (!l || !ep)
+		return RMCA_ERR_INVALID;
+	deadline = timeout_ms < 0 ? INT64_MAX : rmca_now_ms() + timeout_ms;
+	for (;;) {
+		int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd >= 0)
+			return handshake_passive(l->ctx, fd, ep);
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+		    errno != ECONNABORTED)
+			return RMCA_ERR_CONNECTION;
+		if (rmca_now_ms() >= deadline)
+			return RMCA_ERR_TIMEOUT;
+		/* Keep the context's other endpoints moving while we wait. */
+		{
+			struct epoll_event ev = { .events = EPOLLIN,
+						  .data.fd = l->fd };
+			int slice = rmca_ms_left(deadline);
+
+			epoll_ctl(l->ctx->epfd, EPOLL_CTL_ADD, l->fd, &ev);
+			rmca_progress(l->ctx, slice > 50 ? 50 : slice);
+			epoll_ctl(l->ctx->epfd, EPOLL_CTL_DEL, l->fd, NULL);
+		}
+	}
+}
+
+int rmca_connect(rmca_context_t *ctx, const char *host_port, int timeout_ms,
+		 rmca_ep_t **out)
+{
+	char host[256], port[8], who[96], why[256], phost[64];
+	struct rmca_hello *peer = NULL, *mine = NULL;
+	struct rmca_mod *mod;
+	struct rmca_selection sel;
+	struct reach_arg ra;
+	uint8_t *buf = NULL;
+	int64_t deadline;
+	uint64_t token = 0;
+	size_t len;
+	int fd, rc, local;
+
+	if (!ctx || !out ||
+	    rmca_parse_host_port(host_port, host, sizeof(host), port, sizeof(port)))
+		return RMCA_ERR_INVALID;
+	deadline = rmca_now_ms() +
+		   (timeout_ms < 0 ? ctx->connect_timeout_ms : timeout_ms);
+	fd = rmca_tcp_connect(host, port, deadline);
+	if (fd < 0) {
+		rmca_log(1, "connect %s: %s", host_port, rmca_strerror(fd));
+		return fd;
+	}
+	rmca_peer_name(fd, phost, sizeof(phost), who, sizeof(who));
+	peer = malloc(sizeof(*peer));
+	mine = malloc(sizeof(*mine));
+	buf = malloc(RMCA_HELLO_MAX);
+	if (!peer || !mine || !buf) {
+		rc = RMCA_ERR_NO_MEMORY;
+		goto out;
+	}
+	while (!token)
+		ctx->core.ops->random(&token, sizeof(token));
+	hello_fill(ctx, mine, RMCA_ROLE_ACTIVE, token);
+	rc = rmca_hello_encode(mine, buf, RMCA_HELLO_MAX);
+	if (rc < 0)
+		goto out;
+	rc = rmca_msg_send(fd, buf, (size_t)rc, deadline);
+	if (!rc)
+		rc = rmca_msg_recv(fd, buf, RMCA_HELLO_MAX, &len, deadline, why,
+				   sizeof(why));
+	if (rc == RMCA_ERR_CONNECTION || rc == RMCA_ERR_TIMEOUT) {
+		rmca_log(0, "connect %s: %s during the hello", who,
+			 rmca_strerror(rc));
+		goto out;
+	}
+	if (!rc)
+		rc = rmca_hello_decode(buf, len, peer, why, sizeof(why));
+	if (rc) {
+		rmca_log(0, "connect %s: bad hello: %s", who, why);
+		goto out;
+	}
+	if (peer->kind == RMCA_WIRE_REJECT) {
+		rmca_log(0, "connect %s: refused by the peer: %s", who,
+			 peer->reason);
+		rc = peer->status ? peer->status : RMCA_ERR_PROTOCOL;
+		goto out;
+	}
+	if (peer->role != RMCA_ROLE_PASSIVE || peer->token != token ||
+	    peer->choice_a >= mine->nmods || peer->choice_p >= peer->nmods ||
+	    strcmp(mine->mods[peer->choice_a].component,
+		   peer->mods[peer->choice_p].component)) {
+		rmca_log(0, "connect %s: the peer's answer names no valid transport",
+			 who);
+		rc = RMCA_ERR_PROTOCOL;
+		goto out;
+	}
+	local = peer_local(ctx, peer);
+	/* The passive side decides (it alone can judge reachability of its
+	 * own modules); our own view is logged so a disagreement shows. */
+	ra = (struct reach_arg){ .ctx = ctx, .mine = mine, .peer = peer };
+	if (!rmca_select(mine->mods, mine->nmods, peer->mods, peer->nmods, 1,
+			 local, 0, reach_cb, &ra, &sel) &&
+	    (sel.a != peer->choice_a || sel.p != peer->choice_p))
+		rmca_log(1, "connect %s: the peer chose %s %s; this side would have chosen %s %s",
+			 who, mine->mods[peer->choice_a].component,
+			 mine->mods[peer->choice_a].device,
+			 mine->mods[sel.a].component, mine->mods[sel.a].device);
+	log_reasons(who, sel.reasons);
+	mod = offered_mod(ctx, mine, peer->choice_a);
+	if (!mod) {
+		rc = RMCA_ERR_PROTOCOL;
+		goto out;
+	}
+	rc = ep_establish(ctx, fd, mod, &peer->mods[peer->choice_p], 1, token,
+			  local, deadline, out);
+	if (!rc)
+		fd = -1;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(peer);
+	free(mine);
+	free(buf);
+	return rc;
+}
+
+void rmca_ep_destroy(struct rmca_ep *ep)
+{
+	struct rmca_context *ctx = ep->ctx;
+
+	ep->mod->m->ops->disconnect(ep->conn);
+	ep->conn = NULL;
+	rmca_ep_cancel_all(ep, RMCA_ERR_CANCELED);
+	if (ep->ctrl_fd >= 0) {
+		ctx->core.ops->fd_del(&ctx->core, ep->ctrl_fd);
+		close(ep->ctrl_fd);
+	}
+	RMCA_LIST_DEL(ctx->eps, ep);
+	free(ep);
+}
+
+void rmca_ep_close(rmca_ep_t *ep)
+{
+	if (ep)
+		rmca_ep_destroy(ep);
+}
+
+int rmca_ep_query(const rmca_ep_t *ep, struct rmca_ep_attr *attr)
+{
+	if (!ep || !attr)
+		return RMCA_ERR_INVALID;
+	*attr = ep->attr;
+	return 0;
+}

@@ -1,1 +1,91 @@
-/* SPDX-License-Identifier: BSD-3-Clause */
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * Memory regions. A region is registered with every module of the context
+ * at once, so that it serves whichever transport an endpoint ends up on;
+ * each module hands out its own key per connection (rmca_mr_rkey).
+ */
+#include <stdlib.h>
+
+#include "ep.h"
+
+#define RMCA_ACCESS_ALL                                                   \
+	(RMCA_ACCESS_LOCAL | RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE | \
+	 RMCA_ACCESS_REMOTE_ATOMIC | RMCA_MR_USE_ONCE)
+
+int rmca_mr_reg(rmca_context_t *ctx, void *addr, size_t len, unsigned access,
+		rmca_mr_t **out)
+{
+	struct rmca_mr *mr;
+	size_t ok = 0;
+	int rc = RMCA_ERR_NOT_FOUND;
+
+	if (!ctx || !addr || !len || !out || (access & ~RMCA_ACCESS_ALL))
+		return RMCA_ERR_INVALID;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return RMCA_ERR_NO_MEMORY;
+	mr->mmr = calloc(ctx->nmods ? ctx->nmods : 1, sizeof(*mr->mmr));
+	if (!mr->mmr) {
+		free(mr);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	mr->ctx = ctx;
+	mr->addr = addr;
+	mr->len = len;
+	mr->access = access | RMCA_ACCESS_LOCAL;
+	for (size_t i = 0; i < ctx->nmods; i++) {
+		struct rmca_mod *mod = &ctx->mods[i];
+		int r = mod->m->ops->mr_reg(mod->m, addr, len, mr->access,
+					    &mr->mmr[i]);
+
+		if (r) {
+			/* The region still serves the other modules; an
+			 * endpoint on this one refuses it with INVALID. */
+			rmca_log(1, "%s %s: cannot register %zu bytes: %s",
+				 mod->comp->comp->name, mod->m->device, len,
+				 rmca_strerror(r));
+			mr->mmr[i] = NULL;
+			rc = r;
+			continue;
+		}
+		ok++;
+	}
+	if (!ok) {
+		free(mr->mmr);
+		free(mr);
+		return rc;
+	}
+	RMCA_LIST_ADD(ctx->mrs, mr);
+	*out = mr;
+	return 0;
+}
+
+uint64_t rmca_mr_rkey(rmca_mr_t *mr, rmca_ep_t *ep)
+{
+	struct rmca_module_mr *mmr;
+
+	if (!mr || !ep || mr->ctx != ep->ctx)
+		return 0;
+	mmr = mr->mmr[ep->mod->index];
+	return mmr ? ep->mod->m->ops->mr_rkey(mmr, ep->conn) : 0;
+}
+
+void rmca_mr_destroy(struct rmca_mr *mr)
+{
+	struct rmca_context *ctx = mr->ctx;
+
+	for (size_t i = 0; i < ctx->nmods; i++)
+		if (mr->mmr[i])
+			ctx->mods[i].m->ops->mr_dereg(mr->mmr[i]);
+	RMCA_LIST_DEL(ctx->mrs, mr);
+	free(mr->mmr);
+	free(mr);
+}
+
+int rmca_mr_dereg(rmca_mr_t *mr)
+{
+	if (!mr)
+		return RMCA_ERR_INVALID;
+	rmca_mr_destroy(mr);
+	return 0;
+}

@@ -1,1 +1,435 @@
-/* SPDX-License-Identifier: BSD-3-Clause */
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * Data operations: argument checks, the request each one owes a completion
+ * through, and the order rules the contract adds on top of the modules:
+ *  - a flush is reported after every operation posted before it;
+ *  - a DELIVERED put on a module without remote completion is held until a
+ *    delivery flush that covers it completes (one flush covers every such
+ *    put posted since the last one), and carries that flush's error.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ep.h"
+
+struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
+			      enum rmca_req_kind kind, void *user_ctx)
+{
+	struct rmca_req *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->ep = ep;
+	r->op = op;
+	r->kind = kind;
+	r->user_ctx = user_ctx;
+	r->prev = ep->reqs_tail;
+	if (ep->reqs_tail)
+		ep->reqs_tail->next = r;
+	else
+		ep->reqs_head = r;
+	ep->reqs_tail = r;
+	if (op == RMCA_OP_FLUSH && r->kind == RMCA_REQ_USER)
+		ep->nflushes++;
+	return r;
+}
+
+static void req_unlink(struct rmca_req *r)
+{
+	struct rmca_ep *ep = r->ep;
+
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		ep->reqs_head = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		ep->reqs_tail = r->prev;
+	r->prev = r->next = NULL;
+}
+
+/* The post failed: the request never existed. */
+void rmca_req_abandon(struct rmca_req *r)
+{
+	if (r->op == RMCA_OP_FLUSH && r->kind == RMCA_REQ_USER)
+		r->ep->nflushes--;
+	req_unlink(r);
+	free(r);
+}
+
+static bool req_ready(const struct rmca_req *r)
+{
+	return r->done && (!r->needs_flush || r->flushed || r->status);
+}
+
+static void req_emit(struct rmca_req *r)
+{
+	struct rmca_ep *ep = r->ep;
+	struct rmca_completion c = {
+		.user_ctx = r->user_ctx,
+		.status = r->status,
+		.op = r->op,
+		.len = r->op == RMCA_OP_RECV ? r->len : 0,
+		.ep = ep,
+		.revoked_rkey = r->revoked_rkey,
+	};
+
+	if (r->op == RMCA_OP_FLUSH)
+		ep->nflushes--;
+	req_unlink(r);
+	r->emitted = true;
+	rmca_cq_push(ep->ctx, &c);
+	/* An error other than a cancel fails the endpoint, as on a verbs QP;
+	 * the module fails its own connection, this covers our paths. */
+	if (r->status && r->status != RMCA_ERR_CANCELED && !ep->failed) {
+		ep->failed = true;
+		ep->fail_status = r->status;
+	}
+	/* A put still named by a delivery flush, or waiting for one, is freed
+	 * by the flush code; every other request goes now. */
+	if (!r->flush && !r->uncovered)
+		free(r);
+}
+
+/* Report what may be reported: anything ready, but a flush only once every
+ * request posted before it has been reported. */
+static void ep_advance(struct rmca_ep *ep)
+{
+	bool blocked = false;
+	struct rmca_req *r, *next;
+
+	for (r = ep->reqs_head; r; r = next) {
+		next = r->next;
+		if (r->kind == RMCA_REQ_DELIVERY_FLUSH) {
+			blocked = true;
+			continue;
+		}
+		if (!req_ready(r) || (r->op == RMCA_OP_FLUSH && blocked)) {
+			blocked = true;
+			continue;
+		}
+		req_emit(r);
+	}
+}
+
+static void flush_resolve(struct rmca_req *f, int status)
+{
+	struct rmca_req *p, *next;
+
+	for (p = f->covers; p; p = next) {
+		next = p->cover_next;
+		p->flush = NULL;
+		p->cover_next = NULL;
+		if (p->emitted) {
+			free(p);
+			continue;
+		}
+		p->flushed = true;
+		if (!p->status)
+			p->status = status;
+	}
+	f->covers = NULL;
+}
+
+void rmca_req_done(struct rmca_req *r, int status, size_t len,
+		   uint64_t revoked_rkey)
+{
+	struct rmca_ep *ep = r->ep;
+
+	if (r->done) {
+		/* A module broke the exactly-once rule; keep ours. */
+		rmca_log(0, "%s: operation completed twice (ignored)",
+			 ep->mod->comp->comp->name);
+		return;
+	}
+	r->done = true;
+	r->status = status;
+	r->len = len;
+	r->revoked_rkey = revoked_rkey;
+	if (r->kind == RMCA_REQ_DELIVERY_FLUSH) {
+		flush_resolve(r, status);
+		req_unlink(r);
+		free(r);
+	} else if (req_ready(r) && !ep->nflushes && r->op != RMCA_OP_FLUSH) {
+		req_emit(r); /* the common case: nothing to order against */
+		return;
+	}
+	ep_advance(ep);
+}
+
+/* Cover every DELIVERED put not yet covered with one delivery flush. */
+void rmca_ep_flush_delivered(struct rmca_ep *ep)
+{
+	struct rmca_req *f, *p, *next;
+	int rc;
+
+	if (!ep->unflushed)
+		return;
+	f = rmca_req_new(ep, RMCA_OP_FLUSH, RMCA_REQ_DELIVERY_FLUSH, NULL);
+	if (!f)
+		return; /* retried at the next progress */
+	for (p = ep->unflushed; p; p = next) {
+		next = p->cover_next;
+		p->cover_next = NULL;
+		p->uncovered = false;
+		if (p->emitted) { /* failed before it was covered */
+			free(p);
+			continue;
+		}
+		p->flush = f;
+		p->cover_next = f->covers;
+		f->covers = p;
+	}
+	ep->unflushed = NULL;
+	rc = ep->mod->m->ops->flush(ep->conn, f);
+	if (rc == RMCA_ERR_AGAIN) {
+		/* Put them back: the next progress tries again. */
+		for (p = f->covers; p; p = p->cover_next) {
+			p->flush = NULL;
+			p->uncovered = true;
+		}
+		ep->unflushed = f->covers;
+		f->covers = NULL;
+		req_unlink(f);
+		free(f);
+	} else if (rc) {
+		rmca_req_done(f, rc, 0, 0);
+	}
+}
+
+/* Report everything still owed on ep with status, after the module's
+ * disconnect reported what it held (so the module is not touched here). */
+void rmca_ep_cancel_all(struct rmca_ep *ep, int status)
+{
+	struct rmca_req *r, *next;
+
+	for (r = ep->unflushed; r; r = next) {
+		next = r->cover_next;
+		r->cover_next = NULL;
+		r->uncovered = false;
+		if (r->emitted)
+			free(r);
+	}
+	ep->unflushed = NULL;
+	for (r = ep->reqs_head; r; r = r->next)
+		if (r->kind == RMCA_REQ_DELIVERY_FLUSH && !r->done)
+			flush_resolve(r, status);
+	while (ep->reqs_head) {
+		r = ep->reqs_head;
+		if (r->kind == RMCA_REQ_DELIVERY_FLUSH) {
+			req_unlink(r);
+			free(r);
+			continue;
+		}
+		if (!r->done) {
+			r->done = true;
+			r->status = status;
+		}
+		if (r->needs_flush && !r->flushed && !r->status)
+			r->status = status;
+		r->flush = NULL;
+		req_emit(r);
+	}
+}
+
+/* ---- argument checks ---- */
+
+static int local_check(struct rmca_ep *ep, const void *buf, size_t len,
+		       struct rmca_mr *mr, struct rmca_module_mr **mmr)
+{
+	const char *b = buf, *base;
+
+	if (!mr || mr->ctx != ep->ctx)
+		return RMCA_ERR_INVALID;
+	base = mr->addr;
+	if (len && (!buf || b < base || len > mr->len ||
+		    (size_t)(b - base) > mr->len - len))
+		return RMCA_ERR_INVALID;
+	*mmr = mr->mmr[ep->mod->index];
+	return *mmr ? 0 : RMCA_ERR_INVALID;
+}
+
+static const struct rmca_module_ops *ep_ops(const struct rmca_ep *ep)
+{
+	return ep->mod->m->ops;
+}
+
+int rmca_send(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
+	      void *user_ctx)
+{
+	struct rmca_module_mr *mmr;
+	struct rmca_req *r;
+	int rc;
+
+	if (!ep)
+		return RMCA_ERR_INVALID;
+	rc = local_check(ep, buf, len, mr, &mmr);
+	if (rc)
+		return rc;
+	r = rmca_req_new(ep, RMCA_OP_SEND, RMCA_REQ_USER, user_ctx);
+	if (!r)
+		return RMCA_ERR_NO_MEMORY;
+	rc = ep_ops(ep)->send(ep->conn, buf, len, mmr, r);
+	if (rc)
+		rmca_req_abandon(r);
+	return rc;
+}
+
+int rmca_send_inv(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
+		  uint64_t rkey_to_revoke, void *user_ctx)
+{
+	struct rmca_module_mr *mmr;
+	struct rmca_req *r;
+	int rc;
+
+	if (!ep)
+		return RMCA_ERR_INVALID;
+	/* Keys carry their use-once bit: a mistake is caught here and never
+	 * reaches, let alone kills, the connection. */
+	if (!(rkey_to_revoke & RMCA_KEY_USE_ONCE))
+		return RMCA_ERR_INVALID;
+	rc = local_check(ep, buf, len, mr, &mmr);
+	if (rc)
+		return rc;
+	if (!(ep->mod->caps & RMCA_CAP_SEND_INV) || !ep_ops(ep)->send_inv)
+		return RMCA_ERR_UNSUPPORTED;
+	r = rmca_req_new(ep, RMCA_OP_SEND, RMCA_REQ_USER, user_ctx);
+	if (!r)
+		return RMCA_ERR_NO_MEMORY;
+	rc = ep_ops(ep)->send_inv(ep->conn, buf, len, mmr, rkey_to_revoke, r);
+	if (rc)
+		rmca_req_abandon(r);
+	return rc;
+}
+
+int rmca_recv(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
+	      void *user_ctx)
+{
+	struct rmca_module_mr *mmr;
+	struct rmca_req *r;
+	int rc;
+
+	if (!ep)
+		return RMCA_ERR_INVALID;
+	rc = local_check(ep, buf, len, mr, &mmr);
+	if (rc)
+		return rc;
+	r = rmca_req_new(ep, RMCA_OP_RECV, RMCA_REQ_USER, user_ctx);
+	if (!r)
+		return RMCA_ERR_NO_MEMORY;
+	rc = ep_ops(ep)->recv(ep->conn, buf, len, mmr, r);
+	if (rc)
+		rmca_req_abandon(r);
+	return rc;
+}
+
+int rmca_put(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
+	     uint64_t raddr, uint64_t rkey, unsigned flags, void *user_ctx)
+{
+	struct rmca_module_mr *mmr;
+	struct rmca_req *r;
+	int rc;
+
+	if (!ep || (flags & ~(unsigned)RMCA_DELIVERED))
+		return RMCA_ERR_INVALID;
+	rc = local_check(ep, buf, len, mr, &mmr);
+	if (rc)
+		return rc;
+	r = rmca_req_new(ep, RMCA_OP_PUT, RMCA_REQ_USER, user_ctx);
+	if (!r)
+		return RMCA_ERR_NO_MEMORY;
+	/* Queued for a delivery flush before the module sees it: the module
+	 * may complete it inside the call. */
+	if ((flags & RMCA_DELIVERED) &&
+	    !(ep->mod->caps & RMCA_CAP_REMOTE_COMPLETION)) {
+		r->needs_flush = true;
+		r->uncovered = true;
+		r->cover_next = ep->unflushed;
+		ep->unflushed = r;
+	}
+	rc = ep_ops(ep)->put(ep->conn, buf, len, mmr, raddr, rkey, r);
+	if (rc) {
+		if (r->needs_flush)
+			ep->unflushed = r->cover_next;
+		rmca_req_abandon(r);
+	}
+	return rc;
+}
+
+int rmca_get(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
+	     uint64_t raddr, uint64_t rkey, void *user_ctx)
+{
+	struct rmca_module_mr *mmr;
+	struct rmca_req *r;
+	int rc;
+
+	if (!ep)
+		return RMCA_ERR_INVALID;
+	rc = local_check(ep, buf, len, mr, &mmr);
+	if (rc)
+		return rc;
+	r = rmca_req_new(ep, RMCA_OP_GET, RMCA_REQ_USER, user_ctx);
+	if (!r)
+		return RMCA_ERR_NO_MEMORY;
+	rc = ep_ops(ep)->get(ep->conn, buf, len, mmr, raddr, rkey, r);
+	if (rc)
+		rmca_req_abandon(r);
+	return rc;
+}
+
+int rmca_atomic(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
+		rmca_mr_t *result_mr, void *user_ctx)
+{
+	struct rmca_module_mr *mmr;
+	struct rmca_req *r;
+	uint32_t need;
+	int rc;
+
+	if (!ep || !op || !result || ((uintptr_t)result & 7) ||
+	    (op->raddr & 7))
+		return RMCA_ERR_INVALID;
+	switch (op->kind) {
+	case RMCA_ATOMIC_FADD:
+	case RMCA_ATOMIC_CSWAP:
+		need = RMCA_CAP_ATOMIC;
+		break;
+	case RMCA_ATOMIC_MASKED_FADD:
+	case RMCA_ATOMIC_MASKED_CSWAP:
+		need = RMCA_CAP_MASKED_ATOMIC;
+		break;
+	default:
+		return RMCA_ERR_INVALID;
+	}
+	rc = local_check(ep, result, sizeof(*result), result_mr, &mmr);
+	if (rc)
+		return rc;
+	if (!(ep->mod->caps & need) || !ep_ops(ep)->atomic)
+		return RMCA_ERR_UNSUPPORTED;
+	r = rmca_req_new(ep, RMCA_OP_ATOMIC, RMCA_REQ_USER, user_ctx);
+	if (!r)
+		return RMCA_ERR_NO_MEMORY;
+	rc = ep_ops(ep)->atomic(ep->conn, op, result, mmr, r);
+	if (rc)
+		rmca_req_abandon(r);
+	return rc;
+}
+
+int rmca_flush(rmca_ep_t *ep, void *user_ctx)
+{
+	struct rmca_req *r;
+	int rc;
+
+	if (!ep)
+		return RMCA_ERR_INVALID;
+	/* Delivery flushes owed go first: this flush is reported after the
+	 * puts they prove. */
+	rmca_ep_flush_delivered(ep);
+	r = rmca_req_new(ep, RMCA_OP_FLUSH, RMCA_REQ_USER, user_ctx);
+	if (!r)
+		return RMCA_ERR_NO_MEMORY;
+	rc = ep_ops(ep)->flush(ep->conn, r);
+	if (rc)
+		rmca_req_abandon(r);
+	return rc;
+}

@@ -1,1 +1,145 @@
-/* SPDX-License-Identifier: BSD-3-Clause */
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * Progress and the completion queue. Completions are queued here by the
+ * framework as modules report them and handed out by rmca_poll. An eventfd
+ * in the context's epoll set stays readable while the queue holds anything,
+ * so rmca_wait_fd() is readable exactly when rmca_poll may return something.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "ep.h"
+
+struct rmca_cq {
+	struct rmca_completion *ring;
+	size_t cap, head, count;
+	int efd;
+	bool signaled;
+};
+
+int rmca_cq_init(struct rmca_context *ctx)
+{
+	struct rmca_cq *cq = calloc(1, sizeof(*cq));
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (!cq)
+		return RMCA_ERR_NO_MEMORY;
+	cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (cq->efd < 0) {
+		free(cq);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	ev.data.fd = cq->efd;
+	if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, cq->efd, &ev)) {
+		close(cq->efd);
+		free(cq);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	ctx->cq = cq;
+	return 0;
+}
+
+void rmca_cq_fini(struct rmca_context *ctx)
+{
+	if (!ctx->cq)
+		return;
+	close(ctx->cq->efd);
+	free(ctx->cq->ring);
+	free(ctx->cq);
+	ctx->cq = NULL;
+}
+
+static void cq_signal(struct rmca_cq *cq, bool on)
+{
+	uint64_t v = 1;
+
+	if (on == cq->signaled)
+		return;
+	if (on) {
+		if (write(cq->efd, &v, sizeof(v)) != sizeof(v))
+			return;
+	} else if (read(cq->efd, &v, sizeof(v)) != sizeof(v)) {
+		return;
+	}
+	cq->signaled = on;
+}
+
+int rmca_cq_push(struct rmca_context *ctx, const struct rmca_completion *c)
+{
+	struct rmca_cq *cq = ctx->cq;
+
+	if (cq->count == cq->cap) {
+		size_t ncap = cq->cap ? cq->cap * 2 : 256;
+		struct rmca_completion *n = malloc(ncap * sizeof(*n));
+
+		/* A completion owed is never dropped: without memory we have
+		 * nothing better than to stop here. */
+		if (!n)
+			abort();
+		for (size_t i = 0; i < cq->count; i++)
+			n[i] = cq->ring[(cq->head + i) % cq->cap];
+		free(cq->ring);
+		cq->ring = n;
+		cq->cap = ncap;
+		cq->head = 0;
+	}
+	cq->ring[(cq->head + cq->count) % cq->cap] = *c;
+	cq->count++;
+	cq_signal(cq, true);
+	return 0;
+}
+
+/* One pass of the event loop: fds ready within timeout_ms, then every
+ * module's progress op. */
+int rmca_progress(struct rmca_context *ctx, int timeout_ms)
+{
+	struct epoll_event ev[64];
+	int n;
+
+	for (struct rmca_ep *ep = ctx->eps; ep; ep = ep->next)
+		if (ep->unflushed)
+			rmca_ep_flush_delivered(ep);
+
+	n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
+	for (int i = 0; i < n; i++) {
+		int fd = ev[i].data.fd;
+
+		if (fd == ctx->cq->efd)
+			continue;
+		/* A callback may remove other fds: look each one up anew. */
+		if ((size_t)fd < ctx->nfds && ctx->fds[fd].cb)
+			ctx->fds[fd].cb(ctx->fds[fd].arg, ev[i].events);
+	}
+	for (size_t i = 0; i < ctx->nmods; i++)
+		if (ctx->mods[i].m->ops->progress)
+			ctx->mods[i].m->ops->progress(ctx->mods[i].m);
+	return n < 0 && errno != EINTR ? RMCA_ERR_INVALID : 0;
+}
+
+int rmca_poll(rmca_context_t *ctx, struct rmca_completion *out, int max)
+{
+	struct rmca_cq *cq;
+	int n = 0;
+
+	if (!ctx || (max > 0 && !out) || max < 0)
+		return RMCA_ERR_INVALID;
+	cq = ctx->cq;
+	rmca_progress(ctx, 0);
+	while (n < max && cq->count) {
+		out[n++] = cq->ring[cq->head];
+		cq->head = (cq->head + 1) % cq->cap;
+		cq->count--;
+	}
+	if (!cq->count)
+		cq_signal(cq, false);
+	return n;
+}
+
+int rmca_wait_fd(rmca_context_t *ctx)
+{
+	return ctx ? ctx->epfd : RMCA_ERR_INVALID;
+}

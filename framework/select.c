@@ -1,1 +1,120 @@
-/* SPDX-License-Identifier: BSD-3-Clause */
+// SPDX-License-Identifier: BSD-3-Clause
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rmca.h>
+#include <rmca/component.h>
+
+#include "select.h"
+
+static void note(struct rmca_selection *sel, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void note(struct rmca_selection *sel, const char *fmt, ...)
+{
+	size_t used = strlen(sel->reasons);
+	va_list ap;
+
+	if (used + 2 >= sizeof(sel->reasons))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(sel->reasons + used, sizeof(sel->reasons) - used, fmt, ap);
+	va_end(ap);
+	used = strlen(sel->reasons);
+	if (used + 1 < sizeof(sel->reasons)) {
+		sel->reasons[used] = '\n';
+		sel->reasons[used + 1] = '\0';
+	}
+}
+
+static int better(const struct rmca_wire_mod *amods,
+		  const struct rmca_wire_mod *pmods, int a, int p, int ba,
+		  int bp)
+{
+	long long s = (long long)amods[a].priority + pmods[p].priority;
+	long long bs = (long long)amods[ba].priority + pmods[bp].priority;
+	int c;
+
+	if (s != bs)
+		return s > bs;
+	c = strcmp(amods[a].component, amods[ba].component);
+	if (c)
+		return c < 0;
+	if (a != ba)
+		return a < ba;
+	return p < bp;
+}
+
+int rmca_select(const struct rmca_wire_mod *amods, int na,
+		const struct rmca_wire_mod *pmods, int np, int local_is_active,
+		int peer_is_local, uint32_t required_caps, rmca_reach_fn reach,
+		void *arg, struct rmca_selection *sel)
+{
+	sel->a = sel->p = -1;
+	sel->reasons[0] = '\0';
+
+	for (int a = 0; a < na; a++) {
+		int paired = 0;
+
+		for (int p = 0; p < np; p++) {
+			const struct rmca_wire_mod *am = &amods[a], *pm = &pmods[p];
+			uint32_t both = am->caps & pm->caps;
+			char why[256] = "";
+
+			if (strcmp(am->component, pm->component))
+				continue;
+			paired = 1;
+			if (peer_is_local && !(both & RMCA_CAP_LOOPBACK)) {
+				note(sel,
+				     "skip %s %s<->%s: peer is on this host and %s cannot loop back",
+				     am->component, am->device, pm->device,
+				     (am->caps & RMCA_CAP_LOOPBACK) ? pm->device :
+								      am->device);
+				continue;
+			}
+			if ((both & required_caps) != required_caps) {
+				note(sel,
+				     "skip %s %s<->%s: lacks a required capability (0x%x)",
+				     am->component, am->device, pm->device,
+				     required_caps & ~both);
+				continue;
+			}
+			if (reach &&
+			    !reach(arg, local_is_active ? a : p,
+				   local_is_active ? p : a, why, sizeof(why))) {
+				note(sel, "skip %s %s<->%s: unreachable: %s",
+				     am->component, am->device, pm->device, why);
+				continue;
+			}
+			if (sel->a < 0 ||
+			    better(amods, pmods, a, p, sel->a, sel->p)) {
+				sel->a = a;
+				sel->p = p;
+			}
+		}
+		if (!paired)
+			note(sel, "skip %s %s: the passive side has no %s",
+			     amods[a].component, amods[a].device,
+			     amods[a].component);
+	}
+	for (int p = 0; p < np; p++) {
+		int paired = 0;
+
+		for (int a = 0; a < na && !paired; a++)
+			paired = !strcmp(amods[a].component, pmods[p].component);
+		if (!paired)
+			note(sel, "skip %s %s: the active side has no %s",
+			     pmods[p].component, pmods[p].device,
+			     pmods[p].component);
+	}
+	if (sel->a < 0) {
+		note(sel, "no transport reaches the peer");
+		return RMCA_ERR_UNREACHABLE;
+	}
+	note(sel, "chose %s %s<->%s (priority %d+%d)",
+	     amods[sel->a].component, amods[sel->a].device,
+	     pmods[sel->p].device, amods[sel->a].priority,
+	     pmods[sel->p].priority);
+	return 0;
+}

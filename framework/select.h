@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The selection rule: which pair of modules (one per side) carries an
+ * endpoint. Pure: it sees the two module lists of the hellos, the locality
+ * of the peer, and a reachability verdict from the caller.
+ */
+#ifndef RMCA_SELECT_H
+#define RMCA_SELECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+/* 1 if local module li reaches peer module pi; else 0 with why filled. */
+typedef int (*rmca_reach_fn)(void *arg, int li, int pi, char *why,
+			     size_t why_len);
+
+struct rmca_selection {
+	int a, p; /* chosen module of the active and of the passive side, or -1 */
+	char reasons[2048]; /* one line per candidate skipped or chosen */
+};
+
+/*
+ * Candidates are the pairs of modules of the same component present on both
+ * sides (each side lists only what RMCA_transports left it), minus pairs
+ * that cannot loop back to a local peer, minus pairs that lack any of
+ * required_caps, minus pairs the caller finds unreachable. Rank: the sum of
+ * both priorities, then component name, then the active's index, then the
+ * passive's; both sides computing it from the same hellos get the same pair.
+ * local_is_active tells which list is local (for reach). Returns 0 or
+ * RMCA_ERR_UNREACHABLE.
+ */
+int rmca_select(const struct rmca_wire_mod *amods, int na,
+		const struct rmca_wire_mod *pmods, int np, int local_is_active,
+		int peer_is_local, uint32_t required_caps, rmca_reach_fn reach,
+		void *arg, struct rmca_selection *sel);
+
+#endif

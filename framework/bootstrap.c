@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rmca.h>
+
+#include "bootstrap.h"
+#include "wire.h"
+
+int rmca_parse_host_port(const char *hp, char *host, size_t host_len,
+			 char *port, size_t port_len)
+{
+	const char *colon, *h = hp;
+	size_t hl;
+
+	if (!hp)
+		return RMCA_ERR_INVALID;
+	if (*hp == '[') {
+		const char *end = strchr(hp, ']');
+
+		if (!end || end[1] != ':')
+			return RMCA_ERR_INVALID;
+		h = hp + 1;
+		hl = (size_t)(end - h);
+		colon = end + 1;
+	} else {
+		colon = strrchr(hp, ':');
+		if (!colon || memchr(hp, ':', (size_t)(colon - hp)))
+			return RMCA_ERR_INVALID; /* IPv6 wants brackets */
+		hl = (size_t)(colon - hp);
+	}
+	if (hl >= host_len || strlen(colon + 1) >= port_len || !colon[1])
+		return RMCA_ERR_INVALID;
+	for (const char *p = colon + 1; *p; p++)
+		if (*p < '0' || *p > '9')
+			return RMCA_ERR_INVALID;
+	if (strtol(colon + 1, NULL, 10) > 65535)
+		return RMCA_ERR_INVALID;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	snprintf(port, port_len, "%s", colon + 1);
+	return 0;
+}
+
+int64_t rmca_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int rmca_ms_left(int64_t deadline)
+{
+	int64_t left = deadline - rmca_now_ms();
+
+	return left < 0 ? 0 : left > 1000000 ? 1000000 : (int)left;
+}
+
+static int set_flags(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+int rmca_tcp_connect(const char *host, const char *port, int64_t deadline)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG };
+	struct addrinfo *res, *ai;
+	int rc = RMCA_ERR_UNREACHABLE;
+
+	if (getaddrinfo(*host ? host : NULL, port, &hints, &res))
+		return RMCA_ERR_UNREACHABLE;
+	for (ai = res; ai; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family,
+				ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+				ai->ai_protocol);
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		int err = 0;
+		socklen_t el = sizeof(err);
+
+		if (fd < 0)
+			continue;
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) &&
+		    errno != EINPROGRESS) {
+			close(fd);
+			continue;
+		}
+		if (poll(&pfd, 1, rmca_ms_left(deadline)) != 1) {
+			close(fd);
+			rc = RMCA_ERR_TIMEOUT;
+			break;
+		}
+		getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+		if (err) {
+			close(fd);
+			continue;
+		}
+		set_flags(fd);
+		freeaddrinfo(res);
+		return fd;
+	}
+	freeaddrinfo(res);
+	return rc;
+}
+
+int rmca_tcp_listen(const char *host, const char *port, int *bound_port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICSERV | AI_PASSIVE };
+	struct addrinfo *res, *ai;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd = -1, one = 1;
+
+	if (getaddrinfo(*host ? host : NULL, port, &hints, &res))
+		return RMCA_ERR_NOT_FOUND;
+	/* With no host, prefer the IPv6 wildcard: it takes IPv4 too. */
+	for (ai = res; ai; ai = ai->ai_next)
+		if (!*host && ai->ai_family == AF_INET6)
+			break;
+	if (!ai)
+		ai = res;
+	for (; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family,
+			    ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    ai->ai_protocol);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (!bind(fd, ai->ai_addr, ai->ai_addrlen) && !listen(fd, 128))
+			break;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		return errno == EADDRINUSE ? RMCA_ERR_AGAIN : RMCA_ERR_NOT_FOUND;
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	*bound_port = ss.ss_family == AF_INET6 ?
+			      ntohs(((struct sockaddr_in6 *)&ss)->sin6_port) :
+			      ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	return fd;
+}
+
+static int io_full(int fd, void *buf, size_t len, int64_t deadline, int out)
+{
+	char *p = buf;
+
+	while (len) {
+		struct pollfd pfd = { .fd = fd, .events = out ? POLLOUT : POLLIN };
+		ssize_t n = out ? send(fd, p, len, MSG_NOSIGNAL) :
+				  recv(fd, p, len, 0);
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return RMCA_ERR_CONNECTION;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return RMCA_ERR_CONNECTION;
+		if (poll(&pfd, 1, rmca_ms_left(deadline)) == 0)
+			return RMCA_ERR_TIMEOUT;
+	}
+	return 0;
+}
+
+int rmca_msg_send(int fd, const void *body, size_t len, int64_t deadline)
+{
+	uint8_t pfx[4] = { (uint8_t)len, (uint8_t)(len >> 8),
+			   (uint8_t)(len >> 16), (uint8_t)(len >> 24) };
+	int rc = io_full(fd, pfx, sizeof(pfx), deadline, 1);
+
+	return rc ? rc : io_full(fd, (void *)body, len, deadline, 1);
+}
+
+int rmca_msg_recv(int fd, void *body, size_t cap, size_t *len,
+		  int64_t deadline, char *why, size_t why_len)
+{
+	uint8_t pfx[4];
+	size_t n;
+	int rc = io_full(fd, pfx, sizeof(pfx), deadline, 0);
+
+	if (rc) {
+		snprintf(why, why_len, "%s before a message length",
+			 rc == RMCA_ERR_TIMEOUT ? "timed out" : "closed");
+		return rc == RMCA_ERR_TIMEOUT ? rc : RMCA_ERR_PROTOCOL;
+	}
+	n = pfx[0] | pfx[1] << 8 | pfx[2] << 16 | (size_t)pfx[3] << 24;
+	if (n > cap || n > RMCA_HELLO_MAX) {
+		snprintf(why, why_len, "message of %zu bytes, at most %d", n,
+			 RMCA_HELLO_MAX);
+		return RMCA_ERR_PROTOCOL;
+	}
+	rc = io_full(fd, body, n, deadline, 0);
+	if (rc) {
+		snprintf(why, why_len, "%s within a %zu-byte message",
+			 rc == RMCA_ERR_TIMEOUT ? "timed out" : "closed", n);
+		return rc == RMCA_ERR_TIMEOUT ? rc : RMCA_ERR_PROTOCOL;
+	}
+	*len = n;
+	return 0;
+}
+
+void rmca_peer_name(int fd, char *host, size_t host_len, char *full,
+		    size_t full_len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char port[8] = "?";
+
+	snprintf(host, host_len, "?");
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) ||
+	    getnameinfo((struct sockaddr *)&ss, sl, host, (socklen_t)host_len,
+			port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV))
+		snprintf(host, host_len, "?");
+	/* An IPv4 peer on a dual-stack socket: report it as IPv4. */
+	if (!strncmp(host, "::ffff:", 7) && strchr(host + 7, '.'))
+		memmove(host, host + 7, strlen(host + 7) + 1);
+	snprintf(full, full_len, strchr(host, ':') ? "[%s]:%s" : "%s:%s", host,
+		 port);
+}
