@@ -22,6 +22,11 @@ struct options {
 	int nparams;
 };
 
+struct comp_extra {
+	char label[64]; /* the name, or one made from a refused file's name */
+	char why[512]; /* "" when fine; an open() failure says so */
+};
+
 /* Everything the context tells, gathered once, printed by one formatter. */
 struct report {
 	char *build; /* copy of rmca_info_build(), split into lines */
@@ -31,8 +36,9 @@ struct report {
 	const char *version;
 
 	struct rmca_info_component *comps;
-	char (*labels)[64]; /* comps[i].name, or one made from the file */
+	struct comp_extra *extra; /* one per comps[i] */
 	int ncomps;
+	int label_width;
 	struct rmca_info_module *mods;
 	int nmods;
 	struct rmca_info_param *params; /* those selected by --param */
@@ -176,6 +182,7 @@ static int gather(rmca_context_t *ctx, const struct options *o,
 	struct rmca_info_module m;
 	struct rmca_info_param p;
 	char *line, *save = NULL;
+	struct comp_extra *x;
 	void *n;
 
 	memset(r, 0, sizeof(*r));
@@ -204,16 +211,22 @@ static int gather(rmca_context_t *ctx, const struct options *o,
 		if (!n)
 			return -1;
 		r->comps = n;
-		n = grow(r->labels, r->ncomps, sizeof(*r->labels));
+		n = grow(r->extra, r->ncomps, sizeof(*r->extra));
 		if (!n)
 			return -1;
-		r->labels = n;
+		r->extra = n;
+		x = &r->extra[r->ncomps];
 		if (c.name)
-			snprintf(r->labels[r->ncomps], sizeof(r->labels[0]),
-				 "%s", c.name);
+			snprintf(x->label, sizeof(x->label), "%s", c.name);
 		else
-			label_from_path(c.path, r->labels[r->ncomps],
-					sizeof(r->labels[0]));
+			label_from_path(c.path, x->label, sizeof(x->label));
+		if (c.error)
+			snprintf(x->why, sizeof(x->why), "%s%s",
+				 c.name ? "open: " : "", c.error);
+		else
+			x->why[0] = '\0';
+		if ((int)strlen(x->label) > r->label_width)
+			r->label_width = (int)strlen(x->label);
 		r->comps[r->ncomps++] = c;
 	}
 	while (!rmca_info_module(ctx, r->nmods, &m)) {
@@ -239,19 +252,16 @@ static void report_free(struct report *r)
 {
 	free(r->build);
 	free(r->comps);
-	free(r->labels);
+	free(r->extra);
 	free(r->mods);
 	free(r->params);
 }
 
-/* The status of a component, as one word and a reason. */
-static const char *comp_status(const struct rmca_info_component *c,
-			       const char **why)
+/* The status of a component: "loaded", or "failed" and *why. */
+static const char *comp_status(const struct report *r, int i, const char **why)
 {
-	*why = c->error;
-	if (!c->error)
-		return "loaded";
-	return c->name ? "open_failed" : "failed";
+	*why = r->extra[i].why[0] ? r->extra[i].why : NULL;
+	return *why ? "failed" : "loaded";
 }
 
 /* Names of the set bits of caps, joined by sep; "" when none. */
@@ -309,26 +319,23 @@ static void print_human(const struct report *r)
 		printf("  none found (RMCA_component_path, pkglibdir)\n");
 	for (int i = 0; i < r->ncomps; i++) {
 		const struct rmca_info_component *c = &r->comps[i];
+		int w = r->label_width;
 
-		if (!c->name) {
-			printf("  %-8s failed: ", r->labels[i]);
-			put_value(stdout, c->error);
-			printf("\n  %-8s %s\n", "", c->path);
-			continue;
-		}
-		printf("  %-8s %s  priority %d  %s  %d module%s\n",
-		       c->name, c->version ? c->version : "?", c->priority,
-		       c->enabled ? "enabled" : "disabled", c->nmodules,
-		       c->nmodules == 1 ? "" : "s");
-		printf("  %-8s %s\n", "", c->path);
-		if (c->description) {
-			printf("  %-8s ", "");
-			put_value(stdout, c->description);
+		printf("  %-*s ", w, r->extra[i].label);
+		if (c->name)
+			printf("%s  priority %d  %s  %d module%s\n",
+			       c->version ? c->version : "?", c->priority,
+			       c->enabled ? "enabled" : "disabled",
+			       c->nmodules, c->nmodules == 1 ? "" : "s");
+		if (r->extra[i].why[0]) {
+			printf("%*sfailed: ", c->name ? w + 3 : 0, "");
+			put_value(stdout, r->extra[i].why);
 			printf("\n");
 		}
-		if (c->error) {
-			printf("  %-8s open failed: ", "");
-			put_value(stdout, c->error);
+		printf("  %-*s %s\n", w, "", c->path);
+		if (c->description) {
+			printf("  %-*s ", w, "");
+			put_value(stdout, c->description);
 			printf("\n");
 		}
 	}
@@ -405,9 +412,10 @@ static void print_parsable(const struct report *r)
 	for (int i = 0; i < r->ncomps; i++) {
 		const struct rmca_info_component *c = &r->comps[i];
 		const char *why;
-		const char *status = comp_status(c, &why);
+		const char *status = comp_status(r, i, &why);
 
-		snprintf(prefix, sizeof(prefix), "component:%s", r->labels[i]);
+		snprintf(prefix, sizeof(prefix), "component:%s",
+			 r->extra[i].label);
 		fact(prefix, "path", c->path);
 		if (c->name) {
 			fact(prefix, "version", c->version);
@@ -541,8 +549,8 @@ static void print_json(const struct report *r)
 		const char *why;
 
 		printf("%s\n    {", i ? "," : "");
-		json_field("name", r->labels[i], true);
-		json_field("status", comp_status(c, &why), false);
+		json_field("name", r->extra[i].label, true);
+		json_field("status", comp_status(r, i, &why), false);
 		json_field("error", why, false);
 		json_field("path", c->path, false);
 		json_field("version", c->version, false);
