@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/* The selection rule: both sides agree, loopback and caps are honoured,
+ * and every skip leaves a reason. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <rmca.h>
+#include <rmca/component.h>
+
+#include "select.h"
+
+#define ALL (RMCA_CAP_LOOPBACK | RMCA_CAP_REMOTE_COMPLETION)
+
+static struct rmca_wire_mod mod(const char *comp, const char *dev,
+				uint32_t caps, int prio)
+{
+	struct rmca_wire_mod m = { .caps = caps, .priority = prio };
+
+	strcpy(m.component, comp);
+	strcpy(m.device, dev);
+	return m;
+}
+
+static void highest_priority_pair_wins(void **state)
+{
+	struct rmca_wire_mod a[] = { mod("tcp", "lo", ALL, 10),
+				     mod("ib", "rxe0", ALL, 50) };
+	struct rmca_wire_mod p[] = { mod("ib", "rxe0", ALL, 50),
+				     mod("tcp", "lo", ALL, 10) };
+	struct rmca_selection s;
+
+	(void)state;
+	assert_int_equal(rmca_select(a, 2, p, 2, 1, 0, 0, NULL, NULL, &s), 0);
+	assert_int_equal(s.a, 1);
+	assert_int_equal(s.p, 0);
+	assert_non_null(strstr(s.reasons, "chose ib"));
+}
+
+static void both_sides_compute_the_same_pair(void **state)
+{
+	struct rmca_wire_mod a[] = { mod("iwarp", "siw0", ALL, 40),
+				     mod("ib", "rxe0", ALL, 50),
+				     mod("ib", "rxe1", ALL, 50) };
+	struct rmca_wire_mod p[] = { mod("ib", "rxe1", ALL, 50),
+				     mod("ib", "rxe0", ALL, 50),
+				     mod("iwarp", "siw0", ALL, 40) };
+	struct rmca_selection s1, s2;
+
+	(void)state;
+	assert_int_equal(rmca_select(a, 3, p, 3, 1, 0, 0, NULL, NULL, &s1), 0);
+	assert_int_equal(rmca_select(a, 3, p, 3, 0, 0, 0, NULL, NULL, &s2), 0);
+	assert_int_equal(s1.a, s2.a);
+	assert_int_equal(s1.p, s2.p);
+	assert_int_equal(s1.a, 1); /* ties: lowest active index, then passive */
+	assert_int_equal(s1.p, 0);
+}
+
+static void local_peer_skips_module_without_loopback(void **state)
+{
+	struct rmca_wire_mod a[] = { mod("iwarp", "siw0", RMCA_CAP_REMOTE_COMPLETION, 40),
+				     mod("tcp", "lo", ALL, 10) };
+	struct rmca_wire_mod p[] = { mod("iwarp", "siw0", ALL, 40),
+				     mod("tcp", "lo", ALL, 10) };
+	struct rmca_selection s;
+
+	(void)state;
+	assert_int_equal(rmca_select(a, 2, p, 2, 1, 1, 0, NULL, NULL, &s), 0);
+	assert_int_equal(s.a, 1);
+	assert_non_null(strstr(s.reasons, "cannot loop back"));
+	/* the same pair is fine for a remote peer */
+	assert_int_equal(rmca_select(a, 2, p, 2, 1, 0, 0, NULL, NULL, &s), 0);
+	assert_int_equal(s.a, 0);
+}
+
+static void missing_component_on_one_side_is_explained(void **state)
+{
+	struct rmca_wire_mod a[] = { mod("ib", "rxe0", ALL, 50) };
+	struct rmca_wire_mod p[] = { mod("tcp", "lo", ALL, 10) };
+	struct rmca_selection s;
+
+	(void)state;
+	assert_int_equal(rmca_select(a, 1, p, 1, 1, 0, 0, NULL, NULL, &s),
+			 RMCA_ERR_UNREACHABLE);
+	assert_int_equal(s.a, -1);
+	assert_non_null(strstr(s.reasons, "the passive side has no ib"));
+	assert_non_null(strstr(s.reasons, "the active side has no tcp"));
+}
+
+static void required_caps_filter_pairs(void **state)
+{
+	struct rmca_wire_mod a[] = { mod("ib", "rxe0", ALL, 50),
+				     mod("tcp", "lo", ALL | RMCA_CAP_ATOMIC, 10) };
+	struct rmca_wire_mod p[] = { mod("ib", "rxe0", ALL, 50),
+				     mod("tcp", "lo", ALL | RMCA_CAP_ATOMIC, 10) };
+	struct rmca_selection s;
+
+	(void)state;
+	assert_int_equal(rmca_select(a, 2, p, 2, 1, 0, RMCA_CAP_ATOMIC, NULL,
+				     NULL, &s), 0);
+	assert_int_equal(s.a, 1);
+}
+
+static int refuse_ib(void *arg, int li, int pi, char *why, size_t len)
+{
+	const struct rmca_wire_mod *local = arg;
+
+	(void)pi;
+	if (!strcmp(local[li].component, "ib")) {
+		strncpy(why, "no route", len);
+		return 0;
+	}
+	return 1;
+}
+
+static void unreachable_pairs_are_skipped_with_the_modules_reason(void **state)
+{
+	struct rmca_wire_mod a[] = { mod("ib", "rxe0", ALL, 50),
+				     mod("tcp", "lo", ALL, 10) };
+	struct rmca_wire_mod p[] = { mod("tcp", "lo", ALL, 10),
+				     mod("ib", "rxe0", ALL, 50) };
+	struct rmca_selection s;
+
+	(void)state;
+	/* passive side judging its own modules (p is local) */
+	assert_int_equal(rmca_select(a, 2, p, 2, 0, 0, 0, refuse_ib, p, &s), 0);
+	assert_int_equal(s.a, 1);
+	assert_int_equal(s.p, 0);
+	assert_non_null(strstr(s.reasons, "unreachable: no route"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(highest_priority_pair_wins),
+		cmocka_unit_test(both_sides_compute_the_same_pair),
+		cmocka_unit_test(local_peer_skips_module_without_loopback),
+		cmocka_unit_test(missing_component_on_one_side_is_explained),
+		cmocka_unit_test(required_caps_filter_pairs),
+		cmocka_unit_test(unreachable_pairs_are_skipped_with_the_modules_reason),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
