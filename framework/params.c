@@ -18,7 +18,9 @@
  *    source and source_detail of the rejected value, with error set, so a
  *    tool can show where the bad value came from.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* vasprintf, environ */
+#endif
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>

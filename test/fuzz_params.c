@@ -18,7 +18,9 @@
  * params.conf (read through RMCA_param_file from a memfd); odd, the rest is
  * one value, parsed as the type picked by the byte's upper bits.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create, environ */
+#endif
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>

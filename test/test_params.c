@@ -3,7 +3,9 @@
  * Typed parameters: parsing of every type, the precedence of every source,
  * the file syntax, and the messages a user sees (stderr is captured).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* environ, asprintf */
+#endif
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
