@@ -185,7 +185,8 @@ static int rmca_entry_has_base(const struct rmca_component_entry *e,
 	const char *dot = strrchr(name, '.');
 	size_t blen = strlen(base);
 
-	return dot && (size_t)(dot - name) == blen && !strncmp(name, base, blen);
+	return dot && (size_t)(dot - name) == blen &&
+	       !strncmp(name, base, blen);
 }
 
 /* The loaded entry that already claims base, or NULL. */
