@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Shared verbs + rdma_cm code of the ib and iwarp components.
+ *
+ * One device (struct rmca_verbs_dev) is an rdma_cm ibv_context with its one
+ * protection domain, shared by every module, region and connection on it.
+ * One module (struct rmca_verbs_module) is one port with an IPv4 address:
+ * its own CQ + completion channel, rdma_cm event channel and listener.
+ * One connection (struct rmca_conn) is one RC QP set up by rdma_cm.
+ */
+#ifndef RMCA_VERBS_H
+#define RMCA_VERBS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <time.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <rmca/component.h>
+
+#define RMCA_VERBS_MAX_DEVS 16
+#define RMCA_VERBS_MAX_MODULES 16
+
+struct rmca_verbs_dev {
+	struct ibv_context *ctx; /* owned by librdmacm (rdma_get_devices) */
+	const struct rmca_core *core;
+	struct ibv_pd *pd; /* allocated with the first user */
+	int pd_users;
+	int refs; /* modules */
+	bool async_registered;
+	struct rmca_verbs_module *mods[RMCA_VERBS_MAX_MODULES];
+	int nmods;
+	struct ibv_device_attr attr;
+};
+
+/* What the component asks of the shared code. */
+struct rmca_verbs_cfg {
+	const char *name; /* "ib" */
+	enum ibv_transport_type transport;
+	/* Loopback: -1 auto (probe), 0 no, 1 yes. */
+	int loopback;
+};
+
+struct rmca_verbs_op;
+
+struct rmca_verbs_module {
+	struct rmca_module m; /* first: the core's view */
+	struct rmca_verbs_dev *dev;
+	uint8_t port;
+	bool iwarp; /* no RNR: sends wait for credits */
+	struct sockaddr_in ip; /* the device's address, port = listener's */
+	struct ibv_comp_channel *chan;
+	struct ibv_cq *cq;
+	int cq_size, cq_used;
+	struct rdma_event_channel *ec;
+	struct rdma_cm_id *listen_id;
+	int timer_fd; /* credit re-read (iwarp) */
+	bool timer_armed;
+	struct rmca_conn *conns; /* every live connection */
+	struct rmca_verbs_parked *parked; /* requests waiting for connect() */
+	struct rmca_verbs_op *zombies; /* canceled ops the CQ may still name */
+	struct rmca_module_mr *mrs;
+	int timer_ms; /* credit re-read backoff */
+	char facts[160]; /* static probed facts; detail = facts + counters */
+	unsigned long flushes; /* flush READs posted (visible in detail) */
+	uint32_t max_sge, max_qp_wr;
+};
+
+static inline struct rmca_verbs_module *rmca_verbs_mod(struct rmca_module *m)
+{
+	return (struct rmca_verbs_module *)m;
+}
+
+/* Connection request private data (both directions), little endian. */
+struct rmca_verbs_pdata {
+	uint32_t magic;
+	uint32_t ctl_rkey; /* the sender's control region (REMOTE_READ) */
+	uint64_t token;
+	uint64_t ctl_addr;
+} __attribute__((packed));
+#define RMCA_VERBS_MAGIC 0x726d6331u /* "rmc1" */
+
+/* addr() blob. */
+struct rmca_verbs_addr {
+	uint8_t version;
+	uint8_t family; /* 4 */
+	uint16_t port; /* network order */
+	uint8_t ip[4];
+	char device[24];
+} __attribute__((packed));
+
+/* Per-connection control memory: the peer reads `posted` (credits) and the
+ * flush READ lands in `sink`. */
+struct rmca_verbs_ctl {
+	volatile uint64_t posted; /* user receives ever posted here */
+	uint64_t pad[7];
+	uint64_t sink; /* RDMA READ sink (iwarp: needs REMOTE_WRITE) */
+	uint64_t hello; /* receive buffer of the active side's first send */
+	uint64_t hello_src;
+	uint64_t pad2[5];
+};
+
+enum rmca_verbs_op_kind {
+	RMCA_VOP_SEND,
+	RMCA_VOP_SEND_INV,
+	RMCA_VOP_RECV,
+	RMCA_VOP_PUT,
+	RMCA_VOP_GET,
+	RMCA_VOP_ATOMIC,
+	RMCA_VOP_FLUSH,
+	RMCA_VOP_HELLO_SEND, /* internal from here on: never reach the core */
+	RMCA_VOP_HELLO_RECV,
+	RMCA_VOP_CREDIT,
+	RMCA_VOP_BIND,
+};
+
+struct rmca_verbs_op {
+	struct rmca_verbs_op *next, *prev; /* outstanding or pending list */
+	struct rmca_conn *conn; /* NULL once canceled (zombie) */
+	enum rmca_verbs_op_kind kind;
+	void *req; /* the core's cookie */
+	bool canceled;
+	bool posted;
+	/* what to post when it leaves the pending queue */
+	struct ibv_sge sge;
+	uint64_t raddr;
+	uint32_t rkey;
+	uint64_t operand, compare;
+	bool cswap;
+	struct rmca_verbs_mw *mw; /* BIND */
+	struct rmca_module_mr *mr; /* BIND */
+};
+
+enum rmca_verbs_conn_state {
+	RMCA_VCONN_RESOLVING,
+	RMCA_VCONN_CONNECTING,
+	RMCA_VCONN_WAIT_HELLO, /* passive: established, first send not seen */
+	RMCA_VCONN_UP,
+	RMCA_VCONN_FAILED,
+};
+
+struct rmca_conn {
+	struct rmca_verbs_module *mod;
+	struct rmca_conn *next;
+	struct rdma_cm_id *id;
+	struct ibv_qp *qp;
+	uint64_t token;
+	bool active;
+	void *cookie;
+	enum rmca_verbs_conn_state state;
+	int fail_status; /* the first error seen */
+	int remote_err; /* RMCA_ERR_REMOTE_ACCESS learnt from the device */
+	bool failed_reported;
+	bool has_pd;
+	bool waiting; /* a send waits for credits */
+	struct rmca_verbs_ctl *ctl;
+	struct ibv_mr *ctl_pub, *ctl_sink;
+	uint64_t peer_ctl_addr;
+	uint32_t peer_ctl_rkey;
+	struct rmca_verbs_op *outstanding; /* posted WRs */
+	int nout;
+	int sq_used, rq_used, sq_size, rq_size;
+	struct rmca_verbs_op *pending, *pending_tail; /* not yet posted */
+	/* iwarp credits */
+	uint64_t sends_posted;
+	uint64_t peer_posted;
+	bool credit_inflight;
+	bool credit_wanted;
+	int closing_status; /* set by destroy: what canceled ops get */
+	int cq_share; /* CQ entries reserved for this QP */
+	bool hello_seen;
+	uint8_t rd_in, rd_out; /* from the request: its depth, its resources */
+};
+
+struct rmca_verbs_parked {
+	struct rmca_verbs_parked *next;
+	struct rdma_cm_id *id;
+	struct rmca_verbs_pdata pd;
+	struct timespec when;
+};
+
+/* A type-2 memory window over a use-once region, bound for one connection. */
+struct rmca_verbs_mw {
+	struct rmca_verbs_mw *next;
+	struct rmca_conn *conn;
+	struct ibv_mw *mw;
+	uint32_t rkey; /* as bound */
+	bool bound, revoked, bind_failed;
+};
+
+struct rmca_module_mr {
+	struct rmca_module_mr *next; /* the module's regions */
+	struct rmca_verbs_module *mod;
+	struct ibv_mr *mr;
+	struct ibv_mr *sink; /* iwarp: READ-sink twin with REMOTE_WRITE */
+	void *addr;
+	size_t len;
+	unsigned access;
+	bool use_mw; /* use-once on a device with SEND_INV: keys are MWs */
+	struct rmca_verbs_mw *mws;
+};
+
+/* device + PD (verbs_device.c, verbs_pd.c) */
+int rmca_verbs_probe(const struct rmca_core *core,
+		     const struct rmca_verbs_cfg *cfg,
+		     struct rmca_module ***modules, int *count);
+void rmca_verbs_release(const struct rmca_core *core,
+			struct rmca_module **modules, int count);
+struct ibv_pd *rmca_verbs_pd_get(struct rmca_verbs_dev *dev);
+void rmca_verbs_pd_put(struct rmca_verbs_dev *dev);
+void rmca_verbs_detail_update(struct rmca_verbs_module *vm);
+int rmca_verbs_async_register(struct rmca_verbs_dev *dev);
+void rmca_verbs_async_drain(struct rmca_verbs_dev *dev);
+
+/* module resources (verbs_module.c) */
+int rmca_verbs_module_init(struct rmca_verbs_module *vm);
+void rmca_verbs_module_fini(struct rmca_verbs_module *vm);
+extern const struct rmca_module_ops rmca_verbs_ops;
+
+/* rdma_cm (verbs_cm.c) */
+int rmca_verbs_cm_listen(struct rmca_verbs_module *vm);
+void rmca_verbs_cm_dispatch(struct rmca_verbs_module *vm);
+int rmca_verbs_connect(struct rmca_module *m,
+		       const struct rmca_conn_args *args,
+		       struct rmca_conn **out);
+void rmca_verbs_disconnect(struct rmca_conn *c);
+int rmca_verbs_addr(struct rmca_module *m, void *buf, size_t *len);
+int rmca_verbs_reachable(struct rmca_module *m, const void *peer_addr,
+			 size_t len, char *why, size_t why_len);
+void rmca_verbs_conn_fail(struct rmca_conn *c, int status);
+struct rmca_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
+				      uint64_t token, bool active,
+				      void *cookie);
+int rmca_verbs_qp_create(struct rmca_conn *c, struct rdma_cm_id *id);
+void rmca_verbs_conn_destroy(struct rmca_conn *c, int status);
+bool rmca_verbs_loopback_probe(struct rmca_verbs_module *vm);
+
+/* completions (verbs_cq.c) */
+int rmca_verbs_cq_poll(struct rmca_verbs_module *vm);
+void rmca_verbs_cq_event(void *arg, uint32_t events);
+int rmca_verbs_progress(struct rmca_module *m);
+int rmca_verbs_wc_status(const struct ibv_wc *wc, struct rmca_verbs_op *op);
+
+/* posting (verbs_post.c, verbs_ops.c) */
+struct rmca_verbs_op *rmca_verbs_op_new(struct rmca_conn *c,
+					enum rmca_verbs_op_kind kind,
+					void *req);
+int rmca_verbs_submit(struct rmca_conn *c, struct rmca_verbs_op *op);
+int rmca_verbs_post(struct rmca_conn *c, struct rmca_verbs_op *op);
+void rmca_verbs_op_done(struct rmca_verbs_op *op, int status, size_t len,
+			uint64_t revoked);
+void rmca_verbs_pending_run(struct rmca_conn *c);
+void rmca_verbs_credit_read(struct rmca_conn *c);
+void rmca_verbs_timer_event(void *arg, uint32_t events);
+
+/* memory (verbs_mr.c) */
+int rmca_verbs_mr_reg(struct rmca_module *m, void *addr, size_t len,
+		      unsigned access, struct rmca_module_mr **out);
+int rmca_verbs_mr_dereg(struct rmca_module_mr *mr);
+uint64_t rmca_verbs_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c);
+uint32_t rmca_verbs_sink_lkey(struct rmca_module_mr *mr);
+uint64_t rmca_verbs_revoke(struct rmca_conn *c, uint32_t rkey);
+void rmca_verbs_mw_conn_gone(struct rmca_conn *c);
+
+static inline uint64_t rmca_verbs_key(uint32_t rkey, bool use_once)
+{
+	/* bit 32 keeps the key non-zero even for an rkey of 0 */
+	return (1ull << 32) | rkey | (use_once ? RMCA_KEY_USE_ONCE : 0);
+}
+
+static inline uint32_t rmca_verbs_rkey32(uint64_t key)
+{
+	return (uint32_t)key;
+}
+
+#endif

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Asynchronous device events. A QP error found by the responder (a remote
+ * access with a bad key, a broken stream) shows up here, not in the CQ; it
+ * is recorded on the connection so that the operations it flushes complete
+ * with that status rather than a bare "connection" error. The fd is drained
+ * before the CQ is polled, so the record is there in time.
+ */
+#include <fcntl.h>
+#include <sys/epoll.h>
+
+#include "verbs.h"
+
+static void handle(struct ibv_async_event *ev)
+{
+	struct rmca_conn *c;
+
+	switch (ev->event_type) {
+	case IBV_EVENT_QP_ACCESS_ERR:
+		c = ev->element.qp->qp_context;
+		if (c) {
+			c->remote_err = RMCA_ERR_REMOTE_ACCESS;
+			rmca_verbs_conn_fail(c, RMCA_ERR_REMOTE_ACCESS);
+		}
+		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+		c = ev->element.qp->qp_context;
+		if (c)
+			rmca_verbs_conn_fail(c, RMCA_ERR_CONNECTION);
+		break;
+	default:
+		break;
+	}
+}
+
+void rmca_verbs_async_drain(struct rmca_verbs_dev *dev)
+{
+	struct ibv_async_event ev;
+
+	if (!dev->async_registered)
+		return;
+	while (!ibv_get_async_event(dev->ctx, &ev)) {
+		handle(&ev);
+		ibv_ack_async_event(&ev);
+	}
+}
+
+static void async_cb(void *arg, uint32_t events)
+{
+	rmca_verbs_async_drain(arg);
+}
+
+int rmca_verbs_async_register(struct rmca_verbs_dev *dev)
+{
+	int fd = dev->ctx->async_fd;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (dev->async_registered)
+		return 0;
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return RMCA_ERR_INVALID;
+	if (dev->core->ops->fd_add(dev->core, fd, EPOLLIN, async_cb, dev))
+		return RMCA_ERR_NO_MEMORY;
+	dev->async_registered = true;
+	return 0;
+}

@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rdma_cm connection setup. Each module listens on its device's address
+ * (port chosen by rdma_cm, published in addr()); the active side connects
+ * to the address in the peer's blob, not to the bootstrap host, because
+ * only that address is served by the peer's device.
+ *
+ * Both sides of one rmca connection know the same 64-bit token. The active
+ * side carries it in the request's private data; the passive side accepts
+ * the request whose token its connect() names. Requests that come before
+ * their connect() are parked until it does.
+ *
+ * iWARP lets the active side speak first only. So the passive side posts one
+ * internal receive before it accepts, the active side's first work request
+ * is a small "hello" send into it, and the passive connect() returns only
+ * once the hello has arrived: from then on either side may send. Both
+ * devices get the same handshake.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <endian.h>
+
+#include "verbs.h"
+
+#define RD_ATOM_MAX 16
+#define PARK_MAX_AGE_S 60
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+int rmca_verbs_cm_listen(struct rmca_verbs_module *vm)
+{
+	struct sockaddr_in a = vm->ip;
+
+	a.sin_port = 0;
+	if (rdma_create_id(vm->ec, &vm->listen_id, NULL, RDMA_PS_TCP))
+		return RMCA_ERR_NO_MEMORY;
+	if (rdma_bind_addr(vm->listen_id, (struct sockaddr *)&a) ||
+	    rdma_listen(vm->listen_id, 64)) {
+		rdma_destroy_id(vm->listen_id);
+		vm->listen_id = NULL;
+		return RMCA_ERR_UNREACHABLE;
+	}
+	vm->ip.sin_port = rdma_get_src_port(vm->listen_id);
+	return 0;
+}
+
+static void pdata_fill(struct rmca_conn *c, struct rmca_verbs_pdata *pd)
+{
+	pd->magic = htole32(RMCA_VERBS_MAGIC);
+	pd->ctl_rkey = htole32(c->ctl_pub->rkey);
+	pd->token = htole64(c->token);
+	pd->ctl_addr = htole64((uintptr_t)&c->ctl->posted);
+}
+
+static int pdata_parse(const void *p, size_t len, struct rmca_verbs_pdata *out)
+{
+	if (!p || len < sizeof(*out))
+		return -1;
+	memcpy(out, p, sizeof(*out));
+	if (le32toh(out->magic) != RMCA_VERBS_MAGIC)
+		return -1;
+	out->token = le64toh(out->token);
+	out->ctl_rkey = le32toh(out->ctl_rkey);
+	out->ctl_addr = le64toh(out->ctl_addr);
+	return 0;
+}
+
+static uint8_t rd_depth(struct rmca_verbs_module *vm, bool initiator)
+{
+	int v = initiator ? vm->dev->attr.max_qp_init_rd_atom :
+			    vm->dev->attr.max_qp_rd_atom;
+
+	return v < RD_ATOM_MAX ? v : RD_ATOM_MAX;
+}
+
+static void param_fill(struct rmca_conn *c, struct rdma_conn_param *p,
+		       struct rmca_verbs_pdata *pd)
+{
+	struct rmca_verbs_module *vm = c->mod;
+
+	memset(p, 0, sizeof(*p));
+	pdata_fill(c, pd);
+	p->private_data = pd;
+	p->private_data_len = sizeof(*pd);
+	p->initiator_depth = rd_depth(vm, true);
+	p->responder_resources = rd_depth(vm, false);
+	if (!c->active) {
+		/* never more than the requester offered */
+		if (p->initiator_depth > c->rd_out)
+			p->initiator_depth = c->rd_out;
+		if (p->responder_resources > c->rd_in)
+			p->responder_resources = c->rd_in;
+	}
+	p->retry_count = 7;
+	/* 7 = retry for ever: an ib send waits for its receive (RNR) */
+	p->rnr_retry_count = 7;
+}
+
+static int post_hello_recv(struct rmca_conn *c)
+{
+	struct rmca_verbs_op *op = rmca_verbs_op_new(c, RMCA_VOP_HELLO_RECV,
+						     NULL);
+
+	if (!op)
+		return RMCA_ERR_NO_MEMORY;
+	op->sge.addr = (uintptr_t)&c->ctl->hello;
+	op->sge.length = sizeof(c->ctl->hello);
+	op->sge.lkey = c->ctl_sink->lkey;
+	return rmca_verbs_post(c, op);
+}
+
+static int post_hello_send(struct rmca_conn *c)
+{
+	struct rmca_verbs_op *op = rmca_verbs_op_new(c, RMCA_VOP_HELLO_SEND,
+						     NULL);
+
+	if (!op)
+		return RMCA_ERR_NO_MEMORY;
+	c->ctl->hello_src = c->token;
+	op->sge.addr = (uintptr_t)&c->ctl->hello_src;
+	op->sge.length = sizeof(c->ctl->hello_src);
+	op->sge.lkey = c->ctl_sink->lkey;
+	return rmca_verbs_post(c, op);
+}
+
+static int accept_req(struct rmca_conn *c, struct rdma_cm_id *id)
+{
+	struct rdma_conn_param p;
+	struct rmca_verbs_pdata pd;
+	int ret;
+
+	id->context = c;
+	c->id = id;
+	ret = rmca_verbs_qp_create(c, id);
+	if (!ret)
+		ret = post_hello_recv(c);
+	if (ret)
+		return ret;
+	param_fill(c, &p, &pd);
+	if (rdma_accept(id, &p))
+		return RMCA_ERR_CONNECTION;
+	return 0;
+}
+
+static struct rmca_conn *waiting_for(struct rmca_verbs_module *vm,
+				     uint64_t token)
+{
+	struct rmca_conn *c;
+
+	for (c = vm->conns; c; c = c->next)
+		if (!c->active && !c->id && c->token == token &&
+		    c->state == RMCA_VCONN_CONNECTING)
+			return c;
+	return NULL;
+}
+
+static void expire_parked(struct rmca_verbs_module *vm)
+{
+	struct rmca_verbs_parked **pp = &vm->parked, *p;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	while ((p = *pp)) {
+		if (ts.tv_sec - p->when.tv_sec < PARK_MAX_AGE_S) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		rdma_reject(p->id, NULL, 0);
+		rdma_destroy_id(p->id);
+		free(p);
+	}
+}
+
+/* A request for our listener; returns an id to destroy once acked. */
+static struct rdma_cm_id *on_request(struct rmca_verbs_module *vm,
+				     struct rdma_cm_event *ev)
+{
+	struct rmca_verbs_pdata pd;
+	struct rmca_verbs_parked *p;
+	struct rmca_conn *c;
+
+	if (pdata_parse(ev->param.conn.private_data,
+			ev->param.conn.private_data_len, &pd)) {
+		rdma_reject(ev->id, NULL, 0);
+		return ev->id;
+	}
+	c = waiting_for(vm, pd.token);
+	if (c) {
+		c->peer_ctl_addr = pd.ctl_addr;
+		c->peer_ctl_rkey = pd.ctl_rkey;
+		c->rd_in = ev->param.conn.initiator_depth;
+		c->rd_out = ev->param.conn.responder_resources;
+		if (accept_req(c, ev->id)) {
+			c->id = NULL; /* destroyed by the caller */
+			c->state = RMCA_VCONN_FAILED;
+			c->fail_status = RMCA_ERR_CONNECTION;
+			if (c->qp) {
+				rdma_destroy_qp(ev->id);
+				c->qp = NULL;
+				vm->cq_used -= c->cq_share;
+			}
+			rdma_reject(ev->id, NULL, 0);
+			return ev->id;
+		}
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		rdma_reject(ev->id, NULL, 0);
+		return ev->id;
+	}
+	p->id = ev->id;
+	p->pd = pd;
+	p->pd.magic = (uint32_t)ev->param.conn.initiator_depth << 8 |
+		      ev->param.conn.responder_resources;
+	clock_gettime(CLOCK_MONOTONIC, &p->when);
+	p->next = vm->parked;
+	vm->parked = p;
+	return NULL;
+}
+
+static void on_established(struct rmca_conn *c, struct rdma_cm_event *ev)
+{
+	struct rmca_verbs_pdata pd;
+
+	if (c->active) {
+		if (pdata_parse(ev->param.conn.private_data,
+				ev->param.conn.private_data_len, &pd) ||
+		    pd.token != c->token) {
+			c->fail_status = RMCA_ERR_PROTOCOL;
+			c->state = RMCA_VCONN_FAILED;
+			return;
+		}
+		c->peer_ctl_addr = pd.ctl_addr;
+		c->peer_ctl_rkey = pd.ctl_rkey;
+		if (post_hello_send(c)) {
+			c->fail_status = RMCA_ERR_CONNECTION;
+			c->state = RMCA_VCONN_FAILED;
+			return;
+		}
+		c->state = RMCA_VCONN_UP;
+		return;
+	}
+	c->state = c->hello_seen ? RMCA_VCONN_UP : RMCA_VCONN_WAIT_HELLO;
+}
+
+static void on_conn_event(struct rmca_conn *c, struct rdma_cm_event *ev)
+{
+	struct rdma_conn_param p;
+	struct rmca_verbs_pdata pd;
+	bool setup = c->state == RMCA_VCONN_CONNECTING ||
+		     c->state == RMCA_VCONN_RESOLVING;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rdma_resolve_route(c->id, 2000))
+			goto unreachable;
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		if (rmca_verbs_qp_create(c, c->id))
+			goto broken;
+		param_fill(c, &p, &pd);
+		if (rdma_connect(c->id, &p))
+			goto broken;
+		c->state = RMCA_VCONN_CONNECTING;
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		on_established(c, ev);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		goto unreachable;
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		goto broken;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		rmca_verbs_conn_fail(c, RMCA_ERR_CONNECTION);
+		break;
+	default:
+		break;
+	}
+	return;
+unreachable:
+	if (setup) {
+		c->state = RMCA_VCONN_FAILED;
+		c->fail_status = RMCA_ERR_UNREACHABLE;
+		return;
+	}
+broken:
+	rmca_verbs_conn_fail(c, RMCA_ERR_CONNECTION);
+}
+
+void rmca_verbs_cm_dispatch(struct rmca_verbs_module *vm)
+{
+	struct rdma_cm_event *ev;
+
+	while (!rdma_get_cm_event(vm->ec, &ev)) {
+		struct rdma_cm_id *dead = NULL;
+
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+			dead = on_request(vm, ev);
+		else if (ev->id && ev->id->context)
+			on_conn_event(ev->id->context, ev);
+		rdma_ack_cm_event(ev);
+		if (dead)
+			rdma_destroy_id(dead);
+	}
+	expire_parked(vm);
+}
+
+/* Run the module's event sources until c is up, failed or late. */
+static int conn_wait(struct rmca_conn *c, long long deadline)
+{
+	struct rmca_verbs_module *vm = c->mod;
+
+	for (;;) {
+		struct pollfd fds[3] = {
+			{ .fd = vm->ec->fd, .events = POLLIN },
+			{ .fd = vm->chan->fd, .events = POLLIN },
+			{ .fd = vm->dev->ctx->async_fd, .events = POLLIN },
+		};
+		long long left;
+
+		rmca_verbs_cm_dispatch(vm);
+		rmca_verbs_async_drain(vm->dev);
+		rmca_verbs_cq_poll(vm);
+		if (c->state == RMCA_VCONN_UP)
+			return 0;
+		if (c->state == RMCA_VCONN_FAILED)
+			return c->fail_status ? c->fail_status :
+						RMCA_ERR_CONNECTION;
+		left = deadline - now_ms();
+		if (left <= 0)
+			return RMCA_ERR_TIMEOUT;
+		poll(fds, 3, left < 50 ? (int)left : 50);
+	}
+}
+
+static struct rmca_verbs_parked *unpark(struct rmca_verbs_module *vm,
+					uint64_t token)
+{
+	struct rmca_verbs_parked **pp, *p;
+
+	for (pp = &vm->parked; (p = *pp); pp = &p->next)
+		if (p->pd.token == token) {
+			*pp = p->next;
+			return p;
+		}
+	return NULL;
+}
+
+static int start_passive(struct rmca_conn *c)
+{
+	struct rmca_verbs_parked *p = unpark(c->mod, c->token);
+	int ret;
+
+	if (!p)
+		return 0; /* on_request() accepts it when it comes */
+	c->peer_ctl_addr = p->pd.ctl_addr;
+	c->peer_ctl_rkey = p->pd.ctl_rkey;
+	c->rd_in = p->pd.magic >> 8;
+	c->rd_out = p->pd.magic & 0xff;
+	ret = accept_req(c, p->id);
+	if (ret) {
+		if (c->qp) {
+			rdma_destroy_qp(p->id);
+			c->qp = NULL;
+			c->mod->cq_used -= c->cq_share;
+		}
+		rdma_reject(p->id, NULL, 0);
+		rdma_destroy_id(p->id);
+		c->id = NULL;
+	}
+	free(p);
+	return ret;
+}
+
+static int start_active(struct rmca_conn *c, const struct rmca_verbs_addr *a,
+			int timeout_ms)
+{
+	struct rmca_verbs_module *vm = c->mod;
+	struct sockaddr_in dst = { .sin_family = AF_INET };
+	struct sockaddr_in src = vm->ip;
+
+	memcpy(&dst.sin_addr, a->ip, 4);
+	dst.sin_port = a->port;
+	src.sin_port = 0;
+	if (rdma_create_id(vm->ec, &c->id, c, RDMA_PS_TCP))
+		return RMCA_ERR_NO_MEMORY;
+	c->state = RMCA_VCONN_RESOLVING;
+	if (timeout_ms > 5000 || timeout_ms <= 0)
+		timeout_ms = 5000;
+	if (rdma_resolve_addr(c->id, (struct sockaddr *)&src,
+			      (struct sockaddr *)&dst, timeout_ms))
+		return RMCA_ERR_UNREACHABLE;
+	return 0;
+}
+
+static long long deadline_of(int timeout_ms)
+{
+	/* negative: no limit of our own; rdma_cm's timeouts still apply */
+	return now_ms() + (timeout_ms < 0 ? 3600 * 1000LL : timeout_ms);
+}
+
+int rmca_verbs_connect(struct rmca_module *m,
+		       const struct rmca_conn_args *args,
+		       struct rmca_conn **out)
+{
+	struct rmca_verbs_module *vm = rmca_verbs_mod(m);
+	long long deadline = deadline_of(args->timeout_ms);
+	struct rmca_conn *c;
+	int ret;
+
+	if (args->active && (args->peer_addr_len != sizeof(struct rmca_verbs_addr) ||
+			     !rmca_verbs_reachable(m, args->peer_addr,
+						   args->peer_addr_len, NULL, 0)))
+		return RMCA_ERR_INVALID;
+	c = rmca_verbs_conn_new(vm, args->token, args->active, args->cookie);
+	if (!c)
+		return RMCA_ERR_NO_MEMORY;
+	if (args->active)
+		ret = start_active(c, args->peer_addr, args->timeout_ms);
+	else
+		ret = start_passive(c);
+	if (!ret)
+		ret = conn_wait(c, deadline);
+	if (ret) {
+		rmca_verbs_conn_destroy(c, RMCA_ERR_CANCELED);
+		return ret;
+	}
+	*out = c;
+	return 0;
+}
+
+/*
+ * Can this device reach itself? Connect a passive and an active end on our
+ * own listener: the answer comes from the device, not from its name.
+ */
+bool rmca_verbs_loopback_probe(struct rmca_verbs_module *vm)
+{
+	struct rmca_conn *pas, *act;
+	struct rmca_verbs_addr a;
+	size_t len = sizeof(a);
+	long long deadline = now_ms() + 3000;
+	uint64_t token;
+	bool ok = false;
+
+	if (vm->m.core->ops->random(&token, sizeof(token)) ||
+	    rmca_verbs_addr(&vm->m, &a, &len))
+		return false;
+	pas = rmca_verbs_conn_new(vm, token, false, NULL);
+	if (!pas)
+		return false;
+	act = rmca_verbs_conn_new(vm, token, true, NULL);
+	if (act && !start_active(act, &a, 3000) &&
+	    !conn_wait(act, deadline) && !conn_wait(pas, deadline))
+		ok = true;
+	if (act)
+		rmca_verbs_conn_destroy(act, RMCA_ERR_CANCELED);
+	rmca_verbs_conn_destroy(pas, RMCA_ERR_CANCELED);
+	return ok;
+}

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A connection's own resources: its control memory (credits and the flush
+ * READ's source and sink, see verbs.h), its QP on the module's CQ and the
+ * device's shared PD, and its teardown.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "verbs.h"
+
+#define QP_DEPTH 128
+
+struct rmca_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
+				      uint64_t token, bool active,
+				      void *cookie)
+{
+	struct rmca_conn *c = calloc(1, sizeof(*c));
+	struct ibv_pd *pd;
+	int sink_access = IBV_ACCESS_LOCAL_WRITE;
+
+	if (!c)
+		return NULL;
+	c->mod = vm;
+	c->token = token;
+	c->active = active;
+	c->cookie = cookie;
+	c->state = RMCA_VCONN_CONNECTING;
+	c->ctl = aligned_alloc(64, sizeof(*c->ctl));
+	pd = rmca_verbs_pd_get(vm->dev);
+	if (!c->ctl || !pd)
+		goto err;
+	c->has_pd = true;
+	memset(c->ctl, 0, sizeof(*c->ctl));
+	/* The peer reads our credit counter; the flush and credit READs of
+	 * the peer's counter land in our sink, which iWARP wants writable
+	 * (an RDMA READ response is a tagged write into the sink). The sink's
+	 * key is never published. */
+	if (vm->iwarp)
+		sink_access |= IBV_ACCESS_REMOTE_WRITE;
+	c->ctl_pub = ibv_reg_mr(pd, (void *)&c->ctl->posted, 64,
+				IBV_ACCESS_REMOTE_READ);
+	c->ctl_sink = ibv_reg_mr(pd, &c->ctl->sink, 64, sink_access);
+	if (!c->ctl_pub || !c->ctl_sink)
+		goto err;
+	c->next = vm->conns;
+	vm->conns = c;
+	return c;
+err:
+	if (c->ctl_pub)
+		ibv_dereg_mr(c->ctl_pub);
+	if (c->ctl_sink)
+		ibv_dereg_mr(c->ctl_sink);
+	if (c->has_pd)
+		rmca_verbs_pd_put(vm->dev);
+	free(c->ctl);
+	free(c);
+	return NULL;
+}
+
+int rmca_verbs_qp_create(struct rmca_conn *c, struct rdma_cm_id *id)
+{
+	struct rmca_verbs_module *vm = c->mod;
+	struct ibv_qp_init_attr qa = { 0 };
+	int depth = QP_DEPTH;
+
+	if ((int)vm->max_qp_wr < depth)
+		depth = vm->max_qp_wr;
+	if (vm->cq_used + 2 * depth > vm->cq_size)
+		return RMCA_ERR_AGAIN;
+	qa.qp_context = c;
+	qa.send_cq = vm->cq;
+	qa.recv_cq = vm->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = depth;
+	qa.cap.max_recv_wr = depth;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	if (rdma_create_qp(id, vm->dev->pd, &qa))
+		return RMCA_ERR_NO_MEMORY;
+	c->qp = id->qp;
+	c->sq_size = (int)qa.cap.max_send_wr < depth ? (int)qa.cap.max_send_wr :
+						       depth;
+	c->rq_size = (int)qa.cap.max_recv_wr < depth ? (int)qa.cap.max_recv_wr :
+						       depth;
+	c->cq_share = 2 * depth;
+	vm->cq_used += c->cq_share;
+	return 0;
+}
+
+static void unlink_conn(struct rmca_conn *c)
+{
+	struct rmca_conn **p;
+
+	for (p = &c->mod->conns; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			return;
+		}
+}
+
+/* Move the QP to error so that everything posted on it comes back. */
+static void qp_to_error(struct rmca_conn *c)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	if (c->qp)
+		ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
+}
+
+void rmca_verbs_conn_fail(struct rmca_conn *c, int status)
+{
+	const struct rmca_core *core = c->mod->m.core;
+	bool was_up = c->state == RMCA_VCONN_UP;
+
+	if (!c->fail_status)
+		c->fail_status = status;
+	c->state = RMCA_VCONN_FAILED;
+	qp_to_error(c);
+	if (was_up && !c->failed_reported && c->cookie) {
+		c->failed_reported = true;
+		core->ops->conn_failed(core, c->cookie, c->fail_status);
+	}
+	if (!c->nout)
+		rmca_verbs_pending_run(c);
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { 0, ms * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Free c; every op it still holds completes `status` first (unless the
+ * connection never came up: then there is none). */
+void rmca_verbs_conn_destroy(struct rmca_conn *c, int status)
+{
+	struct rmca_verbs_module *vm = c->mod;
+	struct rmca_verbs_op *op, *next;
+	int i;
+
+	c->cookie = NULL; /* no conn_failed from here on */
+	c->closing_status = status;
+	for (op = c->outstanding; op; op = op->next)
+		op->canceled = true;
+	for (op = c->pending; op; op = next) {
+		next = op->next;
+		rmca_verbs_op_done(op, status, 0, 0);
+	}
+	c->pending = c->pending_tail = NULL;
+	if (c->qp) {
+		if (c->state == RMCA_VCONN_UP)
+			rdma_disconnect(c->id);
+		qp_to_error(c);
+		/* flushed completions come back at once on every device
+		 * we know; bound the wait anyway */
+		for (i = 0; i < 1000 && c->nout; i++) {
+			rmca_verbs_async_drain(vm->dev);
+			rmca_verbs_cq_poll(vm);
+			if (c->nout)
+				sleep_ms(1);
+		}
+	}
+	while ((op = c->outstanding)) {
+		/* never came back: keep the op for a late completion */
+		c->outstanding = op->next;
+		op->conn = NULL;
+		if (op->kind <= RMCA_VOP_FLUSH)
+			vm->m.core->ops->complete(vm->m.core, op->req, status,
+						  0, 0);
+		op->prev = NULL;
+		op->next = vm->zombies;
+		if (vm->zombies)
+			vm->zombies->prev = op;
+		vm->zombies = op;
+	}
+	rmca_verbs_mw_conn_gone(c);
+	if (c->qp) {
+		rdma_destroy_qp(c->id);
+		vm->cq_used -= c->cq_share;
+	}
+	if (c->id)
+		rdma_destroy_id(c->id);
+	unlink_conn(c);
+	ibv_dereg_mr(c->ctl_pub);
+	ibv_dereg_mr(c->ctl_sink);
+	free(c->ctl);
+	rmca_verbs_pd_put(vm->dev);
+	free(c);
+}
+
+void rmca_verbs_disconnect(struct rmca_conn *c)
+{
+	rmca_verbs_conn_destroy(c, RMCA_ERR_CANCELED);
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Completions. Every work request carries its op; the first error on a
+ * connection fails it (the QP is in error, everything else on it comes back
+ * flushed) and each op completes once with the most precise status known.
+ */
+#include <stdlib.h>
+
+#include "verbs.h"
+
+static bool is_send_side(enum rmca_verbs_op_kind k)
+{
+	return k != RMCA_VOP_RECV && k != RMCA_VOP_HELLO_RECV;
+}
+
+int rmca_verbs_wc_status(const struct ibv_wc *wc, struct rmca_verbs_op *op)
+{
+	struct rmca_conn *c = op->conn;
+	bool msg = op->kind == RMCA_VOP_SEND || op->kind == RMCA_VOP_SEND_INV;
+
+	switch (wc->status) {
+	case IBV_WC_SUCCESS:
+		return 0;
+	case IBV_WC_LOC_LEN_ERR:
+		/* a receive too small for the message */
+		return op->kind == RMCA_VOP_RECV ? RMCA_ERR_TRUNCATED :
+						   RMCA_ERR_INVALID;
+	case IBV_WC_REM_INV_REQ_ERR:
+		/* the peer's receive was too small, or it refused the access */
+		return msg ? RMCA_ERR_TRUNCATED : RMCA_ERR_REMOTE_ACCESS;
+	case IBV_WC_REM_ACCESS_ERR:
+		return RMCA_ERR_REMOTE_ACCESS;
+	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_LOC_ACCESS_ERR:
+		/* iWARP reports a peer's refusal of a READ this way too */
+		return c->remote_err ? c->remote_err : RMCA_ERR_REMOTE_ACCESS;
+	case IBV_WC_WR_FLUSH_ERR:
+		/* A flush READ stands for the writes before it: if the
+		 * device told us the peer refused an access, that is the
+		 * answer for them (iWARP learns of it only here). */
+		if (op->kind == RMCA_VOP_FLUSH && c->remote_err)
+			return c->remote_err;
+		return RMCA_ERR_CONNECTION;
+	case IBV_WC_REM_OP_ERR:
+		return msg ? RMCA_ERR_TRUNCATED : RMCA_ERR_PROTOCOL;
+	default:
+		return RMCA_ERR_CONNECTION;
+	}
+}
+
+void rmca_verbs_op_done(struct rmca_verbs_op *op, int status, size_t len,
+			uint64_t revoked)
+{
+	if (op->kind <= RMCA_VOP_FLUSH && op->req) {
+		const struct rmca_core *core = op->conn ?
+			op->conn->mod->m.core : NULL;
+
+		if (core)
+			core->ops->complete(core, op->req, status, len,
+					    revoked);
+	}
+	free(op);
+}
+
+static void credit_update(struct rmca_conn *c)
+{
+	uint64_t v = __atomic_load_n(&c->ctl->sink, __ATOMIC_ACQUIRE);
+
+	if (v > c->peer_posted) {
+		c->peer_posted = v;
+		c->mod->timer_ms = 1;
+	}
+}
+
+static void on_success(struct rmca_conn *c, struct rmca_verbs_op *op,
+		       const struct ibv_wc *wc, size_t *len, uint64_t *revoked)
+{
+	switch (op->kind) {
+	case RMCA_VOP_RECV:
+		*len = wc->byte_len;
+		/* rxe does not set IBV_WC_WITH_INV but does fill in
+		 * invalidated_rkey; accept either, but only a key we bound
+		 * for this connection counts */
+		if ((wc->wc_flags & IBV_WC_WITH_INV) || wc->invalidated_rkey)
+			*revoked = rmca_verbs_revoke(c, wc->invalidated_rkey);
+		break;
+	case RMCA_VOP_HELLO_RECV:
+		c->hello_seen = true;
+		if (c->state == RMCA_VCONN_WAIT_HELLO)
+			c->state = RMCA_VCONN_UP;
+		break;
+	case RMCA_VOP_CREDIT:
+		c->credit_inflight = false;
+		credit_update(c);
+		break;
+	case RMCA_VOP_FLUSH:
+		credit_update(c);
+		break;
+	case RMCA_VOP_BIND:
+		op->mw->bound = true;
+		break;
+	default:
+		break;
+	}
+}
+
+static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
+{
+	struct rmca_verbs_op *op = (void *)(uintptr_t)wc->wr_id;
+	struct rmca_conn *c = op->conn;
+	size_t len = 0;
+	uint64_t revoked = 0;
+	int status;
+
+	if (!c) { /* canceled by a disconnect that could not wait */
+		if (op->prev)
+			op->prev->next = op->next;
+		else
+			vm->zombies = op->next;
+		if (op->next)
+			op->next->prev = op->prev;
+		free(op);
+		return;
+	}
+	if (op->prev)
+		op->prev->next = op->next;
+	else
+		c->outstanding = op->next;
+	if (op->next)
+		op->next->prev = op->prev;
+	c->nout--;
+	if (is_send_side(op->kind))
+		c->sq_used--;
+	else
+		c->rq_used--;
+	if (op->kind == RMCA_VOP_CREDIT)
+		c->credit_inflight = false;
+	if (op->kind == RMCA_VOP_BIND && wc->status)
+		op->mw->bind_failed = true;
+	if (op->canceled) {
+		rmca_verbs_op_done(op, c->closing_status, 0, 0);
+		return;
+	}
+	status = rmca_verbs_wc_status(wc, op);
+	if (!status)
+		on_success(c, op, wc, &len, &revoked);
+	rmca_verbs_op_done(op, status, len, revoked);
+	if (status && c->state != RMCA_VCONN_FAILED)
+		rmca_verbs_conn_fail(c, status);
+	rmca_verbs_pending_run(c);
+}
+
+int rmca_verbs_cq_poll(struct rmca_verbs_module *vm)
+{
+	struct ibv_wc wc[16];
+	int n, i, total = 0;
+
+	while ((n = ibv_poll_cq(vm->cq, 16, wc)) > 0) {
+		for (i = 0; i < n; i++)
+			one(vm, &wc[i]);
+		total += n;
+	}
+	return total;
+}
+
+void rmca_verbs_cq_event(void *arg, uint32_t events)
+{
+	struct rmca_verbs_module *vm = arg;
+	struct ibv_cq *cq;
+	void *ctx;
+
+	if (!ibv_get_cq_event(vm->chan, &cq, &ctx)) {
+		ibv_ack_cq_events(cq, 1);
+		ibv_req_notify_cq(cq, 0);
+	}
+	/* a QP error event explains the flushed completions below */
+	rmca_verbs_async_drain(vm->dev);
+	rmca_verbs_cq_poll(vm);
+}

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Memory registration on the device's shared PD.
+ *
+ * Keys: an rmca key holds the 32-bit rkey in its low bits, bit 32 always set
+ * (a key is never 0) and RMCA_KEY_USE_ONCE (bit 63) for use-once regions.
+ *
+ * Use-once regions on a device that can send-with-invalidate: a plain MR key
+ * cannot be invalidated by a peer, a type-2 memory window's can. So such a
+ * region is registered with no remote rights of its own (LOCAL_WRITE |
+ * MW_BIND) and the key handed to a peer is that of a window bound over it
+ * for that connection (binding needs the connection's QP: it is done on the
+ * first mr_rkey() and waited for, so the key works when it is returned).
+ * Once the peer's send-with-invalidate revokes it, the next mr_rkey() binds
+ * the window again under a fresh key.
+ *
+ * iWARP READ sinks: the response to an RDMA READ is a tagged write into the
+ * sink, so iWARP wants IBV_ACCESS_REMOTE_WRITE on the sink's registration.
+ * Granting that on the region itself would let any peer that holds its
+ * published key write into memory the user opened for reading only. So a
+ * region registered without REMOTE_WRITE gets, on iwarp, a second
+ * registration with it, made on its first use as a get sink, whose key is
+ * never published: its lkey serves only as READ sink.
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include "verbs.h"
+
+static int ib_access(struct rmca_verbs_module *vm, unsigned access)
+{
+	int a = IBV_ACCESS_LOCAL_WRITE;
+
+	if (access & RMCA_ACCESS_REMOTE_READ)
+		a |= IBV_ACCESS_REMOTE_READ;
+	if (access & RMCA_ACCESS_REMOTE_WRITE)
+		a |= IBV_ACCESS_REMOTE_WRITE;
+	/* a device without atomics refuses the flag; nothing could use it */
+	if ((access & RMCA_ACCESS_REMOTE_ATOMIC) &&
+	    (vm->m.caps & RMCA_CAP_ATOMIC))
+		a |= IBV_ACCESS_REMOTE_ATOMIC;
+	return a;
+}
+
+int rmca_verbs_mr_reg(struct rmca_module *m, void *addr, size_t len,
+		      unsigned access, struct rmca_module_mr **out)
+{
+	struct rmca_verbs_module *vm = rmca_verbs_mod(m);
+	struct rmca_module_mr *mr = calloc(1, sizeof(*mr));
+	struct ibv_pd *pd;
+	int a;
+
+	if (!mr)
+		return RMCA_ERR_NO_MEMORY;
+	pd = rmca_verbs_pd_get(vm->dev);
+	if (!pd) {
+		free(mr);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	mr->mod = vm;
+	mr->addr = addr;
+	mr->len = len;
+	mr->access = access;
+	mr->use_mw = (access & RMCA_MR_USE_ONCE) &&
+		     (m->caps & RMCA_CAP_SEND_INV);
+	a = mr->use_mw ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND :
+			 ib_access(vm, access);
+	mr->mr = ibv_reg_mr(pd, addr, len, a);
+	if (!mr->mr) {
+		rmca_verbs_pd_put(vm->dev);
+		free(mr);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	mr->next = vm->mrs;
+	vm->mrs = mr;
+	*out = mr;
+	return 0;
+}
+
+int rmca_verbs_mr_dereg(struct rmca_module_mr *mr)
+{
+	struct rmca_verbs_module *vm = mr->mod;
+	struct rmca_module_mr **p;
+	struct rmca_verbs_mw *w;
+
+	while ((w = mr->mws)) {
+		mr->mws = w->next;
+		ibv_dealloc_mw(w->mw);
+		free(w);
+	}
+	for (p = &vm->mrs; *p; p = &(*p)->next)
+		if (*p == mr) {
+			*p = mr->next;
+			break;
+		}
+	if (mr->sink)
+		ibv_dereg_mr(mr->sink);
+	ibv_dereg_mr(mr->mr);
+	rmca_verbs_pd_put(vm->dev);
+	free(mr);
+	return 0;
+}
+
+uint32_t rmca_verbs_sink_lkey(struct rmca_module_mr *mr)
+{
+	if (!mr->mod->iwarp || (mr->access & RMCA_ACCESS_REMOTE_WRITE))
+		return mr->mr->lkey;
+	if (!mr->sink)
+		mr->sink = ibv_reg_mr(mr->mod->dev->pd, mr->addr, mr->len,
+				      IBV_ACCESS_LOCAL_WRITE |
+					      IBV_ACCESS_REMOTE_WRITE);
+	return mr->sink ? mr->sink->lkey : 0;
+}
+
+static struct rmca_verbs_mw *mw_for(struct rmca_module_mr *mr,
+				    struct rmca_conn *c)
+{
+	struct rmca_verbs_mw *w;
+
+	for (w = mr->mws; w; w = w->next)
+		if (w->conn == c)
+			return w;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->mw = ibv_alloc_mw(mr->mod->dev->pd, IBV_MW_TYPE_2);
+	if (!w->mw) {
+		free(w);
+		return NULL;
+	}
+	w->conn = c;
+	w->rkey = w->mw->rkey;
+	w->revoked = true; /* not bound yet */
+	w->next = mr->mws;
+	mr->mws = w;
+	return w;
+}
+
+static int mw_bind(struct rmca_module_mr *mr, struct rmca_verbs_mw *w)
+{
+	struct rmca_conn *c = w->conn;
+	struct rmca_verbs_op *op = rmca_verbs_op_new(c, RMCA_VOP_BIND, NULL);
+	struct timespec ts = { 0, 1000000 };
+	int i;
+
+	if (!op)
+		return RMCA_ERR_NO_MEMORY;
+	w->rkey = ibv_inc_rkey(w->rkey);
+	w->bound = w->bind_failed = false;
+	op->mw = w;
+	op->mr = mr;
+	op->rkey = w->rkey;
+	op->operand = ib_access(mr->mod, mr->access);
+	op->operand &= ~IBV_ACCESS_LOCAL_WRITE; /* not a window right */
+	if (rmca_verbs_post(c, op)) {
+		free(op);
+		return RMCA_ERR_AGAIN;
+	}
+	/* the key must work once the caller has it */
+	for (i = 0; i < 2000 && !w->bound && !w->bind_failed &&
+		    c->state == RMCA_VCONN_UP; i++) {
+		rmca_verbs_cq_poll(mr->mod);
+		if (!w->bound)
+			nanosleep(&ts, NULL);
+	}
+	if (!w->bound)
+		return RMCA_ERR_CONNECTION;
+	w->revoked = false;
+	return 0;
+}
+
+uint64_t rmca_verbs_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
+{
+	bool once = mr->access & RMCA_MR_USE_ONCE;
+	struct rmca_verbs_mw *w;
+
+	if (!mr->use_mw)
+		return rmca_verbs_key(mr->mr->rkey, once);
+	if (!c || c->state != RMCA_VCONN_UP)
+		return 0;
+	w = mw_for(mr, c);
+	if (!w)
+		return 0;
+	if (w->revoked && mw_bind(mr, w))
+		return 0;
+	return rmca_verbs_key(w->rkey, true);
+}
+
+/* The peer's send-with-invalidate revoked rkey on c: if it is a window we
+ * bound for c, return its rmca key (now dead), else 0. */
+uint64_t rmca_verbs_revoke(struct rmca_conn *c, uint32_t rkey)
+{
+	struct rmca_module_mr *mr;
+	struct rmca_verbs_mw *w;
+
+	for (mr = c->mod->mrs; mr; mr = mr->next)
+		for (w = mr->mws; w; w = w->next)
+			if (w->conn == c && w->rkey == rkey && !w->revoked) {
+				w->revoked = true;
+				return rmca_verbs_key(rkey, true);
+			}
+	return 0;
+}
+
+void rmca_verbs_mw_conn_gone(struct rmca_conn *c)
+{
+	struct rmca_module_mr *mr;
+	struct rmca_verbs_mw **p, *w;
+
+	for (mr = c->mod->mrs; mr; mr = mr->next) {
+		p = &mr->mws;
+		while ((w = *p)) {
+			if (w->conn != c) {
+				p = &w->next;
+				continue;
+			}
+			*p = w->next;
+			ibv_dealloc_mw(w->mw);
+			free(w);
+		}
+	}
+}

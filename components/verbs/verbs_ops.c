@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The data operations of the module ops table. Local buffers go by the lkey
+ * of the user's region; remote ones by the 32-bit rkey inside the rmca key.
+ */
+#include <stdlib.h>
+
+#include "verbs.h"
+
+static struct rmca_verbs_op *op_local(struct rmca_conn *c,
+				      enum rmca_verbs_op_kind kind, void *req,
+				      const void *buf, size_t len,
+				      struct rmca_module_mr *mr, uint32_t lkey)
+{
+	struct rmca_verbs_op *op = rmca_verbs_op_new(c, kind, req);
+
+	if (!op)
+		return NULL;
+	op->sge.addr = (uintptr_t)buf;
+	op->sge.length = len;
+	op->sge.lkey = lkey;
+	return op;
+}
+
+static int check(struct rmca_conn *c, const void *buf, size_t len,
+		 struct rmca_module_mr *mr)
+{
+	if (len > UINT32_MAX)
+		return RMCA_ERR_INVALID;
+	if (len && (!mr || (const char *)buf < (char *)mr->addr ||
+		    (const char *)buf + len > (char *)mr->addr + mr->len))
+		return RMCA_ERR_INVALID;
+	return 0;
+}
+
+static int local_op(struct rmca_conn *c, enum rmca_verbs_op_kind kind,
+		    const void *buf, size_t len, struct rmca_module_mr *mr,
+		    uint64_t raddr, uint64_t rkey, void *req)
+{
+	struct rmca_verbs_op *op;
+	uint32_t lkey;
+	int ret = check(c, buf, len, mr);
+
+	if (ret)
+		return ret;
+	lkey = !mr ? 0 : kind == RMCA_VOP_GET ? rmca_verbs_sink_lkey(mr) :
+						mr->mr->lkey;
+	if (mr && !lkey)
+		return RMCA_ERR_NO_MEMORY;
+	op = op_local(c, kind, req, buf, len, mr, lkey);
+	if (!op)
+		return RMCA_ERR_NO_MEMORY;
+	op->raddr = raddr;
+	op->rkey = rmca_verbs_rkey32(rkey);
+	return rmca_verbs_submit(c, op);
+}
+
+static int v_send(struct rmca_conn *c, const void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req)
+{
+	return local_op(c, RMCA_VOP_SEND, buf, len, mr, 0, 0, req);
+}
+
+static int v_send_inv(struct rmca_conn *c, const void *buf, size_t len,
+		      struct rmca_module_mr *mr, uint64_t rkey, void *req)
+{
+	if (!(c->mod->m.caps & RMCA_CAP_SEND_INV))
+		return RMCA_ERR_UNSUPPORTED;
+	if (!(rkey & RMCA_KEY_USE_ONCE))
+		return RMCA_ERR_INVALID;
+	return local_op(c, RMCA_VOP_SEND_INV, buf, len, mr, 0, rkey, req);
+}
+
+static int v_recv(struct rmca_conn *c, void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req)
+{
+	return local_op(c, RMCA_VOP_RECV, buf, len, mr, 0, 0, req);
+}
+
+static int v_put(struct rmca_conn *c, const void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req)
+{
+	return local_op(c, RMCA_VOP_PUT, buf, len, mr, raddr, rkey, req);
+}
+
+static int v_get(struct rmca_conn *c, void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req)
+{
+	return local_op(c, RMCA_VOP_GET, buf, len, mr, raddr, rkey, req);
+}
+
+static int v_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
+		    uint64_t *result, struct rmca_module_mr *mr, void *req)
+{
+	struct rmca_verbs_op *op;
+	int ret;
+
+	if (!(c->mod->m.caps & RMCA_CAP_ATOMIC))
+		return RMCA_ERR_UNSUPPORTED;
+	if (a->kind != RMCA_ATOMIC_FADD && a->kind != RMCA_ATOMIC_CSWAP)
+		return RMCA_ERR_UNSUPPORTED; /* no masked atomics in verbs */
+	if ((a->raddr & 7) || ((uintptr_t)result & 7))
+		return RMCA_ERR_INVALID;
+	ret = check(c, result, 8, mr);
+	if (ret)
+		return ret;
+	op = op_local(c, RMCA_VOP_ATOMIC, req, result, 8, mr, mr->mr->lkey);
+	if (!op)
+		return RMCA_ERR_NO_MEMORY;
+	op->raddr = a->raddr;
+	op->rkey = rmca_verbs_rkey32(a->rkey);
+	op->cswap = a->kind == RMCA_ATOMIC_CSWAP;
+	op->operand = a->operand;
+	op->compare = a->compare;
+	return rmca_verbs_submit(c, op);
+}
+
+static int v_flush(struct rmca_conn *c, void *req)
+{
+	struct rmca_verbs_op *op = rmca_verbs_op_new(c, RMCA_VOP_FLUSH, req);
+
+	if (!op)
+		return RMCA_ERR_NO_MEMORY;
+	return rmca_verbs_submit(c, op);
+}
+
+const struct rmca_module_ops rmca_verbs_ops = {
+	.addr = rmca_verbs_addr,
+	.atomic = v_atomic,
+	.connect = rmca_verbs_connect,
+	.disconnect = rmca_verbs_disconnect,
+	.flush = v_flush,
+	.get = v_get,
+	.mr_dereg = rmca_verbs_mr_dereg,
+	.mr_reg = rmca_verbs_mr_reg,
+	.mr_rkey = rmca_verbs_mr_rkey,
+	.progress = rmca_verbs_progress,
+	.put = v_put,
+	.reachable = rmca_verbs_reachable,
+	.recv = v_recv,
+	.send = v_send,
+	.send_inv = v_send_inv,
+};
