@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The tcp component: the whole rmca ABI in software over non-blocking TCP
+ * sockets, driven by the context's epoll set. One module per context; it
+ * listens on one dual-stack socket (IPv6 any with V6ONLY off, IPv4 any if the
+ * host has no IPv6) and serves every connection from the core's event loop.
+ */
+#ifndef RMCA_TCP_H
+#define RMCA_TCP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rmca/component.h>
+
+#include "frame.h"
+#include "keytab.h"
+#include "tcp_list.h"
+
+#define TCP_MAX_OPS 16384 /* outstanding ops per connection, then AGAIN */
+#define TCP_MAX_PENDING 64 /* accepted sockets awaiting their connect() */
+#define TCP_SCRATCH_LEN 65536 /* where refused payloads are drained */
+#define TCP_RX_BUDGET 64 /* frames read per wakeup, for fairness */
+
+/* The addr() blob: versioned, little-endian. */
+struct tcp_addr_blob {
+	uint8_t magic[4]; /* "RTCP" */
+	uint8_t version; /* TCP_PROTO_VERSION */
+	uint8_t reserved[1];
+	uint8_t port[2]; /* little-endian */
+};
+
+struct tcp_module {
+	struct rmca_module base;
+	int lfd;
+	int port;
+	int family; /* of lfd */
+	size_t sndbuf, rcvbuf; /* 0: kernel default */
+	struct tcp_keytab keys;
+	struct tcp_list pending; /* struct tcp_pending */
+	int npending;
+	char *scratch;
+	/* With an interface list in force, accepts must arrive on one of
+	 * these local addresses. */
+	struct tcp_laddr *laddrs;
+	int nladdrs;
+};
+
+struct rmca_module_mr {
+	struct tcp_module *mod;
+	uint64_t key;
+	char *addr;
+	size_t len;
+	unsigned access;
+	bool in_table; /* false once revoked by a send-with-invalidate */
+};
+
+/* One frame on a connection's output queue. */
+struct tcp_out {
+	struct tcp_list link;
+	uint8_t hdr[TCP_HDR_LEN];
+	const char *payload;
+	size_t len; /* payload bytes */
+	size_t off; /* bytes of hdr + payload already written */
+	bool owned; /* control/response frame: freed once written */
+};
+
+enum tcp_op_kind {
+	TCP_OP_SEND,
+	TCP_OP_RECV,
+	TCP_OP_PUT,
+	TCP_OP_GET,
+	TCP_OP_ATOMIC,
+	TCP_OP_FLUSH,
+};
+
+struct tcp_op {
+	struct tcp_list link; /* c->ops in post order, or c->recvs */
+	struct tcp_list qlink; /* c->sendq, then c->inflight */
+	enum tcp_op_kind kind;
+	void *req;
+	uint64_t id;
+	char *buf;
+	size_t len;
+	uint64_t inv_rkey; /* send_inv */
+	uint64_t *result; /* atomic */
+	struct tcp_out out; /* the request frame */
+};
+
+struct tcp_rx {
+	uint8_t hdr[TCP_HDR_LEN];
+	size_t got; /* header bytes read */
+	bool payload; /* reading the payload of f */
+	struct tcp_frame f;
+	char *dst; /* payload destination ... */
+	size_t dst_left; /* ... bytes still to land there */
+	size_t drain_left; /* then bytes to discard */
+	int status; /* outcome of the frame being read */
+	uint64_t revoked; /* SEND: key revoked by it */
+	struct tcp_op *op; /* RECV or GET being filled */
+};
+
+struct rmca_conn {
+	struct tcp_module *mod;
+	int fd; /* -1 once closed */
+	void *cookie;
+	bool registered; /* fd in the core's epoll set */
+	bool failed;
+	bool closing; /* failed, final frame still going out */
+	int fail_status;
+	uint32_t events;
+	uint64_t next_id;
+	int nops;
+	struct tcp_list ops; /* send/put/get/atomic/flush, post order */
+	struct tcp_list recvs; /* posted receives, oldest first */
+	struct tcp_list sendq; /* sends waiting for a credit */
+	struct tcp_list inflight; /* requests sent, awaiting their RESP */
+	struct tcp_list outq; /* struct tcp_out */
+	uint64_t *credits; /* ring of receive lengths granted by the peer */
+	size_t cred_head, ncred, cred_cap;
+	struct tcp_rx rx;
+	char peer[80]; /* "host:port", for log lines */
+};
+
+/* tcp_module.c */
+int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
+			   struct tcp_module **out);
+void rmca_tcp_module_destroy(struct tcp_module *m);
+/* 1 if addr is a tcp addr() blob this module speaks to, else 0 and why. */
+int rmca_tcp_addr_check(const void *addr, size_t len, char *why,
+			size_t why_len);
+
+/* tcp_sock.c */
+int rmca_tcp_sock_setup(struct tcp_module *m, int fd);
+int rmca_tcp_wait_fd(int fd, short events, long long deadline);
+long long rmca_tcp_now_ms(void);
+int rmca_tcp_write_all(int fd, const void *buf, size_t len,
+		       long long deadline);
+int rmca_tcp_read_all(int fd, void *buf, size_t len, long long deadline);
+void rmca_tcp_sockname(int fd, bool peer, char *buf, size_t len);
+
+/* tcp_listen.c */
+int rmca_tcp_listen(struct tcp_module *m, int port);
+void rmca_tcp_pending_free_all(struct tcp_module *m);
+int rmca_tcp_accept_match(struct tcp_module *m, uint64_t token,
+			  long long deadline, int *fd);
+
+/* tcp_connect.c */
+int rmca_tcp_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
+		     struct rmca_conn **out);
+
+/* tcp_conn.c */
+int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
+			 struct rmca_conn **out);
+void rmca_tcp_conn_destroy(struct rmca_conn *c);
+void rmca_tcp_conn_fail(struct rmca_conn *c, int status,
+			struct tcp_out *final);
+void rmca_tcp_out_queue(struct rmca_conn *c, struct tcp_out *o);
+struct tcp_out *rmca_tcp_out_new(const struct tcp_frame *f, const void *pl,
+				 size_t len);
+void rmca_tcp_out_flush(struct rmca_conn *c);
+void rmca_tcp_op_done(struct rmca_conn *c, struct tcp_op *op, int status,
+		      size_t len, uint64_t revoked);
+void rmca_tcp_complete_all(struct rmca_conn *c, int status);
+void rmca_tcp_discard(struct rmca_conn *c);
+
+/* tcp_rx.c */
+void rmca_tcp_rx(struct rmca_conn *c);
+
+/* tcp_target.c */
+int rmca_tcp_access(struct tcp_module *m, uint64_t rkey, uint64_t raddr,
+		    uint64_t len, unsigned need, char **ptr);
+uint64_t rmca_tcp_revoke(struct tcp_module *m, uint64_t rkey);
+
+/* tcp_ops.c: the data operations of the ops table */
+int rmca_tcp_credit_push(struct rmca_conn *c, uint64_t len);
+void rmca_tcp_pump_sends(struct rmca_conn *c);
+int rmca_tcp_send(struct rmca_conn *c, const void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req);
+int rmca_tcp_send_inv(struct rmca_conn *c, const void *buf, size_t len,
+		      struct rmca_module_mr *mr, uint64_t rkey, void *req);
+int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req);
+int rmca_tcp_put(struct rmca_conn *c, const void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req);
+int rmca_tcp_get(struct rmca_conn *c, void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req);
+int rmca_tcp_atomic(struct rmca_conn *c, const struct rmca_atomic *op,
+		    uint64_t *result, struct rmca_module_mr *mr, void *req);
+int rmca_tcp_flush(struct rmca_conn *c, void *req);
+void rmca_tcp_disconnect(struct rmca_conn *c);
+
+#define tcp_log(m, lvl, fmt, ...)                                   \
+	(m)->base.core->ops->log((m)->base.core, (lvl), "tcp: " fmt, \
+				 ##__VA_ARGS__)
+
+#endif

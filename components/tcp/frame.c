@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Encoding and full validation of the tcp frame header (see frame.h).
+ */
+#include <rmca.h>
+
+#include "frame.h"
+
+enum {
+	FLD_ID = 1 << 0,
+	FLD_LEN = 1 << 1,
+	FLD_RADDR = 1 << 2,
+	FLD_RKEY = 1 << 3,
+	FLD_OPERAND = 1 << 4,
+	FLD_COMPARE = 1 << 5,
+	FLD_MASK1 = 1 << 6,
+	FLD_MASK2 = 1 << 7,
+};
+
+struct type_rule {
+	const char *name;
+	unsigned fields; /* fields that may be non-zero */
+	unsigned flags; /* flags that may be set */
+};
+
+static const struct type_rule rules[TCP_F_MAX] = {
+	[TCP_F_HELLO] = { "HELLO", FLD_ID | FLD_OPERAND, 0 },
+	[TCP_F_HELLO_ACK] = { "HELLO_ACK", FLD_ID | FLD_OPERAND, 0 },
+	[TCP_F_CREDIT] = { "CREDIT", FLD_LEN, 0 },
+	[TCP_F_SEND] = { "SEND", FLD_ID | FLD_LEN | FLD_RKEY | FLD_OPERAND,
+			 TCP_FF_INV | TCP_FF_TRUNC },
+	[TCP_F_PUT] = { "PUT", FLD_ID | FLD_LEN | FLD_RADDR | FLD_RKEY, 0 },
+	[TCP_F_GET] = { "GET", FLD_ID | FLD_LEN | FLD_RADDR | FLD_RKEY, 0 },
+	[TCP_F_ATOMIC] = { "ATOMIC",
+			   FLD_ID | FLD_LEN | FLD_RADDR | FLD_RKEY |
+				   FLD_OPERAND | FLD_COMPARE | FLD_MASK1 |
+				   FLD_MASK2,
+			   0 },
+	[TCP_F_RESP] = { "RESP", FLD_ID | FLD_LEN | FLD_OPERAND, 0 },
+};
+
+/* Which of compare, mask1, mask2 each atomic kind uses. */
+static const unsigned atomic_fields[] = {
+	[RMCA_ATOMIC_FADD] = 0,
+	[RMCA_ATOMIC_CSWAP] = FLD_COMPARE,
+	[RMCA_ATOMIC_MASKED_FADD] = FLD_MASK1,
+	[RMCA_ATOMIC_MASKED_CSWAP] = FLD_COMPARE | FLD_MASK1 | FLD_MASK2,
+};
+
+const char *rmca_tcp_frame_name(unsigned type)
+{
+	if (type == 0 || type >= TCP_F_MAX)
+		return "unknown";
+	return rules[type].name;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+void rmca_tcp_frame_encode(const struct tcp_frame *f, uint8_t *buf)
+{
+	uint32_t st = (uint32_t)f->status;
+
+	buf[0] = f->type;
+	buf[1] = f->flags;
+	buf[2] = f->akind;
+	buf[3] = 0;
+	for (int i = 0; i < 4; i++)
+		buf[4 + i] = (uint8_t)(st >> (8 * i));
+	put64(buf + 8, f->id);
+	put64(buf + 16, f->len);
+	put64(buf + 24, f->raddr);
+	put64(buf + 32, f->rkey);
+	put64(buf + 40, f->operand);
+	put64(buf + 48, f->compare);
+	put64(buf + 56, f->mask1);
+	put64(buf + 64, f->mask2);
+}
+
+static unsigned present_fields(const struct tcp_frame *f)
+{
+	return (f->id ? FLD_ID : 0) | (f->len ? FLD_LEN : 0) |
+	       (f->raddr ? FLD_RADDR : 0) | (f->rkey ? FLD_RKEY : 0) |
+	       (f->operand ? FLD_OPERAND : 0) |
+	       (f->compare ? FLD_COMPARE : 0) | (f->mask1 ? FLD_MASK1 : 0) |
+	       (f->mask2 ? FLD_MASK2 : 0);
+}
+
+static int check_type(const struct tcp_frame *f, const char **why)
+{
+	switch (f->type) {
+	case TCP_F_HELLO:
+	case TCP_F_HELLO_ACK:
+		if (f->operand != TCP_HELLO_WORD) {
+			*why = "bad magic or protocol version";
+			return RMCA_ERR_PROTOCOL;
+		}
+		if (!f->id) {
+			*why = "zero token";
+			return RMCA_ERR_PROTOCOL;
+		}
+		break;
+	case TCP_F_SEND:
+		if (!(f->flags & TCP_FF_INV) != !f->rkey) {
+			*why = "SEND key without invalidate flag (or reverse)";
+			return RMCA_ERR_PROTOCOL;
+		}
+		if ((f->flags & TCP_FF_TRUNC) ? f->operand <= f->len :
+						f->operand != 0) {
+			*why = "SEND truncation length inconsistent";
+			return RMCA_ERR_PROTOCOL;
+		}
+		break;
+	case TCP_F_ATOMIC:
+		if (f->akind > RMCA_ATOMIC_MASKED_CSWAP) {
+			*why = "unknown atomic kind";
+			return RMCA_ERR_PROTOCOL;
+		}
+		if (f->len != 8) {
+			*why = "atomic length is not 8";
+			return RMCA_ERR_PROTOCOL;
+		}
+		if (present_fields(f) & ~atomic_fields[f->akind] &
+		    (FLD_COMPARE | FLD_MASK1 | FLD_MASK2)) {
+			*why = "atomic operand its kind does not use";
+			return RMCA_ERR_PROTOCOL;
+		}
+		break;
+	case TCP_F_RESP:
+		if (f->status != RMCA_OK && f->status != RMCA_ERR_REMOTE_ACCESS &&
+		    f->status != RMCA_ERR_TRUNCATED) {
+			*why = "unknown response status";
+			return RMCA_ERR_PROTOCOL;
+		}
+		if (f->status != RMCA_OK && (f->len || f->operand)) {
+			*why = "error response with data";
+			return RMCA_ERR_PROTOCOL;
+		}
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+int rmca_tcp_frame_decode(const uint8_t *buf, size_t len, struct tcp_frame *f,
+			  const char **why)
+{
+	const struct type_rule *r;
+
+	if (len < TCP_HDR_LEN) {
+		*why = "truncated header";
+		return RMCA_ERR_PROTOCOL;
+	}
+	f->type = buf[0];
+	f->flags = buf[1];
+	f->akind = buf[2];
+	f->status = (int32_t)((uint32_t)buf[4] | (uint32_t)buf[5] << 8 |
+			      (uint32_t)buf[6] << 16 | (uint32_t)buf[7] << 24);
+	f->id = get64(buf + 8);
+	f->len = get64(buf + 16);
+	f->raddr = get64(buf + 24);
+	f->rkey = get64(buf + 32);
+	f->operand = get64(buf + 40);
+	f->compare = get64(buf + 48);
+	f->mask1 = get64(buf + 56);
+	f->mask2 = get64(buf + 64);
+
+	if (f->type == 0 || f->type >= TCP_F_MAX) {
+		*why = "unknown frame type";
+		return RMCA_ERR_PROTOCOL;
+	}
+	r = &rules[f->type];
+	if (buf[3]) {
+		*why = "reserved byte set";
+		return RMCA_ERR_PROTOCOL;
+	}
+	if (f->flags & ~r->flags) {
+		*why = "flag not allowed for this frame type";
+		return RMCA_ERR_PROTOCOL;
+	}
+	if (f->akind && f->type != TCP_F_ATOMIC) {
+		*why = "atomic kind on a non-atomic frame";
+		return RMCA_ERR_PROTOCOL;
+	}
+	if (f->status && f->type != TCP_F_RESP) {
+		*why = "status on a request frame";
+		return RMCA_ERR_PROTOCOL;
+	}
+	if (present_fields(f) & ~r->fields) {
+		*why = "field not used by this frame type is set";
+		return RMCA_ERR_PROTOCOL;
+	}
+	if (f->len > TCP_MAX_PAYLOAD) {
+		*why = "length too large";
+		return RMCA_ERR_PROTOCOL;
+	}
+	if ((r->fields & FLD_ID) && !f->id) {
+		*why = "zero operation id";
+		return RMCA_ERR_PROTOCOL;
+	}
+	return check_type(f, why);
+}

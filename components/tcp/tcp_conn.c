@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A connection: its life in the event loop, its output queue (partial
+ * writes resume where they stopped), and how it fails.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "tcp.h"
+
+#define TCP_IOV_MAX 64
+
+static void set_events(struct rmca_conn *c, uint32_t ev)
+{
+	const struct rmca_core *core = c->mod->base.core;
+
+	if (!c->registered || c->events == ev)
+		return;
+	if (!core->ops->fd_mod(core, c->fd, ev))
+		c->events = ev;
+}
+
+static void conn_close_fd(struct rmca_conn *c)
+{
+	const struct rmca_core *core = c->mod->base.core;
+
+	if (c->fd < 0)
+		return;
+	if (c->registered)
+		core->ops->fd_del(core, c->fd);
+	c->registered = false;
+	close(c->fd);
+	c->fd = -1;
+}
+
+static void conn_cb(void *arg, uint32_t events)
+{
+	struct rmca_conn *c = arg;
+
+	if (events & EPOLLOUT)
+		rmca_tcp_out_flush(c);
+	if (c->fd >= 0 && (events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+		rmca_tcp_rx(c);
+}
+
+int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
+			 struct rmca_conn **out)
+{
+	const struct rmca_core *core = m->base.core;
+	struct rmca_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return RMCA_ERR_NO_MEMORY;
+	c->mod = m;
+	c->fd = fd;
+	c->cookie = cookie;
+	tcp_list_init(&c->ops);
+	tcp_list_init(&c->recvs);
+	tcp_list_init(&c->sendq);
+	tcp_list_init(&c->inflight);
+	tcp_list_init(&c->outq);
+	rmca_tcp_sockname(fd, true, c->peer, sizeof(c->peer));
+	if (core->ops->fd_add(core, fd, EPOLLIN, conn_cb, c)) {
+		free(c);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	c->registered = true;
+	c->events = EPOLLIN;
+	*out = c;
+	return 0;
+}
+
+struct tcp_out *rmca_tcp_out_new(const struct tcp_frame *f, const void *pl,
+				 size_t len)
+{
+	struct tcp_out *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	rmca_tcp_frame_encode(f, o->hdr);
+	tcp_list_init(&o->link);
+	o->payload = pl;
+	o->len = len;
+	o->owned = true;
+	return o;
+}
+
+void rmca_tcp_out_queue(struct rmca_conn *c, struct tcp_out *o)
+{
+	tcp_list_add_tail(&c->outq, &o->link);
+}
+
+static void out_drop(struct tcp_out *o)
+{
+	tcp_list_del(&o->link);
+	if (o->owned)
+		free(o);
+}
+
+/* Account n written bytes against the queue head onwards. */
+static void out_advance(struct rmca_conn *c, size_t n)
+{
+	struct tcp_out *o;
+
+	while (n && (o = tcp_first(&c->outq, struct tcp_out, link))) {
+		size_t left = TCP_HDR_LEN + o->len - o->off;
+
+		if (n < left) {
+			o->off += n;
+			return;
+		}
+		n -= left;
+		out_drop(o);
+	}
+	/* Zero-payload frames fully covered by an earlier write. */
+	while ((o = tcp_first(&c->outq, struct tcp_out, link)) &&
+	       o->off == TCP_HDR_LEN + o->len)
+		out_drop(o);
+}
+
+static int out_iov(struct rmca_conn *c, struct iovec *iov)
+{
+	int n = 0;
+
+	for (struct tcp_list *l = c->outq.next;
+	     l != &c->outq && n + 2 <= TCP_IOV_MAX; l = l->next) {
+		struct tcp_out *o = tcp_entry(l, struct tcp_out, link);
+
+		if (o->off < TCP_HDR_LEN) {
+			iov[n].iov_base = o->hdr + o->off;
+			iov[n++].iov_len = TCP_HDR_LEN - o->off;
+			if (o->len) {
+				iov[n].iov_base = (void *)o->payload;
+				iov[n++].iov_len = o->len;
+			}
+		} else if (o->off < TCP_HDR_LEN + o->len) {
+			size_t done = o->off - TCP_HDR_LEN;
+
+			iov[n].iov_base = (void *)(o->payload + done);
+			iov[n++].iov_len = o->len - done;
+		}
+	}
+	return n;
+}
+
+void rmca_tcp_out_flush(struct rmca_conn *c)
+{
+	struct iovec iov[TCP_IOV_MAX];
+	struct msghdr msg = { .msg_iov = iov };
+	ssize_t n;
+
+	while (c->fd >= 0 && !tcp_list_empty(&c->outq)) {
+		msg.msg_iovlen = (size_t)out_iov(c, iov);
+		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n < 0) {
+			if (c->failed) {
+				conn_close_fd(c);
+				return;
+			}
+			tcp_log(c->mod, RMCA_LOG_INFO, "connection to %s: %s",
+				c->peer, strerror(errno));
+			rmca_tcp_conn_fail(c, RMCA_ERR_CONNECTION, NULL);
+			return;
+		}
+		out_advance(c, (size_t)n);
+	}
+	if (c->fd < 0)
+		return;
+	if (c->closing && tcp_list_empty(&c->outq)) {
+		/* The final frame is out: half-close, then read until the
+		 * peer closes so that no reset overtakes it. */
+		shutdown(c->fd, SHUT_WR);
+		c->closing = false;
+	}
+	set_events(c, EPOLLIN | (tcp_list_empty(&c->outq) ? 0 : EPOLLOUT));
+}
+
+static void op_release(struct tcp_op *op)
+{
+	tcp_list_del(&op->link);
+	tcp_list_del(&op->qlink);
+	if (tcp_list_linked(&op->out.link))
+		tcp_list_del(&op->out.link);
+	free(op);
+}
+
+void rmca_tcp_op_done(struct rmca_conn *c, struct tcp_op *op, int status,
+		      size_t len, uint64_t revoked)
+{
+	const struct rmca_core *core = c->mod->base.core;
+	void *req = op->req;
+
+	op_release(op);
+	c->nops--;
+	core->ops->complete(core, req, status, len, revoked);
+
+	/* A flush ends once everything posted before it has ended. */
+	while ((op = tcp_first(&c->ops, struct tcp_op, link)) &&
+	       op->kind == TCP_OP_FLUSH) {
+		req = op->req;
+		op_release(op);
+		c->nops--;
+		core->ops->complete(core, req, RMCA_OK, 0, 0);
+	}
+}
+
+/* Every op still outstanding ends with status, in post order. */
+void rmca_tcp_complete_all(struct rmca_conn *c, int status)
+{
+	const struct rmca_core *core = c->mod->base.core;
+	struct tcp_op *op;
+	void *req;
+
+	while ((op = tcp_first(&c->ops, struct tcp_op, link)) ||
+	       (op = tcp_first(&c->recvs, struct tcp_op, link))) {
+		req = op->req;
+		op_release(op);
+		c->nops--;
+		core->ops->complete(core, req, status, 0, 0);
+	}
+	c->rx.op = NULL;
+}
+
+void rmca_tcp_conn_fail(struct rmca_conn *c, int status,
+			struct tcp_out *final)
+{
+	const struct rmca_core *core = c->mod->base.core;
+	struct tcp_out *head = tcp_first(&c->outq, struct tcp_out, link);
+	struct tcp_list *l, *next;
+
+	if (c->failed) {
+		if (final)
+			free(final);
+		return;
+	}
+	c->failed = true;
+	c->fail_status = status;
+
+	/*
+	 * Nothing more goes out but the final frame (the answer that explains
+	 * the failure to the peer). A frame already half written must end
+	 * first; if it carries a user buffer that is about to be handed back,
+	 * the stream is cut instead.
+	 */
+	if (head && head->off && !head->owned) {
+		free(final);
+		final = NULL;
+	}
+	for (l = c->outq.next; l != &c->outq; l = next) {
+		struct tcp_out *o = tcp_entry(l, struct tcp_out, link);
+
+		next = l->next;
+		if (o == head && o->off && o->owned)
+			continue;
+		out_drop(o);
+	}
+	rmca_tcp_complete_all(c, status == RMCA_ERR_PROTOCOL ?
+					 RMCA_ERR_PROTOCOL :
+					 RMCA_ERR_CONNECTION);
+	if (final && c->fd >= 0) {
+		rmca_tcp_out_queue(c, final);
+		c->closing = true;
+		rmca_tcp_out_flush(c);
+	} else {
+		free(final);
+		conn_close_fd(c);
+	}
+	core->ops->conn_failed(core, c->cookie, status);
+}
+
+/* After a failure: read and drop until the peer closes. */
+void rmca_tcp_discard(struct rmca_conn *c)
+{
+	ssize_t n;
+
+	for (int i = 0; i < TCP_RX_BUDGET; i++) {
+		n = recv(c->fd, c->mod->scratch, TCP_SCRATCH_LEN, 0);
+		if (n > 0)
+			continue;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		conn_close_fd(c);
+		return;
+	}
+}
+
+void rmca_tcp_conn_destroy(struct rmca_conn *c)
+{
+	struct tcp_out *o;
+
+	rmca_tcp_complete_all(c, RMCA_ERR_CANCELED);
+	while ((o = tcp_first(&c->outq, struct tcp_out, link)))
+		out_drop(o);
+	conn_close_fd(c);
+	free(c->credits);
+	free(c);
+}

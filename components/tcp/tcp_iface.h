@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Interfaces a module serves: tcp_if_include / tcp_if_exclude against the
+ * host's up interfaces that carry an IPv4 or IPv6 address.
+ */
+#ifndef RMCA_TCP_IFACE_H
+#define RMCA_TCP_IFACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tcp_laddr {
+	int family;
+	uint8_t addr[16];
+};
+
+/* 1 if name is one of the comma-separated names of list. */
+int rmca_tcp_name_in_list(const char *list, const char *name);
+/* 1 if name passes include (empty: all; "^a,b": all but a, b) and is not in
+ * exclude (a leading '^' there is ignored). */
+int rmca_tcp_if_selected(const char *include, const char *exclude,
+			 const char *name);
+/* Selected interface names joined by ',' into names; their addresses into
+ * *laddrs (malloc'ed). Returns the number of interfaces, or < 0. */
+int rmca_tcp_iface_probe(const char *include, const char *exclude,
+			 char *names, size_t names_len,
+			 struct tcp_laddr **laddrs, int *nladdrs);
+/* Whether fd's local address is one of l[0..n). */
+bool rmca_tcp_laddr_match(const struct tcp_laddr *l, int n, int fd);
+
+#endif

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One tcp module: its listening socket, its address blob, its key table and
+ * memory registrations.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tcp.h"
+
+static int tcp_addr(struct rmca_module *mod, void *buf, size_t *len)
+{
+	struct tcp_module *m = tcp_entry(mod, struct tcp_module, base);
+	struct tcp_addr_blob b = {
+		.magic = { 'R', 'T', 'C', 'P' },
+		.version = TCP_PROTO_VERSION,
+		.port = { (uint8_t)m->port, (uint8_t)(m->port >> 8) },
+	};
+
+	if (*len < sizeof(b))
+		return RMCA_ERR_INVALID;
+	memcpy(buf, &b, sizeof(b));
+	*len = sizeof(b);
+	return 0;
+}
+
+int rmca_tcp_addr_check(const void *addr, size_t len, char *why,
+			size_t why_len)
+{
+	const struct tcp_addr_blob *b = addr;
+
+	if (len < sizeof(*b) || memcmp(b->magic, "RTCP", 4)) {
+		snprintf(why, why_len, "not a tcp address");
+		return 0;
+	}
+	if (b->version != TCP_PROTO_VERSION) {
+		snprintf(why, why_len, "tcp protocol version %u, want %u",
+			 b->version, TCP_PROTO_VERSION);
+		return 0;
+	}
+	if (!b->port[0] && !b->port[1]) {
+		snprintf(why, why_len, "peer has no tcp port");
+		return 0;
+	}
+	return 1;
+}
+
+static int tcp_reachable(struct rmca_module *mod, const void *addr,
+			 size_t len, char *why, size_t why_len)
+{
+	return rmca_tcp_addr_check(addr, len, why, why_len);
+}
+
+static int tcp_mr_reg(struct rmca_module *mod, void *addr, size_t len,
+		      unsigned access, struct rmca_module_mr **out)
+{
+	struct tcp_module *m = tcp_entry(mod, struct tcp_module, base);
+	struct rmca_module_mr *mr = calloc(1, sizeof(*mr));
+	int r;
+
+	if (!mr)
+		return RMCA_ERR_NO_MEMORY;
+	mr->mod = m;
+	mr->addr = addr;
+	mr->len = len;
+	mr->access = access;
+	r = rmca_tcp_keytab_add(&m->keys, access & RMCA_MR_USE_ONCE, mr,
+				&mr->key);
+	if (r) {
+		free(mr);
+		return r;
+	}
+	mr->in_table = true;
+	*out = mr;
+	return 0;
+}
+
+static int tcp_mr_dereg(struct rmca_module_mr *mr)
+{
+	if (mr->in_table)
+		rmca_tcp_keytab_remove(&mr->mod->keys, mr->key);
+	free(mr);
+	return 0;
+}
+
+static uint64_t tcp_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
+{
+	return mr->key;
+}
+
+static const struct rmca_module_ops tcp_module_ops = {
+	.addr = tcp_addr,
+	.atomic = rmca_tcp_atomic,
+	.connect = rmca_tcp_connect,
+	.disconnect = rmca_tcp_disconnect,
+	.flush = rmca_tcp_flush,
+	.get = rmca_tcp_get,
+	.mr_dereg = tcp_mr_dereg,
+	.mr_reg = tcp_mr_reg,
+	.mr_rkey = tcp_mr_rkey,
+	.put = rmca_tcp_put,
+	.reachable = tcp_reachable,
+	.recv = rmca_tcp_recv,
+	.send = rmca_tcp_send,
+	.send_inv = rmca_tcp_send_inv,
+};
+
+int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
+			   struct tcp_module **out)
+{
+	struct tcp_module *m = calloc(1, sizeof(*m));
+	int r;
+
+	if (!m)
+		return RMCA_ERR_NO_MEMORY;
+	m->base.ops = &tcp_module_ops;
+	m->base.core = core;
+	snprintf(m->base.device, sizeof(m->base.device), "%s", device);
+	m->base.caps = RMCA_CAP_ATOMIC | RMCA_CAP_MASKED_ATOMIC |
+		       RMCA_CAP_SEND_INV | RMCA_CAP_LOOPBACK |
+		       RMCA_CAP_REMOTE_COMPLETION | RMCA_CAP_ATOMIC_CPU;
+	m->lfd = -1;
+	m->sndbuf = core->ops->param_size(core, "tcp_sndbuf");
+	m->rcvbuf = core->ops->param_size(core, "tcp_rcvbuf");
+	tcp_list_init(&m->pending);
+	m->scratch = malloc(TCP_SCRATCH_LEN);
+	if (!m->scratch) {
+		free(m);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	r = rmca_tcp_keytab_init(&m->keys, core->ops->random);
+	if (r) {
+		free(m->scratch);
+		free(m);
+		return r;
+	}
+	r = rmca_tcp_listen(m, (int)core->ops->param_int(core, "tcp_port"));
+	if (r) {
+		rmca_tcp_keytab_fini(&m->keys);
+		free(m->scratch);
+		free(m);
+		return r;
+	}
+	snprintf(m->base.detail, sizeof(m->base.detail),
+		 "port=%d if=%s listen=%s atomics=cpu", m->port, device,
+		 m->family == AF_INET6 ? "ipv6+ipv4" : "ipv4");
+	*out = m;
+	return 0;
+}
+
+void rmca_tcp_module_destroy(struct tcp_module *m)
+{
+	const struct rmca_core *core = m->base.core;
+
+	rmca_tcp_pending_free_all(m);
+	if (m->lfd >= 0) {
+		core->ops->fd_del(core, m->lfd);
+		close(m->lfd);
+	}
+	/* Regions still registered belong to the core, which deregisters them
+	 * before closing; the table only holds pointers to them. */
+	rmca_tcp_keytab_fini(&m->keys);
+	free(m->laddrs);
+	free(m->scratch);
+	free(m);
+}

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Posting operations. Every op is remotely completed: its completion waits
+ * for the target's answer, sent after the target placed or refused the data.
+ *
+ * Flow control: each posted receive sends the peer a credit carrying its
+ * length; a send goes on the wire only against the oldest credit, so a
+ * message is never dropped and never buffered by the target.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tcp.h"
+
+/* More credits than this means the peer is not an rmca tcp module. */
+#define TCP_MAX_CREDITS (4 * TCP_MAX_OPS)
+
+int rmca_tcp_credit_push(struct rmca_conn *c, uint64_t len)
+{
+	if (c->ncred == c->cred_cap) {
+		size_t cap = c->cred_cap ? 2 * c->cred_cap : 16;
+		uint64_t *n;
+
+		if (cap > TCP_MAX_CREDITS)
+			return RMCA_ERR_PROTOCOL;
+		n = malloc(cap * sizeof(*n));
+		if (!n)
+			return RMCA_ERR_NO_MEMORY;
+		for (size_t i = 0; i < c->ncred; i++)
+			n[i] = c->credits[(c->cred_head + i) % c->cred_cap];
+		free(c->credits);
+		c->credits = n;
+		c->cred_cap = cap;
+		c->cred_head = 0;
+	}
+	c->credits[(c->cred_head + c->ncred) % c->cred_cap] = len;
+	c->ncred++;
+	return 0;
+}
+
+static uint64_t credit_pop(struct rmca_conn *c)
+{
+	uint64_t len = c->credits[c->cred_head];
+
+	c->cred_head = (c->cred_head + 1) % c->cred_cap;
+	c->ncred--;
+	return len;
+}
+
+static void op_queue(struct rmca_conn *c, struct tcp_op *op,
+		     const struct tcp_frame *f, const void *pl, size_t len)
+{
+	rmca_tcp_frame_encode(f, op->out.hdr);
+	op->out.payload = pl;
+	op->out.len = len;
+	op->out.off = 0;
+	op->out.owned = false;
+	rmca_tcp_out_queue(c, &op->out);
+	tcp_list_add_tail(&c->inflight, &op->qlink);
+}
+
+void rmca_tcp_pump_sends(struct rmca_conn *c)
+{
+	struct tcp_op *op;
+
+	while (c->ncred && (op = tcp_first(&c->sendq, struct tcp_op, qlink))) {
+		uint64_t credit = credit_pop(c);
+		struct tcp_frame f = {
+			.type = TCP_F_SEND,
+			.id = op->id,
+			.len = op->len,
+		};
+
+		/* Too long for the receive: only what fits goes, the target
+		 * reports the truncation and both sides fail. */
+		if (op->len > credit) {
+			f.flags |= TCP_FF_TRUNC;
+			f.operand = op->len;
+			f.len = credit;
+		}
+		if (op->inv_rkey) {
+			f.flags |= TCP_FF_INV;
+			f.rkey = op->inv_rkey;
+		}
+		tcp_list_del(&op->qlink);
+		op_queue(c, op, &f, op->buf, (size_t)f.len);
+	}
+}
+
+/*
+ * Common start of every post: a failed connection completes the op at once
+ * (returns NULL, *err 0); no room returns NULL with *err RMCA_ERR_AGAIN.
+ */
+static struct tcp_op *op_new(struct rmca_conn *c, enum tcp_op_kind kind,
+			     void *req, int *err)
+{
+	const struct rmca_core *core = c->mod->base.core;
+	struct tcp_op *op;
+
+	*err = 0;
+	if (c->failed) {
+		core->ops->complete(core, req, RMCA_ERR_CONNECTION, 0, 0);
+		return NULL;
+	}
+	if (c->nops >= TCP_MAX_OPS) {
+		*err = RMCA_ERR_AGAIN;
+		return NULL;
+	}
+	op = calloc(1, sizeof(*op));
+	if (!op) {
+		*err = RMCA_ERR_AGAIN;
+		return NULL;
+	}
+	op->kind = kind;
+	op->req = req;
+	op->id = ++c->next_id;
+	tcp_list_init(&op->link);
+	tcp_list_init(&op->qlink);
+	tcp_list_init(&op->out.link);
+	tcp_list_add_tail(kind == TCP_OP_RECV ? &c->recvs : &c->ops,
+			  &op->link);
+	c->nops++;
+	return op;
+}
+
+static int post_send(struct rmca_conn *c, const void *buf, size_t len,
+		     uint64_t rkey, void *req)
+{
+	struct tcp_op *op;
+	int err;
+
+	if (len > TCP_MAX_PAYLOAD)
+		return RMCA_ERR_INVALID;
+	op = op_new(c, TCP_OP_SEND, req, &err);
+	if (!op)
+		return err;
+	op->buf = (char *)buf;
+	op->len = len;
+	op->inv_rkey = rkey;
+	tcp_list_add_tail(&c->sendq, &op->qlink);
+	rmca_tcp_pump_sends(c);
+	rmca_tcp_out_flush(c);
+	return 0;
+}
+
+int rmca_tcp_send(struct rmca_conn *c, const void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req)
+{
+	return post_send(c, buf, len, 0, req);
+}
+
+int rmca_tcp_send_inv(struct rmca_conn *c, const void *buf, size_t len,
+		      struct rmca_module_mr *mr, uint64_t rkey, void *req)
+{
+	if (!(rkey & RMCA_KEY_USE_ONCE))
+		return RMCA_ERR_INVALID;
+	return post_send(c, buf, len, rkey, req);
+}
+
+int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req)
+{
+	struct tcp_frame f = {
+		.type = TCP_F_CREDIT,
+		.len = len > TCP_MAX_PAYLOAD ? TCP_MAX_PAYLOAD : len,
+	};
+	struct tcp_out *o;
+	struct tcp_op *op;
+	int err;
+
+	o = rmca_tcp_out_new(&f, NULL, 0);
+	if (!o)
+		return RMCA_ERR_AGAIN;
+	op = op_new(c, TCP_OP_RECV, req, &err);
+	if (!op) {
+		free(o);
+		return err;
+	}
+	op->buf = buf;
+	op->len = (size_t)f.len;
+	rmca_tcp_out_queue(c, o);
+	rmca_tcp_out_flush(c);
+	return 0;
+}
+
+static int post_rdma(struct rmca_conn *c, enum tcp_op_kind kind, void *buf,
+		     size_t len, uint64_t raddr, uint64_t rkey, void *req)
+{
+	struct tcp_frame f = {
+		.type = kind == TCP_OP_PUT ? TCP_F_PUT : TCP_F_GET,
+		.len = len,
+		.raddr = raddr,
+		.rkey = rkey,
+	};
+	struct tcp_op *op;
+	int err;
+
+	if (len > TCP_MAX_PAYLOAD)
+		return RMCA_ERR_INVALID;
+	op = op_new(c, kind, req, &err);
+	if (!op)
+		return err;
+	op->buf = buf;
+	op->len = len;
+	f.id = op->id;
+	op_queue(c, op, &f, kind == TCP_OP_PUT ? buf : NULL,
+		 kind == TCP_OP_PUT ? len : 0);
+	rmca_tcp_out_flush(c);
+	return 0;
+}
+
+int rmca_tcp_put(struct rmca_conn *c, const void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req)
+{
+	return post_rdma(c, TCP_OP_PUT, (void *)buf, len, raddr, rkey, req);
+}
+
+int rmca_tcp_get(struct rmca_conn *c, void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req)
+{
+	return post_rdma(c, TCP_OP_GET, buf, len, raddr, rkey, req);
+}
+
+int rmca_tcp_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
+		    uint64_t *result, struct rmca_module_mr *mr, void *req)
+{
+	struct tcp_frame f = {
+		.type = TCP_F_ATOMIC,
+		.akind = (uint8_t)a->kind,
+		.len = 8,
+		.raddr = a->raddr,
+		.rkey = a->rkey,
+		.operand = a->operand,
+	};
+	struct tcp_op *op;
+	int err;
+
+	switch (a->kind) {
+	case RMCA_ATOMIC_FADD:
+		break;
+	case RMCA_ATOMIC_CSWAP:
+		f.compare = a->compare;
+		break;
+	case RMCA_ATOMIC_MASKED_FADD:
+		f.mask1 = a->field_boundary;
+		break;
+	case RMCA_ATOMIC_MASKED_CSWAP:
+		f.compare = a->compare;
+		f.mask1 = a->compare_mask;
+		f.mask2 = a->swap_mask;
+		break;
+	default:
+		return RMCA_ERR_INVALID;
+	}
+	op = op_new(c, TCP_OP_ATOMIC, req, &err);
+	if (!op)
+		return err;
+	op->result = result;
+	f.id = op->id;
+	op_queue(c, op, &f, NULL, 0);
+	rmca_tcp_out_flush(c);
+	return 0;
+}
+
+int rmca_tcp_flush(struct rmca_conn *c, void *req)
+{
+	const struct rmca_core *core = c->mod->base.core;
+	struct tcp_op *op;
+	int err;
+
+	op = op_new(c, TCP_OP_FLUSH, req, &err);
+	if (!op)
+		return err;
+	/* Every op is remotely completed, so a flush only has to wait for
+	 * those posted before it. */
+	if (tcp_first(&c->ops, struct tcp_op, link) == op) {
+		tcp_list_del(&op->link);
+		c->nops--;
+		free(op);
+		core->ops->complete(core, req, RMCA_OK, 0, 0);
+	}
+	return 0;
+}
+
+void rmca_tcp_disconnect(struct rmca_conn *c)
+{
+	rmca_tcp_conn_destroy(c);
+}
