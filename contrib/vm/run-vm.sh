@@ -14,6 +14,7 @@
 #
 # Env: VM_SHARE    directories shared read-write, space separated
 #                  (default: $PWD; '' for none)
+#      VM_ENV      names of variables to pass on to the command
 #      VM_TIMEOUT  seconds before the guest is killed (600)
 #      VM_MEM VM_CPUS (2G, 2)   VM_ACCEL (kvm|tcg, guessed)
 #      VM_RDMA=0   no RDMA devices    VM_HOST=0  stay in the initramfs
@@ -43,13 +44,17 @@ flock -u 9
 T=$(mktemp -d "$CACHE/run.XXXXXX") || exit 255
 trap 'rm -rf "$T"' EXIT
 mkdir "$T/cmd"
+# The guest's init starts the command with an empty environment.
+for v in ${VM_ENV:-}; do
+	[ -n "${!v+set}" ] && printf 'export %s=%q\n' "$v" "${!v}"
+done >"$T/cmd/run.sh"
 if [ "${1:-}" = -f ]; then
-	cp "$2" "$T/cmd/run.sh" || exit 255
+	cat "$2" >>"$T/cmd/run.sh" || exit 255
 	shift 2
 else
 	[ "${1:-}" = -- ] && shift
 	[ $# -gt 0 ] || { echo "usage: run-vm.sh [-f script] [--] command..." >&2; exit 255; }
-	printf '%q ' "$@" >"$T/cmd/run.sh"
+	printf '%q ' "$@" >>"$T/cmd/run.sh"
 	echo >>"$T/cmd/run.sh"
 fi
 # The payload is a second cpio appended to the base one: the kernel unpacks

@@ -1,0 +1,113 @@
+#!/bin/bash
+# run-tests-in-vm.sh - the payload of `make check-vm`, run inside the guest by
+# run-vm.sh from the build tree's test/ directory.
+#
+# Runs every program in $VM_TESTS once, and every program in $API_TESTS once
+# per device (rxe0: RMCA_transports=ib, RMCATEST_HOST=10.0.0.1; siw0:
+# RMCA_transports=iwarp, RMCATEST_HOST=10.0.1.1). Each speaks TAP; its output
+# is shown and its results counted. A program that exits non-zero without a
+# failing case to show for it, or prints no plan, or fewer results than its
+# plan, counts as one more failure. Ends with the line
+#
+#   check-vm: N passed, N failed, N skipped
+#
+# and exits non-zero when anything failed. Everything is also written to
+# $CHECK_VM_LOG (check-vm.log) so the caller can find the summary.
+#
+# Env (set by test/vm.am): VM_TESTS, API_TESTS, RMCA_component_path,
+# RMCATEST_TOP_BUILDDIR, RMCATEST_SRCDIR, CHECK_VM_TEST_TIMEOUT (600 s).
+set -u
+export CMOCKA_MESSAGE_OUTPUT=TAP
+timeout=${CHECK_VM_TEST_TIMEOUT:-600}
+passed=0
+failed=0
+skipped=0
+
+# TAP results of one program: "ok" is a pass unless it carries a SKIP or a
+# TODO (an unexpected pass); "not ok" is a failure unless it is a TODO.
+count() {
+	awk '
+	/^1\.\.[0-9]+/ {
+		plan = substr($1, 4) + 0; have_plan = 1
+		if (plan == 0) skip++
+		next
+	}
+	/^(not )?ok([ \t]|$)/ {
+		n++
+		bad = /^not ok/
+		if (/#[ \t]*[Ss][Kk][Ii][Pp]/) { skip++; next }
+		if (/#[ \t]*[Tt][Oo][Dd][Oo]/) bad = !bad
+		if (bad) fail++; else pass++
+		next
+	}
+	/^Bail out!/ { bail = 1 }
+	END {
+		if (!have_plan)
+			why = "no plan"
+		else if (bail)
+			why = "bailed out"
+		else if (plan != n && plan != 0)
+			why = n " results for a plan of " plan
+		printf "%d %d %d %s\n", pass, fail, skip, why
+	}'
+}
+
+# run_one NAME [VAR=value...]: runs test NAME with the extra environment.
+run_one() {
+	local name=$1 prog out status p f s why label
+	shift
+	label="$name${*:+ ($*)}"
+	# Like automake: the build directory first, then the source directory.
+	prog=./$name
+	[ -e "$prog" ] || prog=${RMCATEST_SRCDIR:-.}/$name
+	echo "# --- $label"
+	out=$(mktemp)
+	if [ -x "$prog" ]; then
+		env "$@" timeout -k 10 "$timeout" "$prog" >"$out" 2>&1
+	elif [ -e "$prog" ]; then
+		env "$@" timeout -k 10 "$timeout" sh "$prog" >"$out" 2>&1
+	else
+		echo "$name: not found" >"$out"
+		false
+	fi
+	status=$?
+	cat "$out"
+	read -r p f s why <<<"$(count <"$out")"
+	rm -f "$out"
+	passed=$((passed + p))
+	skipped=$((skipped + s))
+	failed=$((failed + f))
+	# The program's own word counts only when its TAP does not explain it.
+	if [ -z "$why" ] && [ $status != 0 ] && [ "$f" = 0 ]; then
+		why="exit status $status"
+	fi
+	if [ -n "$why" ]; then
+		echo "not ok - $label: $why"
+		failed=$((failed + 1))
+	fi
+}
+
+main() {
+	echo "# check-vm: RDMA devices in the guest"
+	rdma link show
+	if [ -n "${RMCATEST_TOP_BUILDDIR:-}" ] &&
+	   [ -x "$RMCATEST_TOP_BUILDDIR/tools/rmca_info" ]; then
+		"$RMCATEST_TOP_BUILDDIR/tools/rmca_info" ||
+			echo "# rmca_info: exit status $?"
+	fi
+
+	for t in ${VM_TESTS:-}; do
+		run_one "$t"
+	done
+	for t in ${API_TESTS:-}; do
+		run_one "$t" RMCA_transports=ib RMCATEST_HOST=10.0.0.1
+		run_one "$t" RMCA_transports=iwarp RMCATEST_HOST=10.0.1.1
+	done
+	echo "check-vm: $passed passed, $failed failed, $skipped skipped"
+	[ $failed = 0 ]
+}
+
+# Not exec > >(tee): that tee could lose the last lines when the guest
+# powers off right after this script returns.
+main 2>&1 | tee "${CHECK_VM_LOG:-check-vm.log}"
+exit "${PIPESTATUS[0]}"
