@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Contract: a listener survives peers that speak no hello: garbage, a
+ * truncated hello, a connection closed at once, one that says nothing.
+ * rmca_accept reports such a peer (RMCA_ERR_PROTOCOL) or keeps waiting,
+ * logs a reason, and a real client connecting afterwards succeeds.
+ */
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "api_util.h"
+
+#define TOKEN_DONE 0xd0e
+#define LISTENING "api[server]: listening"
+
+enum raw_kind {
+	RAW_GARBAGE, /* bytes that are no hello, connection kept open */
+	RAW_TRUNCATED, /* a length prefix and less than it promises */
+	RAW_CLOSE, /* connect and close at once */
+	RAW_SILENT, /* connect and say nothing, kept open */
+};
+
+static void wire_server(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(64);
+	long end = api_now_ms() + API_TIMEOUT_MS;
+	int port, rc, i;
+	rmca_mr_t *mr;
+
+	api_server_listen(p, api_host());
+	port = rmca_listener_port(p->l);
+	API_CHECK(port > 0);
+	/* Lines from start-up come before this one, the bad peer's after. */
+	dprintf(STDERR_FILENO, "%s\n", LISTENING);
+	api_put_u64(p, 0, (uint64_t)port);
+
+	for (;;) {
+		rc = rmca_accept(p->l, 200, &p->ep);
+		if (rc == RMCA_OK)
+			break;
+		API_CHECK_MSG(rc == RMCA_ERR_PROTOCOL || rc == RMCA_ERR_TIMEOUT,
+			      "rmca_accept returned %d (%s)", rc,
+			      api_strerror(rc));
+		API_CHECK_MSG(api_now_ms() < end,
+			      "the real client was never accepted");
+	}
+	/* It is the real client: it talks. */
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK(api_recv_wait(p, p->ep, buf, 64, mr) == 6);
+	API_CHECK(memcmp(buf, "hello", 6) == 0);
+	memcpy(buf, "world", 6);
+	api_send_wait(p, p->ep, buf, 6, mr);
+
+	/* Nobody else is coming: nothing more to accept. */
+	for (i = 0; i < 3; i++) {
+		rmca_ep_t *ep = NULL;
+
+		rc = rmca_accept(p->l, 50, &ep);
+		API_CHECK_MSG(rc == RMCA_ERR_PROTOCOL || rc == RMCA_ERR_TIMEOUT,
+			      "extra rmca_accept returned %d (%s)", rc,
+			      api_strerror(rc));
+	}
+	api_expect_token(p, 0, TOKEN_DONE);
+}
+
+static int raw_connect(int port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST |
+					      AI_NUMERICSERV };
+	struct addrinfo *ai;
+	char ps[16];
+	int fd;
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	API_CHECK(getaddrinfo(api_host(), ps, &hints, &ai) == 0);
+	fd = socket(ai->ai_family, SOCK_STREAM, 0);
+	API_CHECK(fd >= 0);
+	API_CHECK_MSG(connect(fd, ai->ai_addr, ai->ai_addrlen) == 0,
+		      "raw connect to the listener failed");
+	freeaddrinfo(ai);
+	return fd;
+}
+
+static void raw_write(int fd, const void *b, size_t n)
+{
+	API_CHECK(write(fd, b, n) == (ssize_t)n);
+}
+
+static void wire_client(struct api_peer *p)
+{
+	enum raw_kind k = *(enum raw_kind *)p->arg;
+	static const uint8_t trunc[] = { 0, 0, 1, 0, 'r', 'm', 'c', 'a', 0, 1 };
+	uint8_t garbage[64];
+	uint8_t *buf = api_alloc(64);
+	int port = api_client_read_port(p);
+	char hp[128];
+	rmca_mr_t *mr;
+	int fd;
+
+	fd = raw_connect(port);
+	switch (k) {
+	case RAW_GARBAGE:
+		memset(garbage, 0xff, sizeof(garbage));
+		memcpy(garbage, "GET / HTTP/1.0\r\n\r\n", 18);
+		raw_write(fd, garbage, sizeof(garbage));
+		break;
+	case RAW_TRUNCATED:
+		raw_write(fd, trunc, sizeof(trunc));
+		close(fd);
+		fd = -1;
+		break;
+	case RAW_CLOSE:
+		close(fd);
+		fd = -1;
+		break;
+	case RAW_SILENT:
+		break;
+	}
+	/* Let the listener see the bad peer first. */
+	api_sleep_ms(50);
+
+	API_CHECK_OK(rmca_init(&p->ctx));
+	api_host_port(hp, sizeof(hp), api_host(), port);
+	API_CHECK_OK(rmca_connect(p->ctx, hp, API_TIMEOUT_MS, &p->ep));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(rmca_recv(p->ep, buf + 32, 32, mr, API_CTX(1)));
+	memcpy(buf, "hello", 6);
+	api_send_wait(p, p->ep, buf, 6, mr);
+	api_wait_status(p, API_CTX(1), RMCA_OK);
+	API_CHECK(memcmp(buf + 32, "world", 6) == 0);
+	api_token(p, 0, TOKEN_DONE);
+	if (fd >= 0)
+		close(fd);
+}
+
+static void run_wire(enum raw_kind k, bool want_log)
+{
+	char path[] = "/tmp/rmca-api-wire-XXXXXX";
+	const struct api_test t = { .server = wire_server,
+				    .client = wire_client,
+				    .manual = true,
+				    .server_stderr = path,
+				    .arg = &k };
+	char log[8192] = "";
+	const char *after;
+	size_t n = 0;
+	FILE *f;
+	int fd;
+
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	api_run(&t);
+
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(log, 1, sizeof(log) - 1, f);
+	log[n] = '\0';
+	fclose(f);
+	unlink(path);
+	if (n)
+		fprintf(stderr, "server's stderr:\n%s", log);
+	after = strstr(log, LISTENING);
+	if (want_log && (!after || !strstr(after, "rmca:")))
+		fail_msg("the bad peer was dropped without a logged reason");
+}
+
+static void test_garbage_hello_does_not_stop_listener(void **state)
+{
+	(void)state;
+	run_wire(RAW_GARBAGE, true);
+}
+
+static void test_truncated_hello_does_not_stop_listener(void **state)
+{
+	(void)state;
+	run_wire(RAW_TRUNCATED, true);
+}
+
+static void test_closed_connection_does_not_stop_listener(void **state)
+{
+	(void)state;
+	run_wire(RAW_CLOSE, true);
+}
+
+static void test_silent_connection_does_not_block_listener(void **state)
+{
+	(void)state;
+	run_wire(RAW_SILENT, false);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_garbage_hello_does_not_stop_listener),
+		cmocka_unit_test(test_truncated_hello_does_not_stop_listener),
+		cmocka_unit_test(test_closed_connection_does_not_stop_listener),
+		cmocka_unit_test(test_silent_connection_does_not_block_listener),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
