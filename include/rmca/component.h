@@ -187,6 +187,12 @@ struct rmca_module_ops {
 			 size_t len, char *why, size_t why_len);
 	int (*recv)(struct rmca_conn *c, void *buf, size_t len,
 		    struct rmca_module_mr *mr, void *req);
+	/* Optional: make rkey (a use-once key of mr handed out on c) fail
+	 * every later remote access; mr_rkey() hands out a fresh key after it.
+	 * The core calls it where send-with-invalidate is not native (the
+	 * revoke message path). NULL: that path is unavailable. */
+	int (*revoke)(struct rmca_module_mr *mr, struct rmca_conn *c,
+		      uint64_t rkey);
 	int (*send)(struct rmca_conn *c, const void *buf, size_t len,
 		    struct rmca_module_mr *mr, void *req);
 	int (*send_inv)(struct rmca_conn *c, const void *buf, size_t len,
