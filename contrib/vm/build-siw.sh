@@ -26,14 +26,23 @@ fi
 mkdir -p "$CACHE/debs" "$CACHE/siw"
 # The source must be the version the image was built from, not just the newest.
 ver=$(dpkg-query -W -f='${Version}' "linux-image-$KVER")
+fetch() {
+	(cd "$CACHE/debs" && apt-get -q download "$1" >/dev/null 2>&1)
+}
 deb=$(ls "$CACHE/debs/linux-source-${SRCVER}_${ver}_"*.deb 2>/dev/null | head -1 || true)
 if [ -z "$deb" ]; then
-	(cd "$CACHE/debs" &&
-	 apt-get -q download "linux-source-$SRCVER=$ver" >/dev/null 2>&1) || {
-		echo "build-siw.sh: cannot download linux-source-$SRCVER=$ver" >&2
+	# Stale package lists are the usual reason for a failed download. When
+	# the archive has moved on from the installed image, the newest source
+	# of the same series is the next best thing: siw sees little change
+	# within a stable series, and the headers set the module's vermagic.
+	fetch "linux-source-$SRCVER=$ver" ||
+		{ apt-get -q update >/dev/null 2>&1; fetch "linux-source-$SRCVER=$ver"; } ||
+		{ echo "build-siw.sh: linux-source-$SRCVER=$ver is gone, using the newest" >&2
+		  fetch "linux-source-$SRCVER"; } || {
+		echo "build-siw.sh: cannot download linux-source-$SRCVER" >&2
 		exit 1
 	}
-	deb=$(ls "$CACHE/debs/linux-source-${SRCVER}_${ver}_"*.deb | head -1)
+	deb=$(ls -t "$CACHE/debs/linux-source-${SRCVER}_"*.deb | head -1)
 fi
 
 work=$(mktemp -d "$CACHE/siw/build.XXXXXX")

@@ -18,7 +18,8 @@ fi
 
 # Wait for another apt (a colleague, unattended-upgrades) instead of failing.
 APT="apt-get -q -y -o Dpkg::Use-Pty=0 -o DPkg::Lock::Timeout=600"
-updated=0
+# install-deps.sh has just run apt-get update when it says so.
+updated=${RMCA_APT_UPDATED:-0}
 
 missing() {
 	local p
