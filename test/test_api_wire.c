@@ -199,6 +199,49 @@ static void test_silent_connection_does_not_block_listener(void **state)
 	run_wire(RAW_SILENT, false);
 }
 
+/* ---- rmca_accept keeps to its timeout while a peer says nothing ---- */
+
+#define TOKEN_CONNECTED 0xc0
+
+static void slow_server(struct api_peer *p)
+{
+	rmca_ep_t *ep = NULL;
+	long t0, dt;
+	int rc;
+
+	api_server_listen(p, api_host());
+	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
+	api_expect_token(p, 0, TOKEN_CONNECTED);
+	t0 = api_now_ms();
+	rc = rmca_accept(p->l, 200, &ep);
+	dt = api_now_ms() - t0;
+	API_CHECK_MSG(rc == RMCA_ERR_TIMEOUT || rc == RMCA_ERR_PROTOCOL,
+		      "rmca_accept returned %d (%s)", rc, api_strerror(rc));
+	API_CHECK_MSG(dt < 1000,
+		      "rmca_accept(timeout 200 ms) took %ld ms on a silent peer",
+		      dt);
+	api_token(p, 0, TOKEN_DONE);
+}
+
+static void slow_client(struct api_peer *p)
+{
+	int fd = raw_connect(api_client_read_port(p));
+
+	api_token(p, 0, TOKEN_CONNECTED);
+	api_expect_token(p, 0, TOKEN_DONE);
+	close(fd);
+}
+
+static void test_accept_keeps_its_timeout_with_silent_peer(void **state)
+{
+	const struct api_test t = { .server = slow_server,
+				    .client = slow_client,
+				    .manual = true };
+
+	(void)state;
+	api_run(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -206,6 +249,7 @@ int main(void)
 		cmocka_unit_test(test_truncated_hello_does_not_stop_listener),
 		cmocka_unit_test(test_closed_connection_does_not_stop_listener),
 		cmocka_unit_test(test_silent_connection_does_not_block_listener),
+		cmocka_unit_test(test_accept_keeps_its_timeout_with_silent_peer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
