@@ -132,6 +132,7 @@ struct rmca_verbs_op {
 	bool cswap;
 	struct rmca_verbs_mw *mw; /* BIND */
 	struct rmca_module_mr *mr; /* BIND */
+	uint64_t seq; /* iwarp sends: position; confirming READs: cover */
 };
 
 enum rmca_verbs_conn_state {
@@ -169,6 +170,10 @@ struct rmca_conn {
 	uint64_t peer_posted;
 	bool credit_inflight;
 	bool credit_wanted;
+	/* iwarp: sends whose local completion came, held until a READ
+	 * posted after them proves the peer took them (see verbs_post.c) */
+	uint64_t send_seq, confirmed;
+	struct rmca_verbs_op *held, *held_tail;
 	int closing_status; /* set by destroy: what canceled ops get */
 	int cq_share; /* CQ entries reserved for this QP */
 	bool hello_seen;
@@ -255,6 +260,8 @@ void rmca_verbs_op_done(struct rmca_verbs_op *op, int status, size_t len,
 void rmca_verbs_pending_run(struct rmca_conn *c);
 void rmca_verbs_credit_read(struct rmca_conn *c);
 void rmca_verbs_timer_event(void *arg, uint32_t events);
+void rmca_verbs_hold(struct rmca_conn *c, struct rmca_verbs_op *op);
+void rmca_verbs_release_held(struct rmca_conn *c, int status);
 
 /* memory (verbs_mr.c) */
 int rmca_verbs_mr_reg(struct rmca_module *m, void *addr, size_t len,

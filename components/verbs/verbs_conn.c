@@ -118,6 +118,7 @@ void rmca_verbs_conn_fail(struct rmca_conn *c, int status)
 		c->fail_status = status;
 	c->state = RMCA_VCONN_FAILED;
 	qp_to_error(c);
+	rmca_verbs_release_held(c, c->fail_status);
 	if (was_up && !c->failed_reported && c->cookie) {
 		c->failed_reported = true;
 		core->ops->conn_failed(core, c->cookie, c->fail_status);
@@ -150,6 +151,7 @@ void rmca_verbs_conn_destroy(struct rmca_conn *c, int status)
 		rmca_verbs_op_done(op, status, 0, 0);
 	}
 	c->pending = c->pending_tail = NULL;
+	rmca_verbs_release_held(c, status);
 	if (c->qp) {
 		if (c->state == RMCA_VCONN_UP)
 			rdma_disconnect(c->id);

@@ -26,8 +26,11 @@ int rmca_verbs_wc_status(const struct ibv_wc *wc, struct rmca_verbs_op *op)
 		return op->kind == RMCA_VOP_RECV ? RMCA_ERR_TRUNCATED :
 						   RMCA_ERR_INVALID;
 	case IBV_WC_REM_INV_REQ_ERR:
-		/* the peer's receive was too small, or it refused the access */
-		return msg ? RMCA_ERR_TRUNCATED : RMCA_ERR_REMOTE_ACCESS;
+		/* the peer's receive was too small (rxe reports it so on
+		 * the receive too), or it refused the access */
+		return msg || op->kind == RMCA_VOP_RECV ?
+			       RMCA_ERR_TRUNCATED :
+			       RMCA_ERR_REMOTE_ACCESS;
 	case IBV_WC_REM_ACCESS_ERR:
 		return RMCA_ERR_REMOTE_ACCESS;
 	case IBV_WC_LOC_PROT_ERR:
@@ -90,11 +93,11 @@ static void on_success(struct rmca_conn *c, struct rmca_verbs_op *op,
 			c->state = RMCA_VCONN_UP;
 		break;
 	case RMCA_VOP_CREDIT:
-		c->credit_inflight = false;
-		credit_update(c);
-		break;
 	case RMCA_VOP_FLUSH:
 		credit_update(c);
+		if (op->seq > c->confirmed)
+			c->confirmed = op->seq;
+		rmca_verbs_release_held(c, 0);
 		break;
 	case RMCA_VOP_BIND:
 		op->mw->bound = true;
@@ -144,7 +147,11 @@ static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
 	status = rmca_verbs_wc_status(wc, op);
 	if (!status)
 		on_success(c, op, wc, &len, &revoked);
-	rmca_verbs_op_done(op, status, len, revoked);
+	if (!status && vm->iwarp && op->seq > c->confirmed &&
+	    (op->kind == RMCA_VOP_SEND || op->kind == RMCA_VOP_SEND_INV))
+		rmca_verbs_hold(c, op);
+	else
+		rmca_verbs_op_done(op, status, len, revoked);
 	if (status && c->state != RMCA_VCONN_FAILED)
 		rmca_verbs_conn_fail(c, status);
 	rmca_verbs_pending_run(c);

@@ -12,6 +12,12 @@
  * counter is re-read on a timer (1 ms doubling to 64 ms) until the peer has
  * posted. The flush READ reads the same counter and refreshes the credits
  * too. Receives never wait.
+ *
+ * An iWARP send completes locally when its data has left; the peer may still
+ * refuse it (its receive is too small). So on iwarp the completion of a send
+ * is held until a READ posted after it (the next credit or flush READ) comes
+ * back: RDMAP answers a READ only after the messages before it were placed,
+ * and a refused message breaks the stream, which flushes the READ.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -145,8 +151,12 @@ int rmca_verbs_post(struct rmca_conn *c, struct rmca_verbs_op *op)
 							 RMCA_ERR_INVALID;
 	c->sq_used++;
 	link_out(c, op);
-	if (is_msg(op))
+	if (is_msg(op)) {
 		c->sends_posted++;
+		op->seq = ++c->send_seq;
+	} else if (op->kind == RMCA_VOP_FLUSH || op->kind == RMCA_VOP_CREDIT) {
+		op->seq = c->send_seq; /* the sends this READ confirms */
+	}
 	if (op->kind == RMCA_VOP_FLUSH) {
 		c->mod->flushes++;
 		rmca_verbs_detail_update(c->mod);
@@ -242,10 +252,16 @@ void rmca_verbs_pending_run(struct rmca_conn *c)
 			arm_timer(c->mod);
 			return;
 		}
-		ret = rmca_verbs_post(c, op);
-		if (ret == RMCA_ERR_AGAIN)
-			return; /* the next completion frees a slot */
 		unlink_head(c);
+		ret = rmca_verbs_post(c, op);
+		if (ret == RMCA_ERR_AGAIN) {
+			/* back at the head: the next completion frees a slot */
+			op->next = c->pending;
+			c->pending = op;
+			if (!c->pending_tail)
+				c->pending_tail = op;
+			return;
+		}
 		if (ret)
 			rmca_verbs_op_done(op, ret, 0, 0);
 	}
@@ -289,4 +305,35 @@ int rmca_verbs_submit(struct rmca_conn *c, struct rmca_verbs_op *op)
 	if (ret)
 		free(op);
 	return ret;
+}
+
+/* iwarp: keep a locally completed send until a READ confirms it. */
+void rmca_verbs_hold(struct rmca_conn *c, struct rmca_verbs_op *op)
+{
+	op->next = NULL;
+	if (c->held_tail)
+		c->held_tail->next = op;
+	else
+		c->held = op;
+	c->held_tail = op;
+	if (!c->credit_inflight)
+		rmca_verbs_credit_read(c);
+	else
+		c->credit_wanted = true; /* once the READ in flight is back */
+}
+
+/* Complete the held sends the last READ covers (status 0), or all of them
+ * with status. */
+void rmca_verbs_release_held(struct rmca_conn *c, int status)
+{
+	struct rmca_verbs_op *op;
+
+	while ((op = c->held) && (status || op->seq <= c->confirmed)) {
+		c->held = op->next;
+		if (!c->held)
+			c->held_tail = NULL;
+		rmca_verbs_op_done(op, status, 0, 0);
+	}
+	if (c->held && !c->credit_inflight)
+		rmca_verbs_credit_read(c);
 }
