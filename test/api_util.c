@@ -91,8 +91,8 @@ long api_now_ms(void)
 
 void api_sleep_ms(int ms)
 {
-	struct timespec ts = { .tv_sec = ms / 1000,
-			       .tv_nsec = (ms % 1000) * 1000000L };
+	struct timespec ts = {.tv_sec = ms / 1000,
+			      .tv_nsec = (ms % 1000) * 1000000L};
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
@@ -148,10 +148,11 @@ int api_progress(struct api_peer *p)
 		      n < 0 ? api_strerror(n) : "more than max");
 	for (i = 0; i < n; i++) {
 		/* The contract: only the RECV of a send_inv revokes. */
-		API_CHECK_MSG(c[i].op == RMCA_OP_RECV || !c[i].revoked_rkey,
-			      "completion of op %d (ctx %p) has revoked_rkey %#llx",
-			      c[i].op, c[i].user_ctx,
-			      (unsigned long long)c[i].revoked_rkey);
+		API_CHECK_MSG(
+			c[i].op == RMCA_OP_RECV || !c[i].revoked_rkey,
+			"completion of op %d (ctx %p) has revoked_rkey %#llx",
+			c[i].op, c[i].user_ctx,
+			(unsigned long long)c[i].revoked_rkey);
 		API_CHECK_MSG(nstash < API_MAX_STASH, "too many completions");
 		stash[nstash++] = c[i];
 	}
@@ -166,9 +167,9 @@ static void api_idle(struct api_peer *p, int extra_fd, int ms)
 	int wfd = p->ctx ? rmca_wait_fd(p->ctx) : -1;
 
 	if (extra_fd >= 0)
-		pf[n++] = (struct pollfd){ .fd = extra_fd, .events = POLLIN };
+		pf[n++] = (struct pollfd){.fd = extra_fd, .events = POLLIN};
 	if (wfd >= 0)
-		pf[n++] = (struct pollfd){ .fd = wfd, .events = POLLIN };
+		pf[n++] = (struct pollfd){.fd = wfd, .events = POLLIN};
 	if (n)
 		poll(pf, n, ms);
 	else
@@ -239,7 +240,8 @@ void api_wait_status(struct api_peer *p, void *user_ctx, int want)
 
 	api_wait(p, user_ctx, &c);
 	API_CHECK_MSG(c.status == want,
-		      "completion of ctx %p (op %d): status %d (%s), expected %d (%s)",
+		      "completion of ctx %p (op %d): status %d (%s), expected "
+		      "%d (%s)",
 		      user_ctx, c.op, c.status, api_strerror(c.status), want,
 		      api_strerror(want));
 }
@@ -256,8 +258,8 @@ void api_send_wait(struct api_peer *p, rmca_ep_t *ep, const void *buf,
 	API_CHECK(c.op == RMCA_OP_SEND);
 }
 
-size_t api_recv_wait(struct api_peer *p, rmca_ep_t *ep, void *buf,
-		     size_t len, rmca_mr_t *mr)
+size_t api_recv_wait(struct api_peer *p, rmca_ep_t *ep, void *buf, size_t len,
+		     rmca_mr_t *mr)
 {
 	void *uc = API_CTX(0x7ec5);
 	struct rmca_completion c;
@@ -296,16 +298,17 @@ static void link_read(struct api_peer *p, int client, void *buf, size_t len)
 	char *b = buf;
 
 	while (len) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
 
 		if (poll(&pf, 1, 0) > 0) {
 			ssize_t n = read(fd, b, len);
 
 			if (n < 0 && errno == EINTR)
 				continue;
-			API_CHECK_MSG(n > 0,
-				      "the other side ended (pipe %s); see its line",
-				      n ? strerror(errno) : "closed");
+			API_CHECK_MSG(
+				n > 0,
+				"the other side ended (pipe %s); see its line",
+				n ? strerror(errno) : "closed");
 			b += n;
 			len -= (size_t)n;
 			continue;
@@ -390,8 +393,7 @@ void api_server_accept_all(struct api_peer *p)
 	int port = rmca_listener_port(p->l);
 	int i;
 
-	API_CHECK_MSG(port > 0 && port < 65536, "rmca_listener_port: %d",
-		      port);
+	API_CHECK_MSG(port > 0 && port < 65536, "rmca_listener_port: %d", port);
 	/* One client at a time, so that eps[i] is client i's endpoint. */
 	for (i = 0; i < p->nclients; i++) {
 		api_put_u64(p, i, (uint64_t)port);
@@ -427,8 +429,8 @@ void api_client_connect(struct api_peer *p, const char *host)
 
 static void child_signals(void)
 {
-	static const int sigs[] = { SIGSEGV, SIGILL, SIGFPE, SIGBUS,
-				    SIGSYS,  SIGABRT, SIGALRM };
+	static const int sigs[] = {SIGSEGV, SIGILL,  SIGFPE, SIGBUS,
+				   SIGSYS,  SIGABRT, SIGALRM};
 	size_t i;
 
 	/* cmocka's handlers would resume the test runner inside the child. */
@@ -522,7 +524,7 @@ void api_run(const struct api_test *t)
 		};
 
 		for (j = 0; j < API_MAX_CLIENTS; j++)
-			p.link[j] = (struct api_link){ -1, -1 };
+			p.link[j] = (struct api_link){-1, -1};
 		snprintf(ch[i].name, sizeof(ch[i].name),
 			 i ? "client%d" : "server", i - 1);
 		ch[i].done = false;
@@ -534,13 +536,13 @@ void api_run(const struct api_test *t)
 		snprintf(api_role, sizeof(api_role), "%s", ch[i].name);
 		for (j = 0; j < n; j++) {
 			if (i == 0) {
-				p.link[j] = (struct api_link){ c2s[j][0],
-							       s2c[j][1] };
+				p.link[j] =
+					(struct api_link){c2s[j][0], s2c[j][1]};
 				close(s2c[j][0]);
 				close(c2s[j][1]);
 			} else if (j == i - 1) {
-				p.link[0] = (struct api_link){ s2c[j][0],
-							       c2s[j][1] };
+				p.link[0] =
+					(struct api_link){s2c[j][0], c2s[j][1]};
 				close(s2c[j][1]);
 				close(c2s[j][0]);
 			} else {

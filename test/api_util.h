@@ -20,12 +20,12 @@
 
 #include <rmca.h>
 
-#define API_TIMEOUT_MS 5000 /* any single wait inside a child */
+#define API_TIMEOUT_MS	   5000	 /* any single wait inside a child */
 #define API_RUN_TIMEOUT_MS 20000 /* a whole test, then children are killed */
-#define API_EXIT_FAIL 1
-#define API_EXIT_SKIP 77
-#define API_MAX_CLIENTS 8
-#define API_MAX_STASH 4096
+#define API_EXIT_FAIL	   1
+#define API_EXIT_SKIP	   77
+#define API_MAX_CLIENTS	   8
+#define API_MAX_STASH	   4096
 
 /* Two pipes between the server and one client. */
 struct api_link {
@@ -39,7 +39,7 @@ struct api_peer {
 	int nclients;
 	rmca_context_t *ctx;
 	rmca_listener_t *l; /* server */
-	rmca_ep_t *ep; /* client: its endpoint; server: eps[0] */
+	rmca_ep_t *ep;	    /* client: its endpoint; server: eps[0] */
 	rmca_ep_t *eps[API_MAX_CLIENTS]; /* server: eps[i] serves client i */
 	struct api_link link[API_MAX_CLIENTS]; /* client: link[0] */
 	void *arg;
@@ -50,7 +50,7 @@ typedef void api_fn(struct api_peer *p);
 struct api_test {
 	api_fn *server;
 	api_fn *client; /* run by each of nclients processes; may be NULL */
-	int nclients; /* 0 means 1 */
+	int nclients;	/* 0 means 1 */
 	/* Children do rmca_init/listen/accept/connect themselves. */
 	bool manual;
 	/* No closing handshake (a side that dies on purpose). */
@@ -69,29 +69,29 @@ __attribute__((noreturn, format(printf, 3, 4))) void
 api_die(const char *file, int line, const char *fmt, ...);
 __attribute__((noreturn)) void api_skip(struct api_peer *p, const char *why);
 
-#define API_CHECK(cond)                                                   \
-	do {                                                              \
-		if (!(cond))                                              \
-			api_die(__FILE__, __LINE__, "check failed: %s",   \
-				#cond);                                   \
+#define API_CHECK(cond)                                                        \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			api_die(__FILE__, __LINE__, "check failed: %s",        \
+				#cond);                                        \
 	} while (0)
 
-#define API_CHECK_MSG(cond, ...)                                          \
-	do {                                                              \
-		if (!(cond))                                              \
-			api_die(__FILE__, __LINE__, __VA_ARGS__);         \
+#define API_CHECK_MSG(cond, ...)                                               \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			api_die(__FILE__, __LINE__, __VA_ARGS__);              \
 	} while (0)
 
 /* expr must return want (an rmca status). */
-#define API_CHECK_RC(expr, want)                                          \
-	do {                                                              \
-		int rc_ = (expr);                                         \
-		int want_ = (want);                                       \
-		if (rc_ != want_)                                         \
-			api_die(__FILE__, __LINE__,                       \
-				"%s returned %d (%s), expected %d (%s)",  \
-				#expr, rc_, api_strerror(rc_), want_,     \
-				api_strerror(want_));                     \
+#define API_CHECK_RC(expr, want)                                               \
+	do {                                                                   \
+		int rc_ = (expr);                                              \
+		int want_ = (want);                                            \
+		if (rc_ != want_)                                              \
+			api_die(__FILE__, __LINE__,                            \
+				"%s returned %d (%s), expected %d (%s)",       \
+				#expr, rc_, api_strerror(rc_), want_,          \
+				api_strerror(want_));                          \
 	} while (0)
 
 #define API_CHECK_OK(expr) API_CHECK_RC(expr, RMCA_OK)
@@ -123,7 +123,7 @@ void api_put_u64(struct api_peer *p, int client, uint64_t v);
 uint64_t api_get_u64(struct api_peer *p, int client);
 /* Tokens: a failing side sends none, so the waiter dies on EOF; a side
  * that skips sends API_TOKEN_SKIP so the other one skips too. */
-#define API_TOKEN_GO 0x60ull
+#define API_TOKEN_GO   0x60ull
 #define API_TOKEN_SKIP 0x5c1full
 void api_token(struct api_peer *p, int client, uint64_t token);
 /* Waits for a token; skips (exit 77) on API_TOKEN_SKIP. */
@@ -160,20 +160,20 @@ void api_stash_clear(void);
 
 /* Evaluates a post, retrying (with progress) while it says
  * RMCA_ERR_AGAIN; yields the final status. */
-#define API_POST(p, expr)                                                 \
-	({                                                                \
-		long t_ = api_now_ms();                                   \
-		int r_;                                                   \
-		while ((r_ = (expr)) == RMCA_ERR_AGAIN &&                 \
-		       api_now_ms() - t_ < API_TIMEOUT_MS)                \
-			api_progress(p);                                  \
-		r_;                                                       \
+#define API_POST(p, expr)                                                      \
+	({                                                                     \
+		long t_ = api_now_ms();                                        \
+		int r_;                                                        \
+		while ((r_ = (expr)) == RMCA_ERR_AGAIN &&                      \
+		       api_now_ms() - t_ < API_TIMEOUT_MS)                     \
+			api_progress(p);                                       \
+		r_;                                                            \
 	})
 
 /* Send/recv one buffer and wait for the completion (status must be OK). */
 void api_send_wait(struct api_peer *p, rmca_ep_t *ep, const void *buf,
 		   size_t len, rmca_mr_t *mr);
-size_t api_recv_wait(struct api_peer *p, rmca_ep_t *ep, void *buf,
-		     size_t len, rmca_mr_t *mr);
+size_t api_recv_wait(struct api_peer *p, rmca_ep_t *ep, void *buf, size_t len,
+		     rmca_mr_t *mr);
 
 #endif

@@ -16,9 +16,9 @@
 #include "api_util.h"
 
 #define TOKEN_DONE 0xd0e
-#define B32 ((1ull << 63) | (1ull << 31))
-#define B16 ((1ull << 63) | (1ull << 47) | (1ull << 31) | (1ull << 15))
-#define B8 0x8080808080808080ull
+#define B32	   ((1ull << 63) | (1ull << 31))
+#define B16	   ((1ull << 63) | (1ull << 47) | (1ull << 31) | (1ull << 15))
+#define B8	   0x8080808080808080ull
 
 struct step {
 	enum rmca_atomic_kind kind;
@@ -47,10 +47,9 @@ static void atomic_server(struct api_peer *p)
 
 	mem[0] = mem[2] = GUARD_WORD;
 	mem[1] = ac->init;
-	API_CHECK_OK(rmca_mr_reg(p->ctx, mem, 3 * sizeof(uint64_t),
-				 ac->access ? ac->access :
-					      RMCA_ACCESS_REMOTE_ATOMIC,
-				 &mr));
+	API_CHECK_OK(rmca_mr_reg(
+		p->ctx, mem, 3 * sizeof(uint64_t),
+		ac->access ? ac->access : RMCA_ACCESS_REMOTE_ATOMIC, &mr));
 	api_put_region(p, 0, &mem[1], sizeof(uint64_t), mr, p->ep);
 	api_expect_token(p, 0, TOKEN_DONE);
 	want = ac->want_status ? ac->init : ac->s[ac->nsteps - 1].want_new;
@@ -103,13 +102,14 @@ static void atomic_client(struct api_peer *p)
 		API_CHECK(c.op == RMCA_OP_ATOMIC);
 		API_CHECK_MSG(c.status == ac->want_status,
 			      "step %d: status %d (%s), expected %d (%s)", i,
-			      c.status, api_strerror(c.status),
-			      ac->want_status, api_strerror(ac->want_status));
+			      c.status, api_strerror(c.status), ac->want_status,
+			      api_strerror(ac->want_status));
 		if (c.status == RMCA_OK)
-			API_CHECK_MSG(res[1] == s->want_old,
-				      "step %d: old value %#llx, expected %#llx",
-				      i, (unsigned long long)res[1],
-				      (unsigned long long)s->want_old);
+			API_CHECK_MSG(
+				res[1] == s->want_old,
+				"step %d: old value %#llx, expected %#llx", i,
+				(unsigned long long)res[1],
+				(unsigned long long)s->want_old);
 		API_CHECK(res[0] == GUARD_WORD && res[2] == GUARD_WORD);
 	}
 	api_token(p, 0, TOKEN_DONE);
@@ -117,9 +117,9 @@ static void atomic_client(struct api_peer *p)
 
 static void run_case(const struct acase *ac)
 {
-	const struct api_test t = { .server = atomic_server,
-				    .client = atomic_client,
-				    .arg = (void *)ac };
+	const struct api_test t = {.server = atomic_server,
+				   .client = atomic_client,
+				   .arg = (void *)ac};
 
 	api_run(&t);
 }
@@ -129,17 +129,21 @@ static void test_fadd_returns_old_and_adds(void **state)
 	static const struct acase ac = {
 		.init = 0x00000001ffffffffull,
 		.nsteps = 3,
-		.s = {
-			{ RMCA_ATOMIC_FADD, .operand = 1,
-			  .want_old = 0x00000001ffffffffull,
-			  .want_new = 0x0000000200000000ull },
-			{ RMCA_ATOMIC_FADD, .operand = ~0ull,
-			  .want_old = 0x0000000200000000ull,
-			  .want_new = 0x00000001ffffffffull },
-			{ RMCA_ATOMIC_FADD, .operand = 1ull << 63,
-			  .want_old = 0x00000001ffffffffull,
-			  .want_new = 0x80000001ffffffffull },
-		},
+		.s =
+			{
+				{.kind = RMCA_ATOMIC_FADD,
+				 .operand = 1,
+				 .want_old = 0x00000001ffffffffull,
+				 .want_new = 0x0000000200000000ull},
+				{.kind = RMCA_ATOMIC_FADD,
+				 .operand = ~0ull,
+				 .want_old = 0x0000000200000000ull,
+				 .want_new = 0x00000001ffffffffull},
+				{.kind = RMCA_ATOMIC_FADD,
+				 .operand = 1ull << 63,
+				 .want_old = 0x00000001ffffffffull,
+				 .want_new = 0x80000001ffffffffull},
+			},
 	};
 
 	(void)state;
@@ -151,12 +155,14 @@ static void test_cswap_swaps_when_equal(void **state)
 	static const struct acase ac = {
 		.init = 0x1111,
 		.nsteps = 1,
-		.s = {
-			{ RMCA_ATOMIC_CSWAP, .compare = 0x1111,
-			  .operand = 0xdeadbeefcafef00dull,
-			  .want_old = 0x1111,
-			  .want_new = 0xdeadbeefcafef00dull },
-		},
+		.s =
+			{
+				{.kind = RMCA_ATOMIC_CSWAP,
+				 .compare = 0x1111,
+				 .operand = 0xdeadbeefcafef00dull,
+				 .want_old = 0x1111,
+				 .want_new = 0xdeadbeefcafef00dull},
+			},
 	};
 
 	(void)state;
@@ -169,14 +175,19 @@ static void test_cswap_leaves_value_when_different(void **state)
 	static const struct acase ac = {
 		.init = 0x2222,
 		.nsteps = 2,
-		.s = {
-			{ RMCA_ATOMIC_CSWAP, .compare = 0x2223,
-			  .operand = 0x5555, .want_old = 0x2222,
-			  .want_new = 0x2222 },
-			{ RMCA_ATOMIC_CSWAP, .compare = 0x2222,
-			  .operand = 0x3333, .want_old = 0x2222,
-			  .want_new = 0x3333 },
-		},
+		.s =
+			{
+				{.kind = RMCA_ATOMIC_CSWAP,
+				 .compare = 0x2223,
+				 .operand = 0x5555,
+				 .want_old = 0x2222,
+				 .want_new = 0x2222},
+				{.kind = RMCA_ATOMIC_CSWAP,
+				 .compare = 0x2222,
+				 .operand = 0x3333,
+				 .want_old = 0x2222,
+				 .want_new = 0x3333},
+			},
 	};
 
 	(void)state;
@@ -188,36 +199,40 @@ static void test_masked_fadd_fields_do_not_carry(void **state)
 	static const struct acase ac = {
 		.init = 0x00000001ffffffffull,
 		.nsteps = 5,
-		.s = {
-			/* low field wraps, no carry into the high one */
-			{ RMCA_ATOMIC_MASKED_FADD,
-			  .operand = 0x0000000100000001ull,
-			  .field_boundary = B32,
-			  .want_old = 0x00000001ffffffffull,
-			  .want_new = 0x0000000200000000ull },
-			/* high field -1, low +1 */
-			{ RMCA_ATOMIC_MASKED_FADD,
-			  .operand = 0xffffffff00000001ull,
-			  .field_boundary = B32,
-			  .want_old = 0x0000000200000000ull,
-			  .want_new = 0x0000000100000001ull },
-			/* four 16-bit fields, each -1, no borrow */
-			{ RMCA_ATOMIC_MASKED_FADD, .operand = ~0ull,
-			  .field_boundary = B16,
-			  .want_old = 0x0000000100000001ull,
-			  .want_new = 0xffff0000ffff0000ull },
-			/* eight bytes, each +1 */
-			{ RMCA_ATOMIC_MASKED_FADD,
-			  .operand = 0x0101010101010101ull,
-			  .field_boundary = B8,
-			  .want_old = 0xffff0000ffff0000ull,
-			  .want_new = 0x0000010100000101ull },
-			/* one 64-bit field: a plain add */
-			{ RMCA_ATOMIC_MASKED_FADD, .operand = 1,
-			  .field_boundary = 1ull << 63,
-			  .want_old = 0x0000010100000101ull,
-			  .want_new = 0x0000010100000102ull },
-		},
+		.s =
+			{
+				/* low field wraps, no carry into the high one
+				 */
+				{.kind = RMCA_ATOMIC_MASKED_FADD,
+				 .operand = 0x0000000100000001ull,
+				 .field_boundary = B32,
+				 .want_old = 0x00000001ffffffffull,
+				 .want_new = 0x0000000200000000ull},
+				/* high field -1, low +1 */
+				{.kind = RMCA_ATOMIC_MASKED_FADD,
+				 .operand = 0xffffffff00000001ull,
+				 .field_boundary = B32,
+				 .want_old = 0x0000000200000000ull,
+				 .want_new = 0x0000000100000001ull},
+				/* four 16-bit fields, each -1, no borrow */
+				{.kind = RMCA_ATOMIC_MASKED_FADD,
+				 .operand = ~0ull,
+				 .field_boundary = B16,
+				 .want_old = 0x0000000100000001ull,
+				 .want_new = 0xffff0000ffff0000ull},
+				/* eight bytes, each +1 */
+				{.kind = RMCA_ATOMIC_MASKED_FADD,
+				 .operand = 0x0101010101010101ull,
+				 .field_boundary = B8,
+				 .want_old = 0xffff0000ffff0000ull,
+				 .want_new = 0x0000010100000101ull},
+				/* one 64-bit field: a plain add */
+				{.kind = RMCA_ATOMIC_MASKED_FADD,
+				 .operand = 1,
+				 .field_boundary = 1ull << 63,
+				 .want_old = 0x0000010100000101ull,
+				 .want_new = 0x0000010100000102ull},
+			},
 	};
 
 	(void)state;
@@ -229,36 +244,43 @@ static void test_masked_cswap_compares_and_swaps_under_masks(void **state)
 	static const struct acase ac = {
 		.init = 0x1122334455667788ull,
 		.nsteps = 4,
-		.s = {
-			/* low half equal (high half ignored): swap top 16 */
-			{ RMCA_ATOMIC_MASKED_CSWAP,
-			  .compare = 0x0000000055667788ull,
-			  .compare_mask = 0x00000000ffffffffull,
-			  .operand = 0xaaaa0000000000ffull,
-			  .swap_mask = 0xffff000000000000ull,
-			  .want_old = 0x1122334455667788ull,
-			  .want_new = 0xaaaa334455667788ull },
-			/* one compared bit differs: nothing changes */
-			{ RMCA_ATOMIC_MASKED_CSWAP,
-			  .compare = 0x0000000055667789ull,
-			  .compare_mask = 0x00000000ffffffffull,
-			  .operand = ~0ull, .swap_mask = ~0ull,
-			  .want_old = 0xaaaa334455667788ull,
-			  .want_new = 0xaaaa334455667788ull },
-			/* nothing compared: always swaps, only the low byte */
-			{ RMCA_ATOMIC_MASKED_CSWAP, .compare = 0x1234,
-			  .compare_mask = 0, .operand = 0xffffffffffffffffull,
-			  .swap_mask = 0xff,
-			  .want_old = 0xaaaa334455667788ull,
-			  .want_new = 0xaaaa3344556677ffull },
-			/* full masks: a plain compare-and-swap */
-			{ RMCA_ATOMIC_MASKED_CSWAP,
-			  .compare = 0xaaaa3344556677ffull,
-			  .compare_mask = ~0ull, .operand = 0x42,
-			  .swap_mask = ~0ull,
-			  .want_old = 0xaaaa3344556677ffull,
-			  .want_new = 0x42 },
-		},
+		.s =
+			{
+				/* low half equal (high half ignored): swap top
+				   16 */
+				{.kind = RMCA_ATOMIC_MASKED_CSWAP,
+				 .compare = 0x0000000055667788ull,
+				 .compare_mask = 0x00000000ffffffffull,
+				 .operand = 0xaaaa0000000000ffull,
+				 .swap_mask = 0xffff000000000000ull,
+				 .want_old = 0x1122334455667788ull,
+				 .want_new = 0xaaaa334455667788ull},
+				/* one compared bit differs: nothing changes */
+				{.kind = RMCA_ATOMIC_MASKED_CSWAP,
+				 .compare = 0x0000000055667789ull,
+				 .compare_mask = 0x00000000ffffffffull,
+				 .operand = ~0ull,
+				 .swap_mask = ~0ull,
+				 .want_old = 0xaaaa334455667788ull,
+				 .want_new = 0xaaaa334455667788ull},
+				/* nothing compared: always swaps, only the low
+				   byte */
+				{.kind = RMCA_ATOMIC_MASKED_CSWAP,
+				 .compare = 0x1234,
+				 .compare_mask = 0,
+				 .operand = 0xffffffffffffffffull,
+				 .swap_mask = 0xff,
+				 .want_old = 0xaaaa334455667788ull,
+				 .want_new = 0xaaaa3344556677ffull},
+				/* full masks: a plain compare-and-swap */
+				{.kind = RMCA_ATOMIC_MASKED_CSWAP,
+				 .compare = 0xaaaa3344556677ffull,
+				 .compare_mask = ~0ull,
+				 .operand = 0x42,
+				 .swap_mask = ~0ull,
+				 .want_old = 0xaaaa3344556677ffull,
+				 .want_new = 0x42},
+			},
 	};
 
 	(void)state;
@@ -272,7 +294,7 @@ static void test_atomic_without_permission_is_refused(void **state)
 		.access = RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE,
 		.want_status = RMCA_ERR_REMOTE_ACCESS,
 		.nsteps = 1,
-		.s = { { RMCA_ATOMIC_FADD, .operand = 1 } },
+		.s = {{.kind = RMCA_ATOMIC_FADD, .operand = 1}},
 	};
 
 	(void)state;
@@ -281,10 +303,10 @@ static void test_atomic_without_permission_is_refused(void **state)
 
 /* ---- several clients add to one word ---- */
 
-#define NCLI 4
-#define NADD 200
+#define NCLI   4
+#define NADD   200
 #define WINDOW 8
-#define INIT 1000ull
+#define INIT   1000ull
 
 static void hammer_server(struct api_peer *p)
 {
@@ -353,9 +375,9 @@ static void hammer_client(struct api_peer *p)
 
 static void test_fadd_from_several_clients_is_exact(void **state)
 {
-	const struct api_test t = { .server = hammer_server,
-				    .client = hammer_client,
-				    .nclients = NCLI };
+	const struct api_test t = {.server = hammer_server,
+				   .client = hammer_client,
+				   .nclients = NCLI};
 
 	(void)state;
 	api_run(&t);

@@ -35,7 +35,7 @@ static void init_twice(struct api_peer *p)
 
 static void test_init_finalize_twice(void **state)
 {
-	const struct api_test t = { .server = init_twice, .manual = true };
+	const struct api_test t = {.server = init_twice, .manual = true};
 
 	(void)state;
 	api_run(&t);
@@ -62,7 +62,7 @@ static void listen_any_port(struct api_peer *p)
 
 static void test_listen_on_port_zero_gives_a_port(void **state)
 {
-	const struct api_test t = { .server = listen_any_port, .manual = true };
+	const struct api_test t = {.server = listen_any_port, .manual = true};
 
 	(void)state;
 	api_run(&t);
@@ -89,8 +89,7 @@ static void accept_times_out(struct api_peer *p)
 
 static void test_accept_times_out_when_nobody_connects(void **state)
 {
-	const struct api_test t = { .server = accept_times_out,
-				    .manual = true };
+	const struct api_test t = {.server = accept_times_out, .manual = true};
 
 	(void)state;
 	api_run(&t);
@@ -99,8 +98,8 @@ static void test_accept_times_out_when_nobody_connects(void **state)
 /* A port on host where nobody listens (just bound and released). */
 static int dead_port(const char *host)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_NUMERICHOST };
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_NUMERICHOST};
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	struct addrinfo *ai;
@@ -112,9 +111,9 @@ static int dead_port(const char *host)
 	API_CHECK(fd >= 0);
 	API_CHECK(bind(fd, ai->ai_addr, ai->ai_addrlen) == 0);
 	API_CHECK(getsockname(fd, (struct sockaddr *)&ss, &sl) == 0);
-	port = ntohs(ss.ss_family == AF_INET6 ?
-			     ((struct sockaddr_in6 *)&ss)->sin6_port :
-			     ((struct sockaddr_in *)&ss)->sin_port);
+	port = ntohs(ss.ss_family == AF_INET6
+			     ? ((struct sockaddr_in6 *)&ss)->sin6_port
+			     : ((struct sockaddr_in *)&ss)->sin_port);
 	close(fd);
 	freeaddrinfo(ai);
 	return port;
@@ -131,13 +130,13 @@ static void connect_nobody(struct api_peer *p)
 	rc = rmca_connect(p->ctx, hp, 1000, &ep);
 	API_CHECK_MSG(rc == RMCA_ERR_UNREACHABLE || rc == RMCA_ERR_CONNECTION ||
 			      rc == RMCA_ERR_TIMEOUT,
-		      "connect to %s where nobody listens returned %d (%s)",
-		      hp, rc, api_strerror(rc));
+		      "connect to %s where nobody listens returned %d (%s)", hp,
+		      rc, api_strerror(rc));
 }
 
 static void test_connect_where_nobody_listens_fails(void **state)
 {
-	const struct api_test t = { .server = connect_nobody, .manual = true };
+	const struct api_test t = {.server = connect_nobody, .manual = true};
 
 	(void)state;
 	api_run(&t);
@@ -160,7 +159,7 @@ static const char *host6(void)
 
 static bool have_host6(const char *h)
 {
-	struct sockaddr_in6 sa = { .sin6_family = AF_INET6 };
+	struct sockaddr_in6 sa = {.sin6_family = AF_INET6};
 	int fd, ok;
 
 	if (!h || inet_pton(AF_INET6, h, &sa.sin6_addr) != 1)
@@ -182,7 +181,8 @@ static void ipv6_server(struct api_peer *p)
 		api_skip(p, "no IPv6 loopback address here");
 	api_server_listen(p, host6());
 	api_server_accept_all(p);
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, sizeof(buf), RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, sizeof(buf), RMCA_ACCESS_LOCAL, &mr));
 	API_CHECK(api_recv_wait(p, p->ep, buf, sizeof(buf), mr) == 5);
 	API_CHECK(memcmp(buf, "ping", 5) == 0);
 	memcpy(buf, "pong", 5);
@@ -198,7 +198,8 @@ static void ipv6_client(struct api_peer *p)
 	rmca_mr_t *mr;
 
 	api_client_connect(p, host6());
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, sizeof(buf), RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, sizeof(buf), RMCA_ACCESS_LOCAL, &mr));
 	api_send_wait(p, p->ep, buf, 5, mr);
 	memset(buf, 0, sizeof(buf));
 	API_CHECK(api_recv_wait(p, p->ep, buf, sizeof(buf), mr) == 5);
@@ -208,9 +209,8 @@ static void ipv6_client(struct api_peer *p)
 
 static void test_ipv6_literal_host_port_works(void **state)
 {
-	const struct api_test t = { .server = ipv6_server,
-				    .client = ipv6_client,
-				    .manual = true };
+	const struct api_test t = {
+		.server = ipv6_server, .client = ipv6_client, .manual = true};
 
 	(void)state;
 	api_run(&t);
@@ -259,8 +259,8 @@ static void query_client(struct api_peer *p)
 
 static void test_ep_query_names_transport_and_device(void **state)
 {
-	const struct api_test t = { .server = query_server,
-				    .client = query_client };
+	const struct api_test t = {.server = query_server,
+				   .client = query_client};
 
 	(void)state;
 	api_run(&t);
@@ -269,11 +269,12 @@ static void test_ep_query_names_transport_and_device(void **state)
 /* The listener serves one client after the other; each gets its own ep. */
 static void several_server(struct api_peer *p)
 {
-	uint32_t got[API_MAX_CLIENTS] = { 0 };
+	uint32_t got[API_MAX_CLIENTS] = {0};
 	rmca_mr_t *mr;
 	int i, j;
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, got, sizeof(got), RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, got, sizeof(got), RMCA_ACCESS_LOCAL, &mr));
 	for (i = 0; i < p->nclients; i++) {
 		for (j = 0; j < i; j++)
 			API_CHECK(p->eps[i] != p->eps[j]);
@@ -289,15 +290,16 @@ static void several_client(struct api_peer *p)
 	uint32_t v = 1000u + (unsigned)p->index;
 	rmca_mr_t *mr;
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, &v, sizeof(v), RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, &v, sizeof(v), RMCA_ACCESS_LOCAL, &mr));
 	api_send_wait(p, p->ep, &v, 4, mr);
 }
 
 static void test_listener_serves_several_clients(void **state)
 {
-	const struct api_test t = { .server = several_server,
-				    .client = several_client,
-				    .nclients = 3 };
+	const struct api_test t = {.server = several_server,
+				   .client = several_client,
+				   .nclients = 3};
 
 	(void)state;
 	api_run(&t);

@@ -16,7 +16,7 @@
 #include "api_util.h"
 
 #define TOKEN_POSTED 0x9057
-#define TOKEN_DONE 0xd0e
+#define TOKEN_DONE   0xd0e
 
 /*
  * Progress until every ctx in want[] has completed (or time is up), then a
@@ -76,7 +76,8 @@ static void later_post_fails(struct api_peer *p, void *buf, rmca_mr_t *mr)
 
 	rc = rmca_recv(p->ep, buf, 64, mr, API_CTX(90));
 	API_CHECK_MSG(rc == RMCA_OK,
-		      "recv on a failed endpoint returned %d (%s); the contract says it completes with an error",
+		      "recv on a failed endpoint returned %d (%s); the "
+		      "contract says it completes with an error",
 		      rc, api_strerror(rc));
 	api_wait(p, API_CTX(90), &c);
 	API_CHECK_MSG(c.status != RMCA_OK && c.status != RMCA_ERR_CANCELED,
@@ -84,7 +85,8 @@ static void later_post_fails(struct api_peer *p, void *buf, rmca_mr_t *mr)
 		      api_strerror(c.status));
 	rc = rmca_send(p->ep, buf, 64, mr, API_CTX(91));
 	API_CHECK_MSG(rc == RMCA_OK,
-		      "send on a failed endpoint returned %d (%s); the contract says it completes with an error",
+		      "send on a failed endpoint returned %d (%s); the "
+		      "contract says it completes with an error",
 		      rc, api_strerror(rc));
 	api_wait(p, API_CTX(91), &c);
 	API_CHECK_MSG(c.status != RMCA_OK && c.status != RMCA_ERR_CANCELED,
@@ -95,8 +97,8 @@ static void later_post_fails(struct api_peer *p, void *buf, rmca_mr_t *mr)
 /* ---- peer death ---- */
 
 #define NRECV 5
-#define NGET 3
-#define GLEN 4096
+#define NGET  3
+#define GLEN  4096
 
 static void death_server(struct api_peer *p)
 {
@@ -105,8 +107,8 @@ static void death_server(struct api_peer *p)
 	rmca_mr_t *mr;
 
 	api_pattern(mem, GLEN, 51);
-	API_CHECK_OK(rmca_mr_reg(p->ctx, mem, GLEN, RMCA_ACCESS_REMOTE_READ,
-				 &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, mem, GLEN, RMCA_ACCESS_REMOTE_READ, &mr));
 	api_put_region(p, 0, mem, GLEN, mr, p->ep);
 	/* Wait without progress, so that the gets stay outstanding where
 	 * the target's core serves them. */
@@ -166,9 +168,9 @@ static void death_client(struct api_peer *p)
 
 static void test_peer_death_completes_each_op_once(void **state)
 {
-	const struct api_test t = { .server = death_server,
-				    .client = death_client,
-				    .no_barrier = true };
+	const struct api_test t = {.server = death_server,
+				   .client = death_client,
+				   .no_barrier = true};
 
 	(void)state;
 	api_run(&t);
@@ -188,8 +190,8 @@ static void close_client(struct api_peer *p)
 	rmca_mr_t *mr;
 	int i;
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, NRECV * 64, RMCA_ACCESS_LOCAL,
-				 &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, NRECV * 64, RMCA_ACCESS_LOCAL, &mr));
 	for (i = 0; i < NRECV; i++) {
 		want[i] = 1 + i;
 		API_CHECK_OK(rmca_recv(p->ep, buf + i * 64, 64, mr,
@@ -214,8 +216,8 @@ static void close_client(struct api_peer *p)
 
 static void test_ep_close_cancels_outstanding_recvs(void **state)
 {
-	const struct api_test t = { .server = close_server,
-				    .client = close_client };
+	const struct api_test t = {.server = close_server,
+				   .client = close_client};
 
 	(void)state;
 	api_run(&t);
@@ -240,10 +242,10 @@ static void nopost_client(struct api_peer *p)
 {
 	uint8_t *buf = api_alloc(64);
 	uint64_t *res = api_alloc(8);
-	struct rmca_atomic op = { .kind = RMCA_ATOMIC_FADD,
-				  .raddr = 4096,
-				  .rkey = 1,
-				  .operand = 1 };
+	struct rmca_atomic op = {.kind = RMCA_ATOMIC_FADD,
+				 .raddr = 4096,
+				 .rkey = 1,
+				 .operand = 1};
 	rmca_listener_t *l = NULL;
 	rmca_ep_t *ep = p->ep, *e2 = NULL;
 	rmca_mr_t *mr, *mres, *m2 = NULL;
@@ -260,8 +262,7 @@ static void nopost_client(struct api_peer *p)
 	API_CHECK_RC(rmca_recv(NULL, buf, 3, mr, uc), RMCA_ERR_INVALID);
 	API_CHECK_RC(rmca_put(NULL, buf, 3, mr, 4096, 1, 0, uc),
 		     RMCA_ERR_INVALID);
-	API_CHECK_RC(rmca_get(NULL, buf, 3, mr, 4096, 1, uc),
-		     RMCA_ERR_INVALID);
+	API_CHECK_RC(rmca_get(NULL, buf, 3, mr, 4096, 1, uc), RMCA_ERR_INVALID);
 	API_CHECK_RC(rmca_atomic(NULL, &op, res, mres, uc), RMCA_ERR_INVALID);
 	API_CHECK_RC(rmca_flush(NULL, uc), RMCA_ERR_INVALID);
 
@@ -271,8 +272,7 @@ static void nopost_client(struct api_peer *p)
 	API_CHECK_RC(rmca_recv(ep, NULL, 3, mr, uc), RMCA_ERR_INVALID);
 	API_CHECK_RC(rmca_put(ep, NULL, 3, mr, 4096, 1, 0, uc),
 		     RMCA_ERR_INVALID);
-	API_CHECK_RC(rmca_get(ep, NULL, 3, mr, 4096, 1, uc),
-		     RMCA_ERR_INVALID);
+	API_CHECK_RC(rmca_get(ep, NULL, 3, mr, 4096, 1, uc), RMCA_ERR_INVALID);
 	API_CHECK_RC(rmca_atomic(ep, NULL, res, mres, uc), RMCA_ERR_INVALID);
 	API_CHECK_RC(rmca_atomic(ep, &op, NULL, mres, uc), RMCA_ERR_INVALID);
 	op.kind = (enum rmca_atomic_kind)99;
@@ -307,8 +307,8 @@ static void nopost_client(struct api_peer *p)
 
 static void test_refused_call_posts_nothing(void **state)
 {
-	const struct api_test t = { .server = nopost_server,
-				    .client = nopost_client };
+	const struct api_test t = {.server = nopost_server,
+				   .client = nopost_client};
 
 	(void)state;
 	api_run(&t);
@@ -356,8 +356,8 @@ static void outside_client(struct api_peer *p)
 
 static void test_buffer_outside_its_region_is_refused(void **state)
 {
-	const struct api_test t = { .server = outside_server,
-				    .client = outside_client };
+	const struct api_test t = {.server = outside_server,
+				   .client = outside_client};
 
 	(void)state;
 	api_run(&t);

@@ -14,7 +14,7 @@
 #include "api_util.h"
 
 #define TOKEN_DONE 0xd0e
-#define BIG ((1u << 20) + 13)
+#define BIG	   ((1u << 20) + 13)
 
 /* ---- put then get, 1 MiB+ ---- */
 
@@ -34,10 +34,9 @@ static void putget_server(struct api_peer *p)
 	rmca_mr_t *mr;
 	long bad;
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, mem, BIG,
-				 RMCA_ACCESS_REMOTE_READ |
-					 RMCA_ACCESS_REMOTE_WRITE,
-				 &mr));
+	API_CHECK_OK(rmca_mr_reg(
+		p->ctx, mem, BIG,
+		RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE, &mr));
 	api_put_region(p, 0, mem, BIG, mr, p->ep);
 	api_expect_token(p, 0, TOKEN_DONE);
 	expected_big(want);
@@ -70,15 +69,15 @@ static void putget_client(struct api_peer *p)
 	API_CHECK_OK(API_POST(p, rmca_put(p->ep, src, BIG, ms, r.addr, r.rkey,
 					  RMCA_DELIVERED, API_CTX(1))));
 	api_wait_status(p, API_CTX(1), RMCA_OK);
-	API_CHECK_OK(API_POST(p, rmca_put(p->ep, sub, SUB_LEN, mb,
-					  r.addr + SUB_OFF, r.rkey, 0,
-					  API_CTX(2))));
+	API_CHECK_OK(
+		API_POST(p, rmca_put(p->ep, sub, SUB_LEN, mb, r.addr + SUB_OFF,
+				     r.rkey, 0, API_CTX(2))));
 	api_wait_status(p, API_CTX(2), RMCA_OK);
 	API_CHECK_OK(API_POST(p, rmca_flush(p->ep, API_CTX(3))));
 	api_wait_status(p, API_CTX(3), RMCA_OK);
 
-	API_CHECK_OK(API_POST(p, rmca_get(p->ep, dst, BIG, md, r.addr, r.rkey,
-					  API_CTX(4))));
+	API_CHECK_OK(API_POST(
+		p, rmca_get(p->ep, dst, BIG, md, r.addr, r.rkey, API_CTX(4))));
 	api_wait_status(p, API_CTX(4), RMCA_OK);
 	expected_big(want);
 	for (i = 0; i < BIG; i++)
@@ -93,8 +92,8 @@ static void putget_client(struct api_peer *p)
 
 static void test_put_get_1m_byte_for_byte(void **state)
 {
-	const struct api_test t = { .server = putget_server,
-				    .client = putget_client };
+	const struct api_test t = {.server = putget_server,
+				   .client = putget_client};
 
 	(void)state;
 	api_run(&t);
@@ -111,10 +110,10 @@ static void delivered_server(struct api_peer *p)
 	rmca_mr_t *mr, *mn;
 	long bad;
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, mem, DLEN, RMCA_ACCESS_REMOTE_WRITE,
-				 &mr));
-	API_CHECK_OK(rmca_mr_reg(p->ctx, &note, sizeof(note),
-				 RMCA_ACCESS_LOCAL, &mn));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, mem, DLEN, RMCA_ACCESS_REMOTE_WRITE, &mr));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, &note, sizeof(note), RMCA_ACCESS_LOCAL,
+				 &mn));
 	API_CHECK_OK(rmca_recv(p->ep, &note, sizeof(note), mn, API_CTX(1)));
 	api_put_region(p, 0, mem, DLEN, mr, p->ep);
 	api_wait_status(p, API_CTX(1), RMCA_OK);
@@ -133,8 +132,8 @@ static void delivered_client(struct api_peer *p)
 
 	api_get_region(p, 0, &r);
 	API_CHECK_OK(rmca_mr_reg(p->ctx, src, DLEN, RMCA_ACCESS_LOCAL, &ms));
-	API_CHECK_OK(rmca_mr_reg(p->ctx, &note, sizeof(note),
-				 RMCA_ACCESS_LOCAL, &mn));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, &note, sizeof(note), RMCA_ACCESS_LOCAL,
+				 &mn));
 	api_pattern(src, DLEN, 11);
 	API_CHECK_OK(API_POST(p, rmca_put(p->ep, src, DLEN, ms, r.addr, r.rkey,
 					  RMCA_DELIVERED, API_CTX(1))));
@@ -144,8 +143,8 @@ static void delivered_client(struct api_peer *p)
 
 static void test_delivered_put_is_in_target_memory(void **state)
 {
-	const struct api_test t = { .server = delivered_server,
-				    .client = delivered_client };
+	const struct api_test t = {.server = delivered_server,
+				   .client = delivered_client};
 
 	(void)state;
 	api_run(&t);
@@ -158,8 +157,8 @@ static void getw_server(struct api_peer *p)
 	uint8_t *mem = api_alloc(BIG);
 	rmca_mr_t *mr;
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, mem, BIG, RMCA_ACCESS_REMOTE_READ,
-				 &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, mem, BIG, RMCA_ACCESS_REMOTE_READ, &mr));
 	api_pattern(mem, BIG, 21);
 	api_put_region(p, 0, mem, BIG, mr, p->ep);
 	api_expect_token(p, 0, TOKEN_DONE);
@@ -173,19 +172,18 @@ static void getw_client(struct api_peer *p)
 	long bad;
 
 	api_get_region(p, 0, &r);
-	API_CHECK_OK(rmca_mr_reg(p->ctx, dst, BIG + 64, RMCA_ACCESS_LOCAL,
-				 &md));
-	API_CHECK_OK(API_POST(p, rmca_get(p->ep, dst, BIG, md, r.addr, r.rkey,
-					  API_CTX(1))));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, dst, BIG + 64, RMCA_ACCESS_LOCAL, &md));
+	API_CHECK_OK(API_POST(
+		p, rmca_get(p->ep, dst, BIG, md, r.addr, r.rkey, API_CTX(1))));
 	api_wait_status(p, API_CTX(1), RMCA_OK);
 	bad = api_pattern_check(dst, BIG, 21);
 	API_CHECK_MSG(bad < 0, "get: byte %ld differs", bad);
 
 	/* A piece from the middle lands at the start of the buffer. */
 	memset(dst, 0, BIG);
-	API_CHECK_OK(API_POST(p, rmca_get(p->ep, dst, 333, md,
-					  r.addr + 4097, r.rkey,
-					  API_CTX(2))));
+	API_CHECK_OK(API_POST(p, rmca_get(p->ep, dst, 333, md, r.addr + 4097,
+					  r.rkey, API_CTX(2))));
 	api_wait_status(p, API_CTX(2), RMCA_OK);
 	{
 		uint8_t *want = api_alloc(BIG);
@@ -200,8 +198,8 @@ static void getw_client(struct api_peer *p)
 
 static void test_get_reads_what_the_target_wrote(void **state)
 {
-	const struct api_test t = { .server = getw_server,
-				    .client = getw_client };
+	const struct api_test t = {.server = getw_server,
+				   .client = getw_client};
 
 	(void)state;
 	api_run(&t);
@@ -214,10 +212,10 @@ enum bad_kind {
 	BAD_PAST_END,
 	BAD_BEFORE_START,
 	BAD_NO_WRITE, /* put into a REMOTE_READ region */
-	BAD_NO_READ, /* get from a REMOTE_WRITE region */
+	BAD_NO_READ,  /* get from a REMOTE_WRITE region */
 };
 
-#define PAGE 4096
+#define PAGE	   4096
 #define GUARD_SEED 0x5a
 
 /*
@@ -241,9 +239,10 @@ static void bad_server(struct api_peer *p)
 	api_put_region(p, 0, mem + PAGE, PAGE, mr, p->ep);
 	api_expect_token(p, 0, TOKEN_DONE);
 	bad = api_pattern_check(mem, 3 * PAGE, GUARD_SEED);
-	API_CHECK_MSG(bad < 0,
-		      "refused access wrote byte %ld of the target (region at %d)",
-		      bad, PAGE);
+	API_CHECK_MSG(
+		bad < 0,
+		"refused access wrote byte %ld of the target (region at %d)",
+		bad, PAGE);
 }
 
 static void bad_client(struct api_peer *p)
@@ -258,8 +257,8 @@ static void bad_client(struct api_peer *p)
 	int rc;
 
 	api_get_region(p, 0, &r);
-	API_CHECK_OK(rmca_mr_reg(p->ctx, src, 2 * PAGE, RMCA_ACCESS_LOCAL,
-				 &ms));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, src, 2 * PAGE, RMCA_ACCESS_LOCAL, &ms));
 	api_pattern(src, 2 * PAGE, 1);
 	raddr = r.addr;
 	rkey = r.rkey;
@@ -301,7 +300,8 @@ static void bad_client(struct api_peer *p)
 		rc = API_POST(p, rmca_get(p->ep, src + PAGE, 64, ms, r.addr,
 					  r.rkey, API_CTX(2)));
 	API_CHECK_MSG(rc == RMCA_OK,
-		      "post on a failed endpoint returned %d (%s); the contract says it completes with an error",
+		      "post on a failed endpoint returned %d (%s); the "
+		      "contract says it completes with an error",
 		      rc, api_strerror(rc));
 	api_wait(p, API_CTX(2), &c);
 	API_CHECK_MSG(c.status != RMCA_OK,
@@ -311,9 +311,8 @@ static void bad_client(struct api_peer *p)
 
 static void run_bad(enum bad_kind k)
 {
-	const struct api_test t = { .server = bad_server,
-				    .client = bad_client,
-				    .arg = &k };
+	const struct api_test t = {
+		.server = bad_server, .client = bad_client, .arg = &k};
 
 	api_run(&t);
 }
@@ -350,7 +349,7 @@ static void test_get_without_read_permission_is_refused(void **state)
 
 /* ---- dereg revokes the key ---- */
 
-#define TOKEN_PUT1 0x9071
+#define TOKEN_PUT1  0x9071
 #define TOKEN_DEREG 0xde9
 
 static void dereg_server(struct api_peer *p)
@@ -359,8 +358,8 @@ static void dereg_server(struct api_peer *p)
 	rmca_mr_t *mr;
 	long bad;
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, mem, PAGE, RMCA_ACCESS_REMOTE_WRITE,
-				 &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, mem, PAGE, RMCA_ACCESS_REMOTE_WRITE, &mr));
 	api_put_region(p, 0, mem, PAGE, mr, p->ep);
 	api_expect_token(p, 0, TOKEN_PUT1);
 	API_CHECK(api_pattern_check(mem, PAGE, 31) < 0);
@@ -395,8 +394,8 @@ static void dereg_client(struct api_peer *p)
 
 static void test_dereg_revokes_the_key(void **state)
 {
-	const struct api_test t = { .server = dereg_server,
-				    .client = dereg_client };
+	const struct api_test t = {.server = dereg_server,
+				   .client = dereg_client};
 
 	(void)state;
 	api_run(&t);
@@ -450,8 +449,8 @@ static void expect_last(struct api_peer *p, int first, int n, int last)
 		for (i = 0; i < at; i++)
 			if (api_stash_at(i)->user_ctx == API_CTX(j))
 				break;
-		API_CHECK_MSG(i < at,
-			      "op %d was not reported before the flush", j);
+		API_CHECK_MSG(i < at, "op %d was not reported before the flush",
+			      j);
 		API_CHECK_RC(api_stash_at(i)->status, RMCA_OK);
 	}
 	api_stash_clear();
@@ -465,8 +464,8 @@ static void flush_client(struct api_peer *p)
 	int i;
 
 	api_get_region(p, 0, &r);
-	API_CHECK_OK(rmca_mr_reg(p->ctx, src, NPUT * PAGE, RMCA_ACCESS_LOCAL,
-				 &ms));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, src, NPUT * PAGE, RMCA_ACCESS_LOCAL, &ms));
 
 	/* An idle endpoint flushes at once. */
 	API_CHECK_OK(API_POST(p, rmca_flush(p->ep, API_CTX(99))));
@@ -475,8 +474,8 @@ static void flush_client(struct api_peer *p)
 	for (i = 0; i < NPUT; i++) {
 		api_pattern(src + i * PAGE, PAGE, (unsigned)i);
 		API_CHECK_OK(API_POST(p, rmca_put(p->ep, src + i * PAGE, PAGE,
-						  ms, r.addr + i * PAGE,
-						  r.rkey, 0, API_CTX(1 + i))));
+						  ms, r.addr + i * PAGE, r.rkey,
+						  0, API_CTX(1 + i))));
 	}
 	API_CHECK_OK(API_POST(p, rmca_flush(p->ep, API_CTX(100))));
 	expect_last(p, 1, NPUT, 100);
@@ -492,8 +491,8 @@ static void flush_client(struct api_peer *p)
 
 static void test_flush_completes_after_earlier_ops(void **state)
 {
-	const struct api_test t = { .server = flush_server,
-				    .client = flush_client };
+	const struct api_test t = {.server = flush_server,
+				   .client = flush_client};
 
 	(void)state;
 	api_run(&t);

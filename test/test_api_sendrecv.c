@@ -13,7 +13,7 @@
 
 #include "api_util.h"
 
-#define GUARD 256
+#define GUARD	   256
 #define GUARD_SEED 0xa5
 
 static void check_guard(const uint8_t *g, const char *what)
@@ -62,8 +62,8 @@ static void echo_client(struct api_peer *p)
 	long bad;
 
 	API_CHECK_OK(rmca_mr_reg(p->ctx, out, len, RMCA_ACCESS_LOCAL, &mo));
-	API_CHECK_OK(rmca_mr_reg(p->ctx, in, len + GUARD, RMCA_ACCESS_LOCAL,
-				 &mi));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, in, len + GUARD, RMCA_ACCESS_LOCAL, &mi));
 	api_pattern(out, len, 7);
 	API_CHECK_OK(rmca_recv(p->ep, in, len + GUARD, mi, API_CTX(2)));
 	api_send_wait(p, p->ep, out, len, mo);
@@ -80,9 +80,8 @@ static void echo_client(struct api_peer *p)
 
 static void run_echo(size_t len)
 {
-	const struct api_test t = { .server = echo_server,
-				    .client = echo_client,
-				    .arg = &len };
+	const struct api_test t = {
+		.server = echo_server, .client = echo_client, .arg = &len};
 
 	api_run(&t);
 }
@@ -123,8 +122,8 @@ static void order_server(struct api_peer *p)
 	int i, n, seen = 0;
 	long end;
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, NMSG * SLOT, RMCA_ACCESS_LOCAL,
-				 &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, NMSG * SLOT, RMCA_ACCESS_LOCAL, &mr));
 	for (i = 0; i < NMSG; i++)
 		API_CHECK_OK(API_POST(p, rmca_recv(p->ep, buf + i * SLOT, SLOT,
 						   mr, API_CTX(100 + i))));
@@ -165,8 +164,8 @@ static void order_client(struct api_peer *p)
 	rmca_mr_t *mr;
 	int i;
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, NMSG * SLOT, RMCA_ACCESS_LOCAL,
-				 &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, NMSG * SLOT, RMCA_ACCESS_LOCAL, &mr));
 	for (i = 0; i < NMSG; i++) {
 		uint32_t seq = (uint32_t)i;
 
@@ -175,17 +174,17 @@ static void order_client(struct api_peer *p)
 	}
 	api_expect_token(p, 0, API_TOKEN_GO);
 	for (i = 0; i < NMSG; i++)
-		API_CHECK_OK(API_POST(p, rmca_send(p->ep, buf + i * SLOT,
-						   msg_len(i), mr,
-						   API_CTX(200 + i))));
+		API_CHECK_OK(
+			API_POST(p, rmca_send(p->ep, buf + i * SLOT, msg_len(i),
+					      mr, API_CTX(200 + i))));
 	for (i = 0; i < NMSG; i++)
 		api_wait_status(p, API_CTX(200 + i), RMCA_OK);
 }
 
 static void test_hundred_messages_arrive_in_order(void **state)
 {
-	const struct api_test t = { .server = order_server,
-				    .client = order_client };
+	const struct api_test t = {.server = order_server,
+				   .client = order_client};
 
 	(void)state;
 	api_run(&t);
@@ -204,8 +203,8 @@ static void early_server(struct api_peer *p)
 
 	/* Not even progressing: the sends must wait for us. */
 	api_sleep_ms(300);
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, EARLY * 4096, RMCA_ACCESS_LOCAL,
-				 &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, EARLY * 4096, RMCA_ACCESS_LOCAL, &mr));
 	for (i = 0; i < EARLY; i++)
 		API_CHECK_OK(rmca_recv(p->ep, buf + i * 4096, 4096, mr,
 				       API_CTX(1 + i)));
@@ -225,8 +224,8 @@ static void early_client(struct api_peer *p)
 	rmca_mr_t *mr;
 	int i;
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, EARLY * 4096, RMCA_ACCESS_LOCAL,
-				 &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, EARLY * 4096, RMCA_ACCESS_LOCAL, &mr));
 	for (i = 0; i < EARLY; i++) {
 		api_pattern(buf + i * 4096, 1000u + (size_t)i, (unsigned)i);
 		API_CHECK_OK(API_POST(p, rmca_send(p->ep, buf + i * 4096,
@@ -239,8 +238,8 @@ static void early_client(struct api_peer *p)
 
 static void test_send_before_recv_is_not_lost(void **state)
 {
-	const struct api_test t = { .server = early_server,
-				    .client = early_client };
+	const struct api_test t = {.server = early_server,
+				   .client = early_client};
 
 	(void)state;
 	api_run(&t);
@@ -249,7 +248,7 @@ static void test_send_before_recv_is_not_lost(void **state)
 /* ---- truncation ---- */
 
 #define SMALL 64
-#define BIG 100
+#define BIG   100
 
 static void trunc_server(struct api_peer *p)
 {
@@ -277,8 +276,8 @@ static void trunc_client(struct api_peer *p)
 	struct rmca_completion c;
 	rmca_mr_t *mr;
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, sizeof(buf), RMCA_ACCESS_LOCAL,
-				 &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, sizeof(buf), RMCA_ACCESS_LOCAL, &mr));
 	api_pattern(buf, sizeof(buf), 3);
 	api_expect_token(p, 0, API_TOKEN_GO);
 	API_CHECK_OK(rmca_send(p->ep, buf, BIG, mr, API_CTX(2)));
@@ -291,8 +290,8 @@ static void trunc_client(struct api_peer *p)
 
 static void test_recv_smaller_than_message_is_truncated(void **state)
 {
-	const struct api_test t = { .server = trunc_server,
-				    .client = trunc_client };
+	const struct api_test t = {.server = trunc_server,
+				   .client = trunc_client};
 
 	(void)state;
 	api_run(&t);

@@ -14,9 +14,9 @@
 
 #include "api_util.h"
 
-#define LEN 4096
+#define LEN	      4096
 #define TOKEN_REVOKED 0x7e40
-#define TOKEN_DONE 0xd0e
+#define TOKEN_DONE    0xd0e
 
 struct key_msg {
 	uint64_t addr;
@@ -30,32 +30,31 @@ static void once_server(struct api_peer *p)
 	struct rmca_completion c;
 	rmca_mr_t *mk, *ms, *mrep;
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, km, sizeof(*km), RMCA_ACCESS_LOCAL,
-				 &mk));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, km, sizeof(*km), RMCA_ACCESS_LOCAL, &mk));
 	API_CHECK_OK(rmca_mr_reg(p->ctx, src, LEN, RMCA_ACCESS_LOCAL, &ms));
 	API_CHECK_OK(rmca_mr_reg(p->ctx, reply, 64, RMCA_ACCESS_LOCAL, &mrep));
-	API_CHECK(api_recv_wait(p, p->ep, km, sizeof(*km), mk) ==
-		  sizeof(*km));
+	API_CHECK(api_recv_wait(p, p->ep, km, sizeof(*km), mk) == sizeof(*km));
 	API_CHECK(km->rkey != 0);
 
 	/* The transaction: the key works until the reply. */
 	api_pattern(src, LEN, 41);
-	API_CHECK_OK(API_POST(p, rmca_put(p->ep, src, LEN, ms, km->addr,
-					  km->rkey, RMCA_DELIVERED,
-					  API_CTX(2))));
+	API_CHECK_OK(
+		API_POST(p, rmca_put(p->ep, src, LEN, ms, km->addr, km->rkey,
+				     RMCA_DELIVERED, API_CTX(2))));
 	api_wait_status(p, API_CTX(2), RMCA_OK);
 	memcpy(reply, "done", 5);
-	API_CHECK_OK(API_POST(p, rmca_send_inv(p->ep, reply, 5, mrep, km->rkey,
-					       API_CTX(3))));
+	API_CHECK_OK(API_POST(
+		p, rmca_send_inv(p->ep, reply, 5, mrep, km->rkey, API_CTX(3))));
 	api_wait(p, API_CTX(3), &c);
 	API_CHECK_RC(c.status, RMCA_OK);
 	API_CHECK(c.op == RMCA_OP_SEND);
 
 	api_expect_token(p, 0, TOKEN_REVOKED);
 	api_pattern(src, LEN, 42);
-	API_CHECK_OK(API_POST(p, rmca_put(p->ep, src, LEN, ms, km->addr,
-					  km->rkey, RMCA_DELIVERED,
-					  API_CTX(4))));
+	API_CHECK_OK(
+		API_POST(p, rmca_put(p->ep, src, LEN, ms, km->addr, km->rkey,
+				     RMCA_DELIVERED, API_CTX(4))));
 	api_wait_status(p, API_CTX(4), RMCA_ERR_REMOTE_ACCESS);
 	api_token(p, 0, TOKEN_DONE);
 }
@@ -72,8 +71,8 @@ static void once_client(struct api_peer *p)
 	API_CHECK_OK(rmca_mr_reg(p->ctx, tgt, LEN,
 				 RMCA_MR_USE_ONCE | RMCA_ACCESS_REMOTE_WRITE,
 				 &mt));
-	API_CHECK_OK(rmca_mr_reg(p->ctx, km, sizeof(*km), RMCA_ACCESS_LOCAL,
-				 &mk));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, km, sizeof(*km), RMCA_ACCESS_LOCAL, &mk));
 	API_CHECK_OK(rmca_mr_reg(p->ctx, reply, 64, RMCA_ACCESS_LOCAL, &mrep));
 	key = rmca_mr_rkey(mt, p->ep);
 	API_CHECK(key != 0);
@@ -102,8 +101,8 @@ static void once_client(struct api_peer *p)
 
 static void test_send_inv_revokes_use_once_key(void **state)
 {
-	const struct api_test t = { .server = once_server,
-				    .client = once_client };
+	const struct api_test t = {.server = once_server,
+				   .client = once_client};
 
 	(void)state;
 	api_run(&t);
@@ -140,8 +139,8 @@ static void plain_client(struct api_peer *p)
 	uint8_t *tgt = api_alloc(LEN), *in = api_alloc(64);
 	rmca_mr_t *mt, *mi;
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, tgt, LEN, RMCA_ACCESS_REMOTE_WRITE,
-				 &mt));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, tgt, LEN, RMCA_ACCESS_REMOTE_WRITE, &mt));
 	API_CHECK_OK(rmca_mr_reg(p->ctx, in, 64, RMCA_ACCESS_LOCAL, &mi));
 	API_CHECK_OK(rmca_recv(p->ep, in, 64, mi, API_CTX(1)));
 	api_put_region(p, 0, tgt, LEN, mt, p->ep);
@@ -160,8 +159,8 @@ static void plain_client(struct api_peer *p)
 
 static void test_send_inv_of_ordinary_key_is_invalid(void **state)
 {
-	const struct api_test t = { .server = plain_server,
-				    .client = plain_client };
+	const struct api_test t = {.server = plain_server,
+				   .client = plain_client};
 
 	(void)state;
 	api_run(&t);

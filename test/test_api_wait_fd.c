@@ -15,7 +15,7 @@
 
 #include "api_util.h"
 
-#define TOKEN_GO 0x60
+#define TOKEN_GO   0x60
 #define TOKEN_DONE 0xd0e
 
 /* Nothing pending: rmca_poll returns 0 now. */
@@ -34,12 +34,13 @@ static void wait_by_fd(struct api_peer *p, void *uc, int want_status)
 	API_CHECK_MSG(fd >= 0, "rmca_wait_fd: %d", fd);
 	API_CHECK(rmca_wait_fd(p->ctx) == fd);
 	for (;;) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
 		long left = end - api_now_ms();
 		int n;
 
-		API_CHECK_MSG(left > 0,
-			      "wait fd not readable although a completion is due");
+		API_CHECK_MSG(
+			left > 0,
+			"wait fd not readable although a completion is due");
 		n = poll(&pf, 1, (int)left);
 		if (n <= 0)
 			continue;
@@ -84,8 +85,7 @@ static void msg_client(struct api_peer *p)
 
 static void test_wait_fd_readable_when_message_arrives(void **state)
 {
-	const struct api_test t = { .server = msg_server,
-				    .client = msg_client };
+	const struct api_test t = {.server = msg_server, .client = msg_client};
 
 	(void)state;
 	api_run(&t);
@@ -98,8 +98,8 @@ static void put_server(struct api_peer *p)
 	uint8_t *mem = api_alloc(4096);
 	rmca_mr_t *mr;
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, mem, 4096, RMCA_ACCESS_REMOTE_WRITE,
-				 &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, mem, 4096, RMCA_ACCESS_REMOTE_WRITE, &mr));
 	api_put_region(p, 0, mem, 4096, mr, p->ep);
 	api_expect_token(p, 0, TOKEN_DONE);
 	API_CHECK(api_pattern_check(mem, 4096, 61) < 0);
@@ -123,8 +123,7 @@ static void put_client(struct api_peer *p)
 
 static void test_wait_fd_readable_when_put_completes(void **state)
 {
-	const struct api_test t = { .server = put_server,
-				    .client = put_client };
+	const struct api_test t = {.server = put_server, .client = put_client};
 
 	(void)state;
 	api_run(&t);
@@ -153,8 +152,8 @@ static void cancel_client(struct api_peer *p)
 
 static void test_wait_fd_readable_after_ep_close(void **state)
 {
-	const struct api_test t = { .server = cancel_server,
-				    .client = cancel_client };
+	const struct api_test t = {.server = cancel_server,
+				   .client = cancel_client};
 
 	(void)state;
 	api_run(&t);

@@ -20,13 +20,13 @@
 #include "api_util.h"
 
 #define TOKEN_DONE 0xd0e
-#define LISTENING "api[server]: listening"
+#define LISTENING  "api[server]: listening"
 
 enum raw_kind {
-	RAW_GARBAGE, /* bytes that are no hello, connection kept open */
+	RAW_GARBAGE,   /* bytes that are no hello, connection kept open */
 	RAW_TRUNCATED, /* a length prefix and less than it promises */
-	RAW_CLOSE, /* connect and close at once */
-	RAW_SILENT, /* connect and say nothing, kept open */
+	RAW_CLOSE,     /* connect and close at once */
+	RAW_SILENT,    /* connect and say nothing, kept open */
 };
 
 static void wire_server(struct api_peer *p)
@@ -74,9 +74,8 @@ static void wire_server(struct api_peer *p)
 
 static int raw_connect(int port)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_NUMERICHOST |
-					      AI_NUMERICSERV };
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
 	struct addrinfo *ai;
 	char ps[16];
 	int fd;
@@ -99,7 +98,7 @@ static void raw_write(int fd, const void *b, size_t n)
 static void wire_client(struct api_peer *p)
 {
 	enum raw_kind k = *(enum raw_kind *)p->arg;
-	static const uint8_t trunc[] = { 0, 0, 1, 0, 'r', 'm', 'c', 'a', 0, 1 };
+	static const uint8_t trunc[] = {0, 0, 1, 0, 'r', 'm', 'c', 'a', 0, 1};
 	uint8_t garbage[64];
 	uint8_t *buf = api_alloc(64);
 	int port = api_client_read_port(p);
@@ -146,11 +145,11 @@ static void wire_client(struct api_peer *p)
 static void run_wire(enum raw_kind k, bool want_log)
 {
 	char path[] = "/tmp/rmca-api-wire-XXXXXX";
-	const struct api_test t = { .server = wire_server,
-				    .client = wire_client,
-				    .manual = true,
-				    .server_stderr = path,
-				    .arg = &k };
+	const struct api_test t = {.server = wire_server,
+				   .client = wire_client,
+				   .manual = true,
+				   .server_stderr = path,
+				   .arg = &k};
 	char log[8192] = "";
 	const char *after;
 	size_t n = 0;
@@ -217,9 +216,9 @@ static void slow_server(struct api_peer *p)
 	dt = api_now_ms() - t0;
 	API_CHECK_MSG(rc == RMCA_ERR_TIMEOUT || rc == RMCA_ERR_PROTOCOL,
 		      "rmca_accept returned %d (%s)", rc, api_strerror(rc));
-	API_CHECK_MSG(dt < 1000,
-		      "rmca_accept(timeout 200 ms) took %ld ms on a silent peer",
-		      dt);
+	API_CHECK_MSG(
+		dt < 1000,
+		"rmca_accept(timeout 200 ms) took %ld ms on a silent peer", dt);
 	api_token(p, 0, TOKEN_DONE);
 }
 
@@ -234,9 +233,8 @@ static void slow_client(struct api_peer *p)
 
 static void test_accept_keeps_its_timeout_with_silent_peer(void **state)
 {
-	const struct api_test t = { .server = slow_server,
-				    .client = slow_client,
-				    .manual = true };
+	const struct api_test t = {
+		.server = slow_server, .client = slow_client, .manual = true};
 
 	(void)state;
 	api_run(&t);
@@ -248,8 +246,10 @@ int main(void)
 		cmocka_unit_test(test_garbage_hello_does_not_stop_listener),
 		cmocka_unit_test(test_truncated_hello_does_not_stop_listener),
 		cmocka_unit_test(test_closed_connection_does_not_stop_listener),
-		cmocka_unit_test(test_silent_connection_does_not_block_listener),
-		cmocka_unit_test(test_accept_keeps_its_timeout_with_silent_peer),
+		cmocka_unit_test(
+			test_silent_connection_does_not_block_listener),
+		cmocka_unit_test(
+			test_accept_keeps_its_timeout_with_silent_peer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
