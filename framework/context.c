@@ -418,6 +418,28 @@ static int framework_params_read(struct rmca_context *ctx)
 	return 0;
 }
 
+/*
+ * One atomic mode per context. auto picks device only when every module
+ * has atomics its NIC executes; one CPU-executed or emulated path among
+ * them makes it cpu, so the two kinds never meet on one word.
+ */
+static void atomic_mode_resolve(struct rmca_context *ctx)
+{
+	bool device = ctx->nmods > 0;
+
+	if (ctx->atomic_mode != RMCA_ATOMIC_MODE_AUTO) {
+		ctx->atomic_resolved = ctx->atomic_mode;
+		return;
+	}
+	for (size_t i = 0; i < ctx->nmods; i++)
+		if (!(ctx->mods[i].caps & RMCA_CAP_ATOMIC) ||
+		    (ctx->mods[i].caps & RMCA_CAP_ATOMIC_CPU))
+			device = false;
+	ctx->atomic_resolved = device ? RMCA_ATOMIC_MODE_DEVICE :
+					RMCA_ATOMIC_MODE_CPU;
+	rmca_log(1, "atomic mode auto: %s", device ? "device" : "cpu");
+}
+
 static int context_init(rmca_context_t **out, bool inspect)
 {
 	struct rmca_context *ctx;
@@ -460,6 +482,7 @@ static int context_init(rmca_context_t **out, bool inspect)
 	}
 	if (!ctx->nmods)
 		rmca_log(1, "no usable transport module found (RMCA_component_path, RMCA_transports)");
+	atomic_mode_resolve(ctx);
 	*out = ctx;
 	return 0;
 }

@@ -9,6 +9,7 @@
  * choice names modules it offered, then both let the module connect.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +18,13 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
+#include "ctrl.h"
 #include "ep.h"
 #include "select.h"
 #include "wire.h"
+
+struct rmca_incoming;
+static void incoming_drop(struct rmca_listener *l, struct rmca_incoming *in);
 
 int rmca_listen(rmca_context_t *ctx, const char *host_port, rmca_listener_t **out)
 {
@@ -58,6 +63,8 @@ void rmca_listener_close(rmca_listener_t *l)
 {
 	if (!l)
 		return;
+	while (l->incoming)
+		incoming_drop(l, l->incoming);
 	close(l->fd);
 	RMCA_LIST_DEL(l->ctx->listeners, l);
 	free(l);
@@ -71,7 +78,7 @@ static void hello_fill(struct rmca_context *ctx, struct rmca_hello *h,
 	h->kind = RMCA_WIRE_HELLO;
 	h->token = token;
 	h->role = role;
-	h->atomic_mode = (uint8_t)ctx->atomic_mode;
+	h->atomic_mode = (uint8_t)ctx->atomic_resolved;
 	h->choice_a = h->choice_p = RMCA_WIRE_NO_CHOICE;
 	h->netns = ctx->netns;
 	snprintf(h->boot_id, sizeof(h->boot_id), "%s", ctx->boot_id);
@@ -147,37 +154,13 @@ static void log_reasons(const char *peer, const char *reasons)
 static void ep_attr_fill(struct rmca_ep *ep, int peer_is_local)
 {
 	struct rmca_ep_attr *a = &ep->attr;
-	uint32_t caps = ep->mod->caps;
 
 	memset(a, 0, sizeof(*a));
 	snprintf(a->transport, sizeof(a->transport), "%s",
 		 ep->mod->comp->comp->name);
 	snprintf(a->device, sizeof(a->device), "%s", ep->mod->m->device);
 	a->peer_is_local = peer_is_local;
-	a->put_delivered = (caps & RMCA_CAP_REMOTE_COMPLETION) ?
-				   RMCA_PATH_NATIVE :
-				   RMCA_PATH_FLUSH;
-	a->atomic = (caps & RMCA_CAP_ATOMIC) ? RMCA_PATH_NATIVE : RMCA_PATH_NONE;
-	a->masked_atomic = (caps & RMCA_CAP_MASKED_ATOMIC) ? RMCA_PATH_NATIVE :
-							     RMCA_PATH_NONE;
-	a->send_inv = (caps & RMCA_CAP_SEND_INV) ? RMCA_PATH_NATIVE :
-						   RMCA_PATH_NONE;
-}
-
-static void ctrl_event(void *arg, uint32_t events)
-{
-	struct rmca_ep *ep = arg;
-	char buf[64];
-	ssize_t n = recv(ep->ctrl_fd, buf, sizeof(buf), MSG_DONTWAIT);
-
-	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
-		return;
-	/* The peer closed its end: its module tells the connection's fate
-	 * (data may still be in flight there); stop watching this one. */
-	rmca_log(2, "%s: bootstrap socket closed by the peer", ep->peer);
-	ep->ctx->core.ops->fd_del(&ep->ctx->core, ep->ctrl_fd);
-	close(ep->ctrl_fd);
-	ep->ctrl_fd = -1;
+	rmca_paths_choose(ep);
 }
 
 /* Both sides: hand the connection to the module and make the endpoint. */
@@ -201,8 +184,8 @@ static int ep_establish(struct rmca_context *ctx, int fd, struct rmca_mod *mod,
 		return RMCA_ERR_NO_MEMORY;
 	ep->ctx = ctx;
 	ep->mod = mod;
-	ep->ctrl_fd = fd;
 	ep->token = token;
+	ep->peer_caps = peer_mod->caps;
 	rmca_peer_name(fd, args.peer_host, sizeof(args.peer_host), ep->peer,
 		       sizeof(ep->peer));
 	args.cookie = ep;
@@ -214,9 +197,11 @@ static int ep_establish(struct rmca_context *ctx, int fd, struct rmca_mod *mod,
 		return rc;
 	}
 	ep_attr_fill(ep, peer_is_local);
-	if (ctx->core.ops->fd_add(&ctx->core, fd, EPOLLIN, ctrl_event, ep)) {
-		/* Not fatal: the module watches its own connection. */
-		rmca_log(1, "%s: cannot watch the bootstrap socket", ep->peer);
+	rc = rmca_ctrl_open(ep, fd);
+	if (rc) {
+		mod->m->ops->disconnect(ep->conn);
+		free(ep);
+		return rc;
 	}
 	RMCA_LIST_ADD(ctx->eps, ep);
 	rmca_log(1, "%s: connected over %s %s (%s)", ep->peer,
@@ -253,15 +238,20 @@ static void send_reject(int fd, int status, const char *reason, int64_t deadline
 		rmca_msg_send(fd, buf, (size_t)n, deadline);
 }
 
-static int handshake_passive(struct rmca_context *ctx, int fd, rmca_ep_t **out)
+/*
+ * The passive side of the handshake, once the peer's hello (body, len) is
+ * in. Returns 0 with *out, RMCA_ERR_AGAIN after answering a probe (no
+ * endpoint), or an error; fd is consumed either way.
+ */
+static int handshake_passive(struct rmca_context *ctx, int fd,
+			     const uint8_t *body, size_t len, int64_t deadline,
+			     rmca_ep_t **out)
 {
-	int64_t deadline = rmca_now_ms() + ctx->connect_timeout_ms;
 	struct rmca_hello *peer = NULL, *mine = NULL;
 	struct rmca_selection sel;
 	struct reach_arg ra;
 	char host[64], who[96], why[256];
 	uint8_t *buf = NULL;
-	size_t len;
 	int rc, local;
 
 	rmca_peer_name(fd, host, sizeof(host), who, sizeof(who));
@@ -272,12 +262,9 @@ static int handshake_passive(struct rmca_context *ctx, int fd, rmca_ep_t **out)
 		rc = RMCA_ERR_NO_MEMORY;
 		goto out;
 	}
-	rc = rmca_msg_recv(fd, buf, RMCA_HELLO_MAX, &len, deadline, why,
-			   sizeof(why));
-	if (!rc)
-		rc = rmca_hello_decode(buf, len, peer, why, sizeof(why));
+	rc = rmca_hello_decode(body, len, peer, why, sizeof(why));
 	if (!rc && (peer->kind != RMCA_WIRE_HELLO ||
-		    peer->role != RMCA_ROLE_ACTIVE)) {
+		    peer->role == RMCA_ROLE_PASSIVE)) {
 		snprintf(why, sizeof(why), "expected an active hello");
 		rc = RMCA_ERR_PROTOCOL;
 	}
@@ -287,10 +274,11 @@ static int handshake_passive(struct rmca_context *ctx, int fd, rmca_ep_t **out)
 			send_reject(fd, RMCA_ERR_PROTOCOL, why, deadline);
 		goto out;
 	}
-	if (peer->atomic_mode != ctx->atomic_mode) {
+	if (peer->atomic_mode != ctx->atomic_resolved) {
 		snprintf(why, sizeof(why),
 			 "atomic mode differs: this side %s, peer %s (RMCA_atomic_mode)",
-			 mode_name(ctx->atomic_mode), mode_name(peer->atomic_mode));
+			 mode_name(ctx->atomic_resolved),
+			 mode_name(peer->atomic_mode));
 		rmca_log(0, "bootstrap from %s refused: %s", who, why);
 		send_reject(fd, RMCA_ERR_PROTOCOL, why, deadline);
 		rc = RMCA_ERR_PROTOCOL;
@@ -321,6 +309,12 @@ static int handshake_passive(struct rmca_context *ctx, int fd, rmca_ep_t **out)
 		rc = RMCA_ERR_CONNECTION;
 		goto out;
 	}
+	if (peer->role == RMCA_ROLE_PROBE) {
+		/* rmca_info --explain: it learnt the choice; no endpoint */
+		rmca_log(1, "bootstrap from %s: explained the choice", who);
+		rc = RMCA_ERR_AGAIN;
+		goto out;
+	}
 	rc = ep_establish(ctx, fd, offered_mod(ctx, mine, (unsigned)sel.p),
 			  &peer->mods[sel.a], 0, peer->token, local, deadline,
 			  out);
@@ -335,33 +329,141 @@ out:
 	return rc;
 }
 
+/* An incoming bootstrap connection whose hello is still arriving. */
+struct rmca_incoming {
+	struct rmca_incoming *next;
+	int fd;
+	int64_t deadline;
+	size_t have;
+	uint8_t buf[4 + RMCA_HELLO_MAX];
+};
+
+static void incoming_drop(struct rmca_listener *l, struct rmca_incoming *in)
+{
+	struct rmca_incoming **pp;
+
+	for (pp = &l->incoming; *pp != in; pp = &(*pp)->next)
+		;
+	*pp = in->next;
+	if (in->fd >= 0)
+		close(in->fd);
+	free(in);
+}
+
+/*
+ * Read what in's peer sent so far. 1: the hello is complete; 0: not yet;
+ * negative: the peer is refused (why says so).
+ */
+static int incoming_read(struct rmca_incoming *in, char *why, size_t why_len)
+{
+	for (;;) {
+		size_t want = 4, n;
+		ssize_t got;
+
+		if (in->have >= 4) {
+			n = in->buf[0] | in->buf[1] << 8 | in->buf[2] << 16 |
+			    (size_t)in->buf[3] << 24;
+			if (n > RMCA_HELLO_MAX) {
+				snprintf(why, why_len,
+					 "message of %zu bytes, at most %d", n,
+					 RMCA_HELLO_MAX);
+				return RMCA_ERR_PROTOCOL;
+			}
+			want = 4 + n;
+			if (in->have == want)
+				return 1;
+		}
+		got = recv(in->fd, in->buf + in->have, want - in->have,
+			   MSG_DONTWAIT);
+		if (got > 0) {
+			in->have += (size_t)got;
+			continue;
+		}
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+				errno == EINTR))
+			return 0;
+		snprintf(why, why_len, "closed after %zu bytes of its hello",
+			 in->have);
+		return RMCA_ERR_PROTOCOL;
+	}
+}
+
+/*
+ * Accept waits for connections and for their hellos together, so a peer
+ * that connects and stays silent holds up nobody: its hello has
+ * RMCA_connect_timeout to arrive, while this call keeps its own timeout.
+ */
 int rmca_accept(rmca_listener_t *l, int timeout_ms, rmca_ep_t **ep)
 {
+	struct rmca_context *ctx;
 	int64_t deadline;
 
 	if (!l || !ep)
 		return RMCA_ERR_INVALID;
+	ctx = l->ctx;
 	deadline = timeout_ms < 0 ? INT64_MAX : rmca_now_ms() + timeout_ms;
 	for (;;) {
-		int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct rmca_incoming *in, *next;
+		struct pollfd pfd[65];
+		int fd, npfd = 0, slice;
+		char why[256];
 
-		if (fd >= 0)
-			return handshake_passive(l->ctx, fd, ep);
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-		    errno != ECONNABORTED)
-			return RMCA_ERR_CONNECTION;
+		while ((fd = accept4(l->fd, NULL, NULL,
+				     SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+			in = malloc(sizeof(*in));
+			if (!in) {
+				close(fd);
+				return RMCA_ERR_NO_MEMORY;
+			}
+			in->fd = fd;
+			in->have = 0;
+			in->deadline = rmca_now_ms() + ctx->connect_timeout_ms;
+			in->next = l->incoming;
+			l->incoming = in;
+		}
+		for (in = l->incoming; in; in = next) {
+			char host[64], who[96];
+			int rc = incoming_read(in, why, sizeof(why));
+
+			next = in->next;
+			if (!rc && rmca_now_ms() >= in->deadline) {
+				snprintf(why, sizeof(why),
+					 "no hello within %d ms (RMCA_connect_timeout)",
+					 ctx->connect_timeout_ms);
+				rc = RMCA_ERR_TIMEOUT;
+			}
+			if (!rc)
+				continue;
+			if (rc < 0) {
+				rmca_peer_name(in->fd, host, sizeof(host), who,
+					       sizeof(who));
+				rmca_log(0, "bootstrap from %s refused: %s", who,
+					 why);
+				incoming_drop(l, in);
+				if (rc == RMCA_ERR_PROTOCOL)
+					return rc;
+				continue;
+			}
+			fd = in->fd;
+			in->fd = -1;
+			rc = handshake_passive(ctx, fd, in->buf + 4, in->have - 4,
+					       in->deadline, ep);
+			incoming_drop(l, in);
+			if (rc != RMCA_ERR_AGAIN)
+				return rc;
+		}
 		if (rmca_now_ms() >= deadline)
 			return RMCA_ERR_TIMEOUT;
-		/* Keep the context's other endpoints moving while we wait. */
-		{
-			struct epoll_event ev = { .events = EPOLLIN,
-						  .data.fd = l->fd };
-			int slice = rmca_ms_left(deadline);
-
-			epoll_ctl(l->ctx->epfd, EPOLL_CTL_ADD, l->fd, &ev);
-			rmca_progress(l->ctx, slice > 50 ? 50 : slice);
-			epoll_ctl(l->ctx->epfd, EPOLL_CTL_DEL, l->fd, NULL);
-		}
+		/* Wait for the listener, the hellos and the context's own
+		 * events, in slices, keeping the context moving. */
+		pfd[npfd++] = (struct pollfd){ .fd = l->fd, .events = POLLIN };
+		for (in = l->incoming; in && npfd < 64; in = in->next)
+			pfd[npfd++] = (struct pollfd){ .fd = in->fd,
+						       .events = POLLIN };
+		pfd[npfd++] = (struct pollfd){ .fd = ctx->epfd, .events = POLLIN };
+		slice = rmca_ms_left(deadline);
+		poll(pfd, (nfds_t)npfd, slice > 50 ? 50 : slice);
+		rmca_progress(ctx, 0);
 	}
 }
 
@@ -467,12 +569,26 @@ void rmca_ep_destroy(struct rmca_ep *ep)
 {
 	struct rmca_context *ctx = ep->ctx;
 
+	rmca_ctrl_close(ep);
 	ep->mod->m->ops->disconnect(ep->conn);
 	ep->conn = NULL;
+	/* What waited on the peer's core is in the request list too. */
+	for (struct rmca_req *r = ep->am_wait, *n; r; r = n) {
+		n = r->am_next;
+		r->am_next = NULL;
+	}
+	ep->am_wait = NULL;
+	for (struct rmca_req *r = ep->deferred, *n; r; r = n) {
+		n = r->defer_next;
+		r->defer_next = NULL;
+	}
+	ep->deferred = ep->deferred_tail = NULL;
 	rmca_ep_cancel_all(ep, RMCA_ERR_CANCELED);
-	if (ep->ctrl_fd >= 0) {
-		ctx->core.ops->fd_del(&ctx->core, ep->ctrl_fd);
-		close(ep->ctrl_fd);
+	while (ep->revokes) {
+		struct rmca_revoke_note *n = ep->revokes->next;
+
+		free(ep->revokes);
+		ep->revokes = n;
 	}
 	RMCA_LIST_DEL(ctx->eps, ep);
 	free(ep);

@@ -33,6 +33,30 @@ struct rmca_req {
 	struct rmca_req *cover_next;
 	struct rmca_req *covers;
 	struct rmca_req *flush;
+
+	/* atomics the core builds (CAS loop) or sends to the peer's core */
+	enum rmca_path path;
+	struct rmca_atomic aop;
+	uint64_t *result;
+	struct rmca_module_mr *result_mmr;
+	uint64_t cas_guess;
+	uint64_t am_id;
+	struct rmca_req *am_next; /* ep->am_wait */
+
+	/* sends held back behind a revoke message (ep->deferred) */
+	const void *buf;
+	size_t buf_len;
+	struct rmca_module_mr *mmr;
+	uint64_t inv_rkey; /* a send_inv by revoke message */
+	uint64_t native_inv; /* a native send_inv held behind one */
+	uint64_t seq; /* its message number */
+	bool acked;
+	struct rmca_req *defer_next;
+};
+
+struct rmca_revoke_note {
+	struct rmca_revoke_note *next;
+	uint64_t seq, rkey;
 };
 
 struct rmca_ep {
@@ -40,7 +64,6 @@ struct rmca_ep {
 	struct rmca_ep *prev, *next; /* ctx->eps */
 	struct rmca_mod *mod;
 	struct rmca_conn *conn;
-	int ctrl_fd; /* the bootstrap socket, kept to notice the peer */
 	uint64_t token;
 	bool failed;
 	int fail_status;
@@ -50,6 +73,15 @@ struct rmca_ep {
 	struct rmca_req *reqs_head, *reqs_tail; /* outstanding, post order */
 	unsigned nflushes; /* user flushes outstanding */
 	struct rmca_req *unflushed; /* DELIVERED puts not yet covered */
+
+	uint32_t peer_caps; /* of the peer's module, from its hello */
+	struct rmca_ctrl *ctrl; /* the core's channel to the peer's core */
+	uint64_t am_next_id;
+	struct rmca_req *am_wait; /* atomics the peer's core executes */
+	uint64_t send_seq; /* messages posted (sends and send_invs) */
+	uint64_t recv_seq; /* messages received */
+	struct rmca_revoke_note *revokes; /* keys revoked for messages to come */
+	struct rmca_req *deferred, *deferred_tail; /* sends behind a revoke */
 };
 
 struct rmca_listener {
@@ -57,6 +89,7 @@ struct rmca_listener {
 	struct rmca_listener *prev, *next;
 	int fd;
 	int port;
+	struct rmca_incoming *incoming; /* connected, hello not yet in */
 };
 
 struct rmca_mr {
@@ -82,6 +115,18 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 		   uint64_t revoked_rkey);
 void rmca_ep_flush_delivered(struct rmca_ep *ep);
 void rmca_ep_cancel_all(struct rmca_ep *ep, int status);
+
+/* emul.c: the paths the core builds from capabilities */
+void rmca_paths_choose(struct rmca_ep *ep);
+int rmca_emul_atomic(struct rmca_ep *ep, struct rmca_req *r);
+int rmca_cas_start(struct rmca_ep *ep, struct rmca_req *r);
+bool rmca_cas_step_done(struct rmca_req *r, int status);
+int rmca_revoke_send(struct rmca_ep *ep, struct rmca_req *r);
+void rmca_deferred_post(struct rmca_ep *ep);
+void rmca_recv_revoked(struct rmca_ep *ep, struct rmca_req *r);
+struct rmca_ctrl_msg;
+int rmca_emul_ctrl_msg(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
+void rmca_emul_ctrl_lost(struct rmca_ep *ep, int status);
 
 /* ep.c */
 void rmca_ep_destroy(struct rmca_ep *ep);

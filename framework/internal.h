@@ -67,7 +67,8 @@ struct rmca_context {
 	/* framework parameters */
 	const char *transports;
 	int connect_timeout_ms;
-	enum rmca_atomic_mode atomic_mode;
+	enum rmca_atomic_mode atomic_mode; /* as set */
+	enum rmca_atomic_mode atomic_resolved; /* device or cpu */
 
 	/* host identity for loopback detection */
 	char boot_id[40];

@@ -143,10 +143,15 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 			 ep->mod->comp->comp->name);
 		return;
 	}
+	if (r->path == RMCA_PATH_CAS_LOOP && rmca_cas_step_done(r, status))
+		return;
+	if (r->op == RMCA_OP_RECV && !status)
+		rmca_recv_revoked(ep, r);
 	r->done = true;
 	r->status = status;
 	r->len = len;
-	r->revoked_rkey = revoked_rkey;
+	if (revoked_rkey)
+		r->revoked_rkey = revoked_rkey;
 	if (r->kind == RMCA_REQ_DELIVERY_FLUSH) {
 		flush_resolve(r, status);
 		req_unlink(r);
@@ -255,6 +260,33 @@ static const struct rmca_module_ops *ep_ops(const struct rmca_ep *ep)
 	return ep->mod->m->ops;
 }
 
+/* A failed endpoint takes the post and fails it, as a QP in error does. */
+static int post_on_failed(struct rmca_ep *ep, enum rmca_op op, void *user_ctx)
+{
+	struct rmca_req *r = rmca_req_new(ep, op, RMCA_REQ_USER, user_ctx);
+
+	if (!r)
+		return RMCA_ERR_NO_MEMORY;
+	rmca_req_done(r, RMCA_ERR_CONNECTION, 0, 0);
+	return 0;
+}
+
+/* Hold a send behind a revoke message still unacknowledged: messages keep
+ * their order. */
+static void send_defer(struct rmca_ep *ep, struct rmca_req *r, const void *buf,
+		       size_t len, struct rmca_module_mr *mmr)
+{
+	r->buf = buf;
+	r->buf_len = len;
+	r->mmr = mmr;
+	r->seq = ++ep->send_seq;
+	if (ep->deferred_tail)
+		ep->deferred_tail->defer_next = r;
+	else
+		ep->deferred = r;
+	ep->deferred_tail = r;
+}
+
 int rmca_send(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 	      void *user_ctx)
 {
@@ -267,12 +299,20 @@ int rmca_send(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 	rc = local_check(ep, buf, len, mr, &mmr);
 	if (rc)
 		return rc;
+	if (ep->failed)
+		return post_on_failed(ep, RMCA_OP_SEND, user_ctx);
 	r = rmca_req_new(ep, RMCA_OP_SEND, RMCA_REQ_USER, user_ctx);
 	if (!r)
 		return RMCA_ERR_NO_MEMORY;
+	if (ep->deferred) {
+		send_defer(ep, r, buf, len, mmr);
+		return 0;
+	}
 	rc = ep_ops(ep)->send(ep->conn, buf, len, mmr, r);
 	if (rc)
 		rmca_req_abandon(r);
+	else
+		ep->send_seq++;
 	return rc;
 }
 
@@ -292,14 +332,36 @@ int rmca_send_inv(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 	rc = local_check(ep, buf, len, mr, &mmr);
 	if (rc)
 		return rc;
-	if (!(ep->mod->caps & RMCA_CAP_SEND_INV) || !ep_ops(ep)->send_inv)
+	if (ep->attr.send_inv == RMCA_PATH_NONE)
 		return RMCA_ERR_UNSUPPORTED;
+	if (ep->failed)
+		return post_on_failed(ep, RMCA_OP_SEND, user_ctx);
 	r = rmca_req_new(ep, RMCA_OP_SEND, RMCA_REQ_USER, user_ctx);
 	if (!r)
 		return RMCA_ERR_NO_MEMORY;
+	if (ep->attr.send_inv == RMCA_PATH_REVOKE_MSG) {
+		/* the revoke names the message it rides on: the next one */
+		r->inv_rkey = rkey_to_revoke;
+		r->seq = ep->send_seq + 1;
+		rc = rmca_revoke_send(ep, r);
+		if (rc)
+			rmca_req_abandon(r);
+		else
+			send_defer(ep, r, buf, len, mmr);
+		return rc;
+	}
+	if (ep->deferred) {
+		/* native, but behind held sends: keep the order */
+		send_defer(ep, r, buf, len, mmr);
+		r->inv_rkey = 0;
+		r->native_inv = rkey_to_revoke;
+		return 0;
+	}
 	rc = ep_ops(ep)->send_inv(ep->conn, buf, len, mmr, rkey_to_revoke, r);
 	if (rc)
 		rmca_req_abandon(r);
+	else
+		ep->send_seq++;
 	return rc;
 }
 
@@ -315,6 +377,8 @@ int rmca_recv(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
 	rc = local_check(ep, buf, len, mr, &mmr);
 	if (rc)
 		return rc;
+	if (ep->failed)
+		return post_on_failed(ep, RMCA_OP_RECV, user_ctx);
 	r = rmca_req_new(ep, RMCA_OP_RECV, RMCA_REQ_USER, user_ctx);
 	if (!r)
 		return RMCA_ERR_NO_MEMORY;
@@ -336,6 +400,8 @@ int rmca_put(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 	rc = local_check(ep, buf, len, mr, &mmr);
 	if (rc)
 		return rc;
+	if (ep->failed)
+		return post_on_failed(ep, RMCA_OP_PUT, user_ctx);
 	r = rmca_req_new(ep, RMCA_OP_PUT, RMCA_REQ_USER, user_ctx);
 	if (!r)
 		return RMCA_ERR_NO_MEMORY;
@@ -369,6 +435,8 @@ int rmca_get(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
 	rc = local_check(ep, buf, len, mr, &mmr);
 	if (rc)
 		return rc;
+	if (ep->failed)
+		return post_on_failed(ep, RMCA_OP_GET, user_ctx);
 	r = rmca_req_new(ep, RMCA_OP_GET, RMCA_REQ_USER, user_ctx);
 	if (!r)
 		return RMCA_ERR_NO_MEMORY;
@@ -382,8 +450,8 @@ int rmca_atomic(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
 		rmca_mr_t *result_mr, void *user_ctx)
 {
 	struct rmca_module_mr *mmr;
+	enum rmca_path path;
 	struct rmca_req *r;
-	uint32_t need;
 	int rc;
 
 	if (!ep || !op || !result || ((uintptr_t)result & 7) ||
@@ -392,11 +460,11 @@ int rmca_atomic(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
 	switch (op->kind) {
 	case RMCA_ATOMIC_FADD:
 	case RMCA_ATOMIC_CSWAP:
-		need = RMCA_CAP_ATOMIC;
+		path = ep->attr.atomic;
 		break;
 	case RMCA_ATOMIC_MASKED_FADD:
 	case RMCA_ATOMIC_MASKED_CSWAP:
-		need = RMCA_CAP_MASKED_ATOMIC;
+		path = ep->attr.masked_atomic;
 		break;
 	default:
 		return RMCA_ERR_INVALID;
@@ -404,12 +472,28 @@ int rmca_atomic(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
 	rc = local_check(ep, result, sizeof(*result), result_mr, &mmr);
 	if (rc)
 		return rc;
-	if (!(ep->mod->caps & need) || !ep_ops(ep)->atomic)
+	if (path == RMCA_PATH_NONE)
 		return RMCA_ERR_UNSUPPORTED;
+	if (ep->failed)
+		return post_on_failed(ep, RMCA_OP_ATOMIC, user_ctx);
 	r = rmca_req_new(ep, RMCA_OP_ATOMIC, RMCA_REQ_USER, user_ctx);
 	if (!r)
 		return RMCA_ERR_NO_MEMORY;
-	rc = ep_ops(ep)->atomic(ep->conn, op, result, mmr, r);
+	r->aop = *op;
+	r->result = result;
+	r->result_mmr = mmr;
+	switch (path) {
+	case RMCA_PATH_CAS_LOOP:
+		r->path = path;
+		rc = rmca_cas_start(ep, r);
+		break;
+	case RMCA_PATH_EMULATED:
+		rc = rmca_emul_atomic(ep, r);
+		break;
+	default:
+		rc = ep_ops(ep)->atomic(ep->conn, op, result, mmr, r);
+		break;
+	}
 	if (rc)
 		rmca_req_abandon(r);
 	return rc;
@@ -422,6 +506,8 @@ int rmca_flush(rmca_ep_t *ep, void *user_ctx)
 
 	if (!ep)
 		return RMCA_ERR_INVALID;
+	if (ep->failed)
+		return post_on_failed(ep, RMCA_OP_FLUSH, user_ctx);
 	/* Delivery flushes owed go first: this flush is reported after the
 	 * puts they prove. */
 	rmca_ep_flush_delivered(ep);

@@ -100,9 +100,12 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 	struct epoll_event ev[64];
 	int n;
 
-	for (struct rmca_ep *ep = ctx->eps; ep; ep = ep->next)
+	for (struct rmca_ep *ep = ctx->eps; ep; ep = ep->next) {
 		if (ep->unflushed)
 			rmca_ep_flush_delivered(ep);
+		if (ep->deferred)
+			rmca_deferred_post(ep);
+	}
 
 	n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
 	for (int i = 0; i < n; i++) {

@@ -179,7 +179,7 @@ int rmca_hello_decode(const uint8_t *buf, size_t len, struct rmca_hello *h,
 		h->nmods = (uint8_t)get_le(&r, 1);
 		if (r.short_read)
 			BAD("truncated hello");
-		if (h->role != RMCA_ROLE_ACTIVE && h->role != RMCA_ROLE_PASSIVE)
+		if (h->role < RMCA_ROLE_ACTIVE || h->role > RMCA_ROLE_PROBE)
 			BAD("unknown role %u", h->role);
 		if (h->nmods > RMCA_HELLO_MAX_MODS)
 			BAD("%u modules, at most %u", h->nmods,

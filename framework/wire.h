@@ -34,6 +34,7 @@ enum rmca_wire_kind {
 enum rmca_wire_role {
 	RMCA_ROLE_ACTIVE = 1, /* the rmca_connect() side */
 	RMCA_ROLE_PASSIVE = 2,
+	RMCA_ROLE_PROBE = 3, /* rmca_info --explain: answer, make no endpoint */
 };
 
 struct rmca_wire_mod {

@@ -41,35 +41,43 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Completions that arrived while waiting for another one. */
+static struct rmca_completion early[16];
+static int nearly;
+
 /* Progress until the completion for tag arrives; returns its status. */
 static int wait_for(rmca_context_t *ctx, void *tag, size_t *len)
 {
 	double end = now_s() + 30;
 
-	while (now_s() < end) {
-		struct rmca_completion c[16];
-		int n = rmca_poll(ctx, c, 16);
+	for (;;) {
+		struct rmca_completion c;
+		int i;
 
-		for (int i = 0; i < n; i++) {
-			if (c[i].user_ctx != tag) {
-				if (c[i].status) {
-					fprintf(stderr, "rmca_xfer: operation failed: %s\n",
-						rmca_strerror(c[i].status));
-					return c[i].status;
-				}
-				continue;
-			}
+		for (i = 0; i < nearly && early[i].user_ctx != tag; i++)
+			;
+		if (i < nearly) {
+			c = early[i];
+			early[i] = early[--nearly];
 			if (len)
-				*len = c[i].len;
-			return c[i].status;
+				*len = c.len;
+			return c.status;
 		}
-		if (!n) {
+		if (now_s() > end)
+			return RMCA_ERR_TIMEOUT;
+		if (nearly < 16 && rmca_poll(ctx, &early[nearly], 1) == 1) {
+			if (early[nearly].status)
+				fprintf(stderr, "rmca_xfer: %s failed: %s\n",
+					early[nearly].user_ctx == tag ? "operation" :
+									"an earlier operation",
+					rmca_strerror(early[nearly].status));
+			nearly++;
+		} else {
 			struct pollfd p = { .fd = rmca_wait_fd(ctx), .events = POLLIN };
 
 			poll(&p, 1, 100);
 		}
 	}
-	return RMCA_ERR_TIMEOUT;
 }
 
 static void fill(unsigned char *b, size_t len, unsigned seed)

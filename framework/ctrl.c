@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * Control channel I/O: non-blocking, framed, on the context's event loop.
+ * A malformed frame closes the channel of that one endpoint, with a logged
+ * reason; what waited on it completes with RMCA_ERR_PROTOCOL.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ctrl.h"
+#include "ep.h"
+
+struct rmca_ctrl {
+	int fd;
+	uint8_t rx[4 + RMCA_CTRL_MAX];
+	size_t rx_len;
+	uint8_t *tx;
+	size_t tx_len, tx_off, tx_cap;
+	bool want_out;
+};
+
+static void ctrl_lost(struct rmca_ep *ep, int status, const char *why)
+{
+	struct rmca_context *ctx = ep->ctx;
+	struct rmca_ctrl *c = ep->ctrl;
+
+	if (!c)
+		return;
+	if (status == RMCA_ERR_PROTOCOL)
+		rmca_log(0, "%s: control channel closed: %s", ep->peer, why);
+	else
+		rmca_log(2, "%s: control channel closed: %s", ep->peer, why);
+	ctx->core.ops->fd_del(&ctx->core, c->fd);
+	close(c->fd);
+	free(c->tx);
+	free(c);
+	ep->ctrl = NULL;
+	rmca_emul_ctrl_lost(ep, status);
+}
+
+static void ctrl_want_out(struct rmca_ep *ep, bool on)
+{
+	struct rmca_ctrl *c = ep->ctrl;
+
+	if (c->want_out == on)
+		return;
+	c->want_out = on;
+	ep->ctx->core.ops->fd_mod(&ep->ctx->core, c->fd,
+				  EPOLLIN | (on ? EPOLLOUT : 0));
+}
+
+static int ctrl_flush_tx(struct rmca_ep *ep)
+{
+	struct rmca_ctrl *c = ep->ctrl;
+
+	while (c->tx_off < c->tx_len) {
+		ssize_t n = send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			c->tx_off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			ctrl_want_out(ep, true);
+			return 0;
+		}
+		return RMCA_ERR_CONNECTION;
+	}
+	c->tx_off = c->tx_len = 0;
+	ctrl_want_out(ep, false);
+	return 0;
+}
+
+/* Parse every complete frame in rx; returns 0 or a status with why. */
+static int ctrl_parse(struct rmca_ep *ep, char *why, size_t why_len)
+{
+	struct rmca_ctrl *c = ep->ctrl;
+
+	while (c && c->rx_len >= 4) {
+		size_t n = c->rx[0] | c->rx[1] << 8 | c->rx[2] << 16 |
+			   (size_t)c->rx[3] << 24;
+		struct rmca_ctrl_msg m;
+		int rc;
+
+		if (!n || n > RMCA_CTRL_MAX) {
+			snprintf(why, why_len, "frame of %zu bytes", n);
+			return RMCA_ERR_PROTOCOL;
+		}
+		if (c->rx_len < 4 + n)
+			return 0;
+		rc = rmca_ctrl_decode(c->rx + 4, n, &m, why, why_len);
+		if (rc)
+			return rc;
+		memmove(c->rx, c->rx + 4 + n, c->rx_len - 4 - n);
+		c->rx_len -= 4 + n;
+		rc = rmca_emul_ctrl_msg(ep, &m);
+		if (rc) {
+			snprintf(why, why_len, "unexpected control message %u",
+				 m.type);
+			return rc;
+		}
+		c = ep->ctrl;
+	}
+	return 0;
+}
+
+static void ctrl_event(void *arg, uint32_t events)
+{
+	struct rmca_ep *ep = arg;
+	char why[160] = "";
+	int rc;
+
+	if (events & EPOLLOUT) {
+		if (ctrl_flush_tx(ep)) {
+			ctrl_lost(ep, RMCA_ERR_CONNECTION, "send failed");
+			return;
+		}
+	}
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return;
+	for (;;) {
+		struct rmca_ctrl *c = ep->ctrl;
+		ssize_t n;
+
+		if (!c)
+			return;
+		n = recv(c->fd, c->rx + c->rx_len, sizeof(c->rx) - c->rx_len,
+			 MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+			       errno != EINTR)) {
+			ctrl_lost(ep, RMCA_ERR_CONNECTION, "closed by the peer");
+			return;
+		}
+		if (n < 0)
+			return;
+		c->rx_len += (size_t)n;
+		rc = ctrl_parse(ep, why, sizeof(why));
+		if (rc) {
+			ctrl_lost(ep, rc, why);
+			return;
+		}
+	}
+}
+
+int rmca_ctrl_open(struct rmca_ep *ep, int fd)
+{
+	struct rmca_ctrl *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c)
+		return RMCA_ERR_NO_MEMORY;
+	c->fd = fd;
+	ep->ctrl = c;
+	rc = ep->ctx->core.ops->fd_add(&ep->ctx->core, fd, EPOLLIN, ctrl_event,
+				       ep);
+	if (rc) {
+		free(c);
+		ep->ctrl = NULL;
+	}
+	return rc;
+}
+
+void rmca_ctrl_close(struct rmca_ep *ep)
+{
+	struct rmca_ctrl *c = ep->ctrl;
+
+	if (!c)
+		return;
+	ep->ctx->core.ops->fd_del(&ep->ctx->core, c->fd);
+	close(c->fd);
+	free(c->tx);
+	free(c);
+	ep->ctrl = NULL;
+}
+
+int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+{
+	struct rmca_ctrl *c = ep->ctrl;
+	int n;
+
+	if (!c)
+		return RMCA_ERR_CONNECTION;
+	if (c->tx_cap - c->tx_len < 4 + RMCA_CTRL_MAX) {
+		size_t cap = c->tx_cap ? c->tx_cap * 2 : 1024;
+		uint8_t *t = realloc(c->tx, cap);
+
+		if (!t)
+			return RMCA_ERR_AGAIN;
+		c->tx = t;
+		c->tx_cap = cap;
+	}
+	n = rmca_ctrl_encode(m, c->tx + c->tx_len, c->tx_cap - c->tx_len);
+	if (n < 0)
+		return n;
+	c->tx_len += (size_t)n;
+	if (!c->want_out && ctrl_flush_tx(ep)) {
+		/* Report the loss from the event loop, not from inside the
+		 * caller's post. */
+		ctrl_want_out(ep, true);
+	}
+	return 0;
+}

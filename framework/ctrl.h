@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The control channel: the bootstrap socket stays open after wire-up and
+ * carries the core's own messages between the two cores of an endpoint
+ * (emulated atomics, revoke messages). Framed like the hello:
+ *
+ *   u32 length of what follows (1..RMCA_CTRL_MAX)   u8 type   payload
+ *
+ *   ATOMIC_REQ   u64 id, u8 kind, u64 raddr, rkey, operand, compare,
+ *                compare_mask, swap_mask, field_boundary
+ *   ATOMIC_RESP  u64 id, u16 -status, u64 old
+ *   REVOKE       u64 seq, u64 rkey     (seq: the message that carries it)
+ *   REVOKE_ACK   u64 seq, u16 -status
+ */
+#ifndef RMCA_CTRL_H
+#define RMCA_CTRL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rmca.h>
+
+#define RMCA_CTRL_MAX 128
+
+enum rmca_ctrl_type {
+	RMCA_CTRL_ATOMIC_REQ = 1,
+	RMCA_CTRL_ATOMIC_RESP = 2,
+	RMCA_CTRL_REVOKE = 3,
+	RMCA_CTRL_REVOKE_ACK = 4,
+};
+
+struct rmca_ctrl_msg {
+	uint8_t type;
+	uint64_t id; /* ATOMIC_*: request id; REVOKE*: message seq */
+	int status; /* *_RESP, *_ACK */
+	uint64_t old; /* ATOMIC_RESP */
+	uint64_t rkey; /* REVOKE */
+	struct rmca_atomic op; /* ATOMIC_REQ */
+};
+
+/* Encode m with its length prefix; returns the length or a negative status. */
+int rmca_ctrl_encode(const struct rmca_ctrl_msg *m, uint8_t *buf, size_t len);
+/* Decode one frame body (after the prefix); 0 or RMCA_ERR_PROTOCOL + why. */
+int rmca_ctrl_decode(const uint8_t *buf, size_t len, struct rmca_ctrl_msg *m,
+		     char *why, size_t why_len);
+
+struct rmca_ep;
+/* Take over the bootstrap socket fd for ep (registers it with the loop). */
+int rmca_ctrl_open(struct rmca_ep *ep, int fd);
+void rmca_ctrl_close(struct rmca_ep *ep);
+/* Queue m for the peer; RMCA_ERR_CONNECTION once the channel is gone. */
+int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
+
+#endif

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/* Control message encoding; the decoder trusts nothing. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ctrl.h"
+
+static void le(uint8_t **p, uint64_t v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		*(*p)++ = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get(const uint8_t **p, unsigned n)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint64_t)*(*p)++ << (8 * i);
+	return v;
+}
+
+static size_t body_len(uint8_t type)
+{
+	switch (type) {
+	case RMCA_CTRL_ATOMIC_REQ:
+		return 8 + 1 + 7 * 8;
+	case RMCA_CTRL_ATOMIC_RESP:
+		return 8 + 2 + 8;
+	case RMCA_CTRL_REVOKE:
+		return 8 + 8;
+	case RMCA_CTRL_REVOKE_ACK:
+		return 8 + 2;
+	}
+	return 0;
+}
+
+int rmca_ctrl_encode(const struct rmca_ctrl_msg *m, uint8_t *buf, size_t len)
+{
+	size_t n = body_len(m->type);
+	uint8_t *p = buf;
+
+	if (!n)
+		return RMCA_ERR_INVALID;
+	if (len < 4 + 1 + n)
+		return RMCA_ERR_NO_MEMORY;
+	le(&p, 1 + n, 4);
+	*p++ = m->type;
+	le(&p, m->id, 8);
+	switch (m->type) {
+	case RMCA_CTRL_ATOMIC_REQ:
+		*p++ = (uint8_t)m->op.kind;
+		le(&p, m->op.raddr, 8);
+		le(&p, m->op.rkey, 8);
+		le(&p, m->op.operand, 8);
+		le(&p, m->op.compare, 8);
+		le(&p, m->op.compare_mask, 8);
+		le(&p, m->op.swap_mask, 8);
+		le(&p, m->op.field_boundary, 8);
+		break;
+	case RMCA_CTRL_ATOMIC_RESP:
+		le(&p, (uint16_t)-m->status, 2);
+		le(&p, m->old, 8);
+		break;
+	case RMCA_CTRL_REVOKE:
+		le(&p, m->rkey, 8);
+		break;
+	case RMCA_CTRL_REVOKE_ACK:
+		le(&p, (uint16_t)-m->status, 2);
+		break;
+	}
+	return (int)(p - buf);
+}
+
+static int status_ok(int st)
+{
+	return st <= 0 && st >= RMCA_ERR_TIMEOUT;
+}
+
+int rmca_ctrl_decode(const uint8_t *buf, size_t len, struct rmca_ctrl_msg *m,
+		     char *why, size_t why_len)
+{
+	const uint8_t *p = buf;
+	size_t n;
+
+	memset(m, 0, sizeof(*m));
+	if (len < 1) {
+		snprintf(why, why_len, "empty control message");
+		return RMCA_ERR_PROTOCOL;
+	}
+	m->type = *p++;
+	n = body_len(m->type);
+	if (!n) {
+		snprintf(why, why_len, "unknown control message type %u", m->type);
+		return RMCA_ERR_PROTOCOL;
+	}
+	if (len != 1 + n) {
+		snprintf(why, why_len,
+			 "control message type %u of %zu bytes, expected %zu",
+			 m->type, len, 1 + n);
+		return RMCA_ERR_PROTOCOL;
+	}
+	m->id = get(&p, 8);
+	switch (m->type) {
+	case RMCA_CTRL_ATOMIC_REQ:
+		m->op.kind = (enum rmca_atomic_kind)*p++;
+		if (m->op.kind > RMCA_ATOMIC_MASKED_CSWAP) {
+			snprintf(why, why_len, "unknown atomic kind %u",
+				 (unsigned)m->op.kind);
+			return RMCA_ERR_PROTOCOL;
+		}
+		m->op.raddr = get(&p, 8);
+		m->op.rkey = get(&p, 8);
+		m->op.operand = get(&p, 8);
+		m->op.compare = get(&p, 8);
+		m->op.compare_mask = get(&p, 8);
+		m->op.swap_mask = get(&p, 8);
+		m->op.field_boundary = get(&p, 8);
+		break;
+	case RMCA_CTRL_ATOMIC_RESP:
+		m->status = -(int)get(&p, 2);
+		m->old = get(&p, 8);
+		break;
+	case RMCA_CTRL_REVOKE:
+		m->rkey = get(&p, 8);
+		break;
+	case RMCA_CTRL_REVOKE_ACK:
+		m->status = -(int)get(&p, 2);
+		break;
+	}
+	if (!status_ok(m->status)) {
+		snprintf(why, why_len, "unknown status %d", m->status);
+		return RMCA_ERR_PROTOCOL;
+	}
+	return 0;
+}

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * The paths the core builds where a module has no native one:
+ *  - masked atomics as a compare-and-swap loop over the native CSWAP;
+ *  - atomics executed by the target's core, sent over the control channel
+ *    (the target validates key, range, alignment and permission);
+ *  - send with invalidate as a revoke message: the REVOKE goes first on the
+ *    control channel, and the message itself is posted only once the
+ *    receiver acknowledged it, so the key is revoked before the receive
+ *    completes; the receive then carries revoked_rkey.
+ * One atomic mode per context keeps device and CPU atomics from mixing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <rmca/atomic_ops.h>
+
+#include "ctrl.h"
+#include "ep.h"
+
+void rmca_paths_choose(struct rmca_ep *ep)
+{
+	const struct rmca_module_ops *ops = ep->mod->m->ops;
+	uint32_t local = ep->mod->caps, both = local & ep->peer_caps;
+	bool have = both & RMCA_CAP_ATOMIC, masked = both & RMCA_CAP_MASKED_ATOMIC;
+	bool cpu_domain = both & RMCA_CAP_ATOMIC_CPU;
+	struct rmca_ep_attr *a = &ep->attr;
+
+	a->put_delivered = (local & RMCA_CAP_REMOTE_COMPLETION) ?
+				   RMCA_PATH_NATIVE :
+				   RMCA_PATH_FLUSH;
+	if (!ops->atomic)
+		have = masked = false;
+	if (ep->ctx->atomic_resolved == RMCA_ATOMIC_MODE_DEVICE) {
+		/* Only the NIC may touch the word: no emulation. */
+		a->atomic = have && !cpu_domain ? RMCA_PATH_NATIVE : RMCA_PATH_NONE;
+		a->masked_atomic = masked && !cpu_domain ? RMCA_PATH_NATIVE :
+				   have && !cpu_domain	 ? RMCA_PATH_CAS_LOOP :
+							   RMCA_PATH_NONE;
+	} else {
+		/* Only CPUs may touch the word: native where the target's
+		 * atomics run on its CPU, else its core runs them. */
+		a->atomic = have && cpu_domain ? RMCA_PATH_NATIVE :
+						 RMCA_PATH_EMULATED;
+		a->masked_atomic = masked && cpu_domain ? RMCA_PATH_NATIVE :
+				   have && cpu_domain	? RMCA_PATH_CAS_LOOP :
+							  RMCA_PATH_EMULATED;
+	}
+	if ((both & RMCA_CAP_SEND_INV) && ops->send_inv)
+		a->send_inv = RMCA_PATH_NATIVE;
+	else if (ops->revoke)
+		a->send_inv = RMCA_PATH_REVOKE_MSG;
+	else
+		a->send_inv = RMCA_PATH_NONE;
+}
+
+/* ---- atomics by the target's core ---- */
+
+int rmca_emul_atomic(struct rmca_ep *ep, struct rmca_req *r)
+{
+	struct rmca_ctrl_msg m = { .type = RMCA_CTRL_ATOMIC_REQ,
+				   .id = ++ep->am_next_id,
+				   .op = r->aop };
+	int rc = rmca_ctrl_send(ep, &m);
+
+	if (rc)
+		return rc;
+	r->am_id = m.id;
+	r->am_next = ep->am_wait;
+	ep->am_wait = r;
+	return 0;
+}
+
+/* The region of ctx behind rkey as handed out on ep, or NULL. */
+static struct rmca_mr *mr_by_key(struct rmca_ep *ep, uint64_t rkey,
+				 struct rmca_module_mr **mmr)
+{
+	const struct rmca_module_ops *ops = ep->mod->m->ops;
+
+	if (!rkey)
+		return NULL;
+	for (struct rmca_mr *mr = ep->ctx->mrs; mr; mr = mr->next) {
+		struct rmca_module_mr *x = mr->mmr[ep->mod->index];
+
+		if (x && ops->mr_rkey(x, ep->conn) == rkey) {
+			*mmr = x;
+			return mr;
+		}
+	}
+	return NULL;
+}
+
+static void atomic_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req)
+{
+	struct rmca_ctrl_msg resp = { .type = RMCA_CTRL_ATOMIC_RESP,
+				      .id = req->id };
+	struct rmca_module_mr *mmr;
+	struct rmca_mr *mr = mr_by_key(ep, req->op.rkey, &mmr);
+	uint64_t base, a = req->op.raddr;
+
+	base = mr ? (uintptr_t)mr->addr : 0;
+	if (!mr || !(mr->access & RMCA_ACCESS_REMOTE_ATOMIC) || (a & 7) ||
+	    a < base || mr->len < 8 || a - base > mr->len - 8) {
+		resp.status = RMCA_ERR_REMOTE_ACCESS;
+		rmca_log(1, "%s: atomic at 0x%llx key 0x%llx refused", ep->peer,
+			 (unsigned long long)a, (unsigned long long)req->op.rkey);
+	} else {
+		resp.old = rmca_atomic_cpu((uint64_t *)(uintptr_t)a, &req->op);
+	}
+	rmca_ctrl_send(ep, &resp);
+}
+
+static int atomic_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+{
+	struct rmca_req **pp, *r;
+
+	for (pp = &ep->am_wait; (r = *pp); pp = &r->am_next)
+		if (r->am_id == m->id)
+			break;
+	if (!r)
+		return RMCA_ERR_PROTOCOL;
+	*pp = r->am_next;
+	r->am_next = NULL;
+	if (!m->status)
+		*r->result = m->old;
+	rmca_req_done(r, m->status, 0, 0);
+	return 0;
+}
+
+/* ---- masked atomics as a CAS loop ---- */
+
+/*
+ * Guess the word's value (0 first), CSWAP the guess for what the op would
+ * make of it; the CSWAP returns the real value: equal means done, else
+ * guess again with it. A guess that needs no write swaps it for itself.
+ */
+static int cas_post(struct rmca_ep *ep, struct rmca_req *r)
+{
+	struct rmca_atomic cas = { .kind = RMCA_ATOMIC_CSWAP,
+				   .raddr = r->aop.raddr,
+				   .rkey = r->aop.rkey,
+				   .compare = r->cas_guess };
+	bool write;
+
+	cas.operand = rmca_atomic_next(r->cas_guess, &r->aop, &write);
+	return ep->mod->m->ops->atomic(ep->conn, &cas, r->result,
+				       r->result_mmr, r);
+}
+
+int rmca_cas_start(struct rmca_ep *ep, struct rmca_req *r)
+{
+	r->cas_guess = 0;
+	return cas_post(ep, r);
+}
+
+/* A step completed: true when the loop goes on (the completion is ours). */
+bool rmca_cas_step_done(struct rmca_req *r, int status)
+{
+	uint64_t got;
+	int rc;
+
+	if (status)
+		return false;
+	got = __atomic_load_n(r->result, __ATOMIC_ACQUIRE);
+	if (got == r->cas_guess)
+		return false;
+	r->cas_guess = got;
+	rc = cas_post(r->ep, r);
+	if (rc) {
+		r->path = RMCA_PATH_NONE; /* ends the loop */
+		rmca_req_done(r, rc == RMCA_ERR_AGAIN ? RMCA_ERR_CONNECTION : rc,
+			      0, 0);
+	}
+	return true;
+}
+
+/* ---- send with invalidate by revoke message ---- */
+
+int rmca_revoke_send(struct rmca_ep *ep, struct rmca_req *r)
+{
+	struct rmca_ctrl_msg m = { .type = RMCA_CTRL_REVOKE,
+				   .id = r->seq,
+				   .rkey = r->inv_rkey };
+
+	return rmca_ctrl_send(ep, &m);
+}
+
+/* Post the held sends in order, up to the first revoke not yet acked. */
+void rmca_deferred_post(struct rmca_ep *ep)
+{
+	struct rmca_req *r;
+
+	while ((r = ep->deferred) && (!r->inv_rkey || r->acked)) {
+		const struct rmca_module_ops *ops = ep->mod->m->ops;
+		int rc = r->native_inv ?
+				 ops->send_inv(ep->conn, r->buf, r->buf_len,
+					       r->mmr, r->native_inv, r) :
+				 ops->send(ep->conn, r->buf, r->buf_len, r->mmr,
+					   r);
+
+		if (rc == RMCA_ERR_AGAIN)
+			return; /* the next progress retries */
+		ep->deferred = r->defer_next;
+		if (!ep->deferred)
+			ep->deferred_tail = NULL;
+		r->defer_next = NULL;
+		if (rc)
+			rmca_req_done(r, rc, 0, 0);
+	}
+}
+
+static void revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+{
+	struct rmca_ctrl_msg ack = { .type = RMCA_CTRL_REVOKE_ACK, .id = m->id };
+	struct rmca_revoke_note *n = calloc(1, sizeof(*n));
+	struct rmca_module_mr *mmr;
+	struct rmca_mr *mr = mr_by_key(ep, m->rkey, &mmr);
+
+	/* A key that names nothing (already revoked, deregistered) is as
+	 * revoked as it gets; only a use-once key may be revoked at all. */
+	if (!(m->rkey & RMCA_KEY_USE_ONCE))
+		ack.status = RMCA_ERR_INVALID;
+	else if (mr && !(mr->access & RMCA_MR_USE_ONCE))
+		ack.status = RMCA_ERR_INVALID;
+	else if (mr)
+		ack.status = ep->mod->m->ops->revoke(mmr, ep->conn, m->rkey);
+	if (!ack.status && n) {
+		n->seq = m->id;
+		n->rkey = m->rkey;
+		n->next = ep->revokes;
+		ep->revokes = n;
+	} else {
+		free(n);
+		if (!ack.status)
+			ack.status = RMCA_ERR_NO_MEMORY;
+	}
+	rmca_ctrl_send(ep, &ack);
+}
+
+static int revoke_acked(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+{
+	struct rmca_req *r, **pp;
+
+	for (r = ep->deferred; r; r = r->defer_next)
+		if (r->inv_rkey && r->seq == m->id && !r->acked)
+			break;
+	if (!r)
+		return RMCA_ERR_PROTOCOL;
+	if (m->status) {
+		/* The receiver refused: the message is not sent. */
+		for (pp = &ep->deferred; *pp != r; pp = &(*pp)->defer_next)
+			;
+		*pp = r->defer_next;
+		if (ep->deferred_tail == r) {
+			ep->deferred_tail = NULL;
+			for (struct rmca_req *t = ep->deferred; t; t = t->defer_next)
+				ep->deferred_tail = t;
+		}
+		rmca_req_done(r, m->status, 0, 0);
+	} else {
+		r->acked = true;
+	}
+	rmca_deferred_post(ep);
+	return 0;
+}
+
+void rmca_recv_revoked(struct rmca_ep *ep, struct rmca_req *r)
+{
+	struct rmca_revoke_note **pp, *n;
+
+	ep->recv_seq++;
+	for (pp = &ep->revokes; (n = *pp); pp = &n->next) {
+		if (n->seq != ep->recv_seq)
+			continue;
+		*pp = n->next;
+		if (!r->revoked_rkey)
+			r->revoked_rkey = n->rkey;
+		free(n);
+		return;
+	}
+}
+
+int rmca_emul_ctrl_msg(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+{
+	switch (m->type) {
+	case RMCA_CTRL_ATOMIC_REQ:
+		atomic_serve(ep, m);
+		return 0;
+	case RMCA_CTRL_ATOMIC_RESP:
+		return atomic_answered(ep, m);
+	case RMCA_CTRL_REVOKE:
+		revoke_serve(ep, m);
+		return 0;
+	case RMCA_CTRL_REVOKE_ACK:
+		return revoke_acked(ep, m);
+	}
+	return RMCA_ERR_PROTOCOL;
+}
+
+/* The channel is gone: what waited on the peer's core fails. */
+void rmca_emul_ctrl_lost(struct rmca_ep *ep, int status)
+{
+	struct rmca_req *r;
+
+	while ((r = ep->am_wait)) {
+		ep->am_wait = r->am_next;
+		r->am_next = NULL;
+		rmca_req_done(r, status, 0, 0);
+	}
+	while ((r = ep->deferred)) {
+		ep->deferred = r->defer_next;
+		r->defer_next = NULL;
+		rmca_req_done(r, status, 0, 0);
+	}
+	ep->deferred_tail = NULL;
+}
