@@ -15,7 +15,8 @@
 # $CHECK_VM_LOG (check-vm.log) so the caller can find the summary.
 #
 # Env (set by test/vm.am): VM_TESTS, API_TESTS, RMCA_component_path,
-# RMCATEST_TOP_BUILDDIR, RMCATEST_SRCDIR, CHECK_VM_TEST_TIMEOUT (600 s).
+# RMCATEST_TOP_BUILDDIR, RMCATEST_SRCDIR, CHECK_VM_TEST_TIMEOUT (600 s),
+# CHECK_VM_BUILD (anything but "ok" counts as one failure).
 set -u
 export CMOCKA_MESSAGE_OUTPUT=TAP
 timeout=${CHECK_VM_TEST_TIMEOUT:-600}
@@ -96,6 +97,10 @@ main() {
 			echo "# rmca_info: exit status $?"
 	fi
 
+	if [ "${CHECK_VM_BUILD:-ok}" != ok ]; then
+		echo "not ok - the test programs build (make check-vm-programs)"
+		failed=$((failed + 1))
+	fi
 	for t in ${VM_TESTS:-}; do
 		run_one "$t"
 	done
