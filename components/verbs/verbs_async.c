@@ -11,10 +11,13 @@
 
 #include "verbs.h"
 
-static void handle(struct ibv_async_event *ev)
+static void handle(struct rmca_verbs_dev *dev, struct ibv_async_event *ev)
 {
 	struct rmca_conn *c;
 
+	if (ev->event_type <= IBV_EVENT_QP_ACCESS_ERR)
+		dev->core->ops->log(dev->core, RMCA_LOG_DEBUG, "async: %s",
+				    ibv_event_type_str(ev->event_type));
 	switch (ev->event_type) {
 	case IBV_EVENT_QP_ACCESS_ERR:
 		c = ev->element.qp->qp_context;
@@ -41,7 +44,7 @@ void rmca_verbs_async_drain(struct rmca_verbs_dev *dev)
 	if (!dev->async_registered)
 		return;
 	while (!ibv_get_async_event(dev->ctx, &ev)) {
-		handle(&ev);
+		handle(dev, &ev);
 		ibv_ack_async_event(&ev);
 	}
 }

@@ -119,6 +119,10 @@ void rmca_verbs_conn_fail(struct rmca_conn *c, int status)
 	c->state = RMCA_VCONN_FAILED;
 	qp_to_error(c);
 	rmca_verbs_release_held(c, c->fail_status);
+	/* tell the peer: a QP in error serves nothing (iWARP in particular
+	 * may stop a stream without telling the other side) */
+	if (was_up && c->id)
+		rdma_disconnect(c->id);
 	if (was_up && !c->failed_reported && c->cookie) {
 		c->failed_reported = true;
 		core->ops->conn_failed(core, c->cookie, c->fail_status);

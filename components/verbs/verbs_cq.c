@@ -44,6 +44,10 @@ int rmca_verbs_wc_status(const struct ibv_wc *wc, struct rmca_verbs_op *op)
 		if (op->kind == RMCA_VOP_FLUSH && c->remote_err)
 			return c->remote_err;
 		return RMCA_ERR_CONNECTION;
+	case IBV_WC_LOC_QP_OP_ERR:
+		/* rxe's answer on a receive too small for the message */
+		return op->kind == RMCA_VOP_RECV ? RMCA_ERR_TRUNCATED :
+						   RMCA_ERR_CONNECTION;
 	case IBV_WC_REM_OP_ERR:
 		return msg ? RMCA_ERR_TRUNCATED : RMCA_ERR_PROTOCOL;
 	default:
@@ -145,6 +149,11 @@ static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
 		return;
 	}
 	status = rmca_verbs_wc_status(wc, op);
+	if (wc->status)
+		vm->m.core->ops->log(vm->m.core, RMCA_LOG_DEBUG,
+				     "%s: op %d: %s -> %d", vm->m.device,
+				     op->kind, ibv_wc_status_str(wc->status),
+				     status);
 	if (!status)
 		on_success(c, op, wc, &len, &revoked);
 	if (!status && vm->iwarp && op->seq > c->confirmed &&

@@ -48,7 +48,7 @@ int rmca_verbs_module_init(struct rmca_verbs_module *vm)
 		goto err;
 	if (rmca_verbs_cm_listen(vm))
 		goto err;
-	if (vm->iwarp) {
+	{
 		vm->timer_fd = timerfd_create(CLOCK_MONOTONIC,
 					      TFD_NONBLOCK | TFD_CLOEXEC);
 		if (vm->timer_fd < 0)

@@ -178,12 +178,11 @@ static void arm_timer(struct rmca_verbs_module *vm)
 
 	if (vm->timer_fd < 0 || vm->timer_armed)
 		return;
-	if (vm->timer_ms < 1)
-		vm->timer_ms = 1;
 	its.it_value.tv_sec = vm->timer_ms / 1000;
-	its.it_value.tv_nsec = (vm->timer_ms % 1000) * 1000000L;
+	its.it_value.tv_nsec = (vm->timer_ms % 1000) * 1000000L + 1000;
 	if (!timerfd_settime(vm->timer_fd, 0, &its, NULL))
 		vm->timer_armed = true;
+	vm->timer_ms = vm->timer_ms < 1 ? 1 : vm->timer_ms;
 	if (vm->timer_ms < 64)
 		vm->timer_ms *= 2;
 }
@@ -213,9 +212,14 @@ void rmca_verbs_timer_event(void *arg, uint32_t events)
 	if (read(vm->timer_fd, &n, sizeof(n)) < 0)
 		return;
 	vm->timer_armed = false;
-	for (c = vm->conns; c; c = c->next)
-		if (c->waiting)
+	for (c = vm->conns; c; c = c->next) {
+		if (!c->waiting)
+			continue;
+		if (c->state == RMCA_VCONN_FAILED)
+			rmca_verbs_pending_run(c);
+		else
 			rmca_verbs_credit_read(c);
+	}
 }
 
 static void unlink_head(struct rmca_conn *c)
@@ -283,8 +287,12 @@ int rmca_verbs_submit(struct rmca_conn *c, struct rmca_verbs_op *op)
 	int ret;
 
 	if (c->state == RMCA_VCONN_FAILED) {
+		/* completed from the timer, not inside the caller's post:
+		 * the core may not be ready for its completion yet */
 		append(c, op);
-		rmca_verbs_pending_run(c);
+		c->waiting = true;
+		c->mod->timer_ms = 0;
+		arm_timer(c->mod);
 		return 0;
 	}
 	if (op->kind == RMCA_VOP_RECV) {
