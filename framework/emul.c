@@ -10,6 +10,7 @@
  *    completes; the receive then carries revoked_rkey.
  * One atomic mode per context keeps device and CPU atomics from mixing.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -313,4 +314,74 @@ void rmca_emul_ctrl_lost(struct rmca_ep *ep, int status)
 		rmca_req_done(r, status, 0, 0);
 	}
 	ep->deferred_tail = NULL;
+}
+
+static const char *path_word(enum rmca_path p)
+{
+	static const char *const w[] = { "none", "native", "flush", "cas_loop",
+					 "emulated", "revoke_msg" };
+
+	return (unsigned)p < RMCA_ARRAY_SIZE(w) ? w[p] : "?";
+}
+
+/* One line per kind of operation: the path and why, for RMCA_verbose and
+ * rmca_info --explain. */
+void rmca_paths_describe(const struct rmca_ep *ep, char *buf, size_t len)
+{
+	const struct rmca_ep_attr *a = &ep->attr;
+	uint32_t both = ep->mod->caps & ep->peer_caps;
+	const char *mode = ep->ctx->atomic_resolved == RMCA_ATOMIC_MODE_DEVICE ?
+				   "device" :
+				   "cpu";
+	const char *why_atomic, *why_masked, *why_inv;
+
+	switch (a->atomic) {
+	case RMCA_PATH_NATIVE:
+		why_atomic = (both & RMCA_CAP_ATOMIC_CPU) ?
+				     "the target executes FADD/CSWAP on its CPU" :
+				     "the NIC executes FADD/CSWAP";
+		break;
+	case RMCA_PATH_EMULATED:
+		why_atomic = !(both & RMCA_CAP_ATOMIC) ?
+				     "no atomics on both sides: the target's core executes them" :
+				     "the NIC's atomics would not be coherent with CPU atomics: the target's core executes them";
+		break;
+	default:
+		why_atomic = "no device atomics, and emulation would mix CPU and device atomics";
+	}
+	switch (a->masked_atomic) {
+	case RMCA_PATH_NATIVE:
+		why_masked = "executed natively";
+		break;
+	case RMCA_PATH_CAS_LOOP:
+		why_masked = "no masked atomics: a compare-and-swap loop over the native CSWAP";
+		break;
+	case RMCA_PATH_EMULATED:
+		why_masked = "the target's core executes them";
+		break;
+	default:
+		why_masked = "no device atomics to build them on";
+	}
+	switch (a->send_inv) {
+	case RMCA_PATH_NATIVE:
+		why_inv = "the receiving device invalidates the key";
+		break;
+	case RMCA_PATH_REVOKE_MSG:
+		why_inv = "no send with invalidate on both sides: a control message revokes the key before the message is sent";
+		break;
+	default:
+		why_inv = "no way to revoke a key on this transport";
+	}
+	snprintf(buf, len,
+		 "put_delivered: %s (%s)\n"
+		 "atomic: %s (atomic mode %s; %s)\n"
+		 "masked_atomic: %s (%s)\n"
+		 "send_inv: %s (%s)\n",
+		 path_word(a->put_delivered),
+		 a->put_delivered == RMCA_PATH_NATIVE ?
+			 "a completion means the data is at the target" :
+			 "completions are local only: a flush follows, the put completes with it",
+		 path_word(a->atomic), mode, why_atomic,
+		 path_word(a->masked_atomic), why_masked,
+		 path_word(a->send_inv), why_inv);
 }

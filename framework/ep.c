@@ -17,6 +17,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <rmca/info.h>
+
 #include "bootstrap.h"
 #include "ctrl.h"
 #include "ep.h"
@@ -207,6 +209,12 @@ static int ep_establish(struct rmca_context *ctx, int fd, struct rmca_mod *mod,
 	rmca_log(1, "%s: connected over %s %s (%s)", ep->peer,
 		 ep->attr.transport, ep->attr.device,
 		 peer_is_local ? "same host" : "remote host");
+	if (rmca_log_verbose >= 1) {
+		char paths[1024];
+
+		rmca_paths_describe(ep, paths, sizeof(paths));
+		log_reasons(ep->peer, paths);
+	}
 	*out = ep;
 	return 0;
 }
@@ -467,101 +475,173 @@ int rmca_accept(rmca_listener_t *l, int timeout_ms, rmca_ep_t **ep)
 	}
 }
 
-int rmca_connect(rmca_context_t *ctx, const char *host_port, int timeout_ms,
-		 rmca_ep_t **out)
-{
-	char host[256], port[8], who[96], why[256], phost[64];
-	struct rmca_hello *peer = NULL, *mine = NULL;
-	struct rmca_mod *mod;
+/* The active side's handshake, shared by rmca_connect and the probe of
+ * rmca_info_explain. */
+struct active_hs {
+	int fd;
+	int64_t deadline;
+	uint64_t token;
+	int local;
+	struct rmca_hello *peer, *mine;
 	struct rmca_selection sel;
+	struct rmca_mod *mod;
+	char who[96];
+};
+
+static void hs_release(struct active_hs *hs)
+{
+	if (hs->fd >= 0)
+		close(hs->fd);
+	free(hs->peer);
+	free(hs->mine);
+}
+
+static int handshake_active(struct rmca_context *ctx, const char *host_port,
+			    int timeout_ms, uint8_t role, struct active_hs *hs)
+{
+	char host[256], port[8], why[256], phost[64];
 	struct reach_arg ra;
 	uint8_t *buf = NULL;
-	int64_t deadline;
-	uint64_t token = 0;
 	size_t len;
-	int fd, rc, local;
+	int rc;
 
-	if (!ctx || !out ||
-	    rmca_parse_host_port(host_port, host, sizeof(host), port, sizeof(port)))
+	memset(hs, 0, sizeof(*hs));
+	hs->fd = -1;
+	if (rmca_parse_host_port(host_port, host, sizeof(host), port, sizeof(port)))
 		return RMCA_ERR_INVALID;
-	deadline = rmca_now_ms() +
-		   (timeout_ms < 0 ? ctx->connect_timeout_ms : timeout_ms);
-	fd = rmca_tcp_connect(host, port, deadline);
-	if (fd < 0) {
-		rmca_log(1, "connect %s: %s", host_port, rmca_strerror(fd));
-		return fd;
+	hs->deadline = rmca_now_ms() +
+		       (timeout_ms < 0 ? ctx->connect_timeout_ms : timeout_ms);
+	hs->fd = rmca_tcp_connect(host, port, hs->deadline);
+	if (hs->fd < 0) {
+		rc = hs->fd;
+		rmca_log(1, "connect %s: %s", host_port, rmca_strerror(rc));
+		return rc;
 	}
-	rmca_peer_name(fd, phost, sizeof(phost), who, sizeof(who));
-	peer = malloc(sizeof(*peer));
-	mine = malloc(sizeof(*mine));
+	rmca_peer_name(hs->fd, phost, sizeof(phost), hs->who, sizeof(hs->who));
+	hs->peer = malloc(sizeof(*hs->peer));
+	hs->mine = malloc(sizeof(*hs->mine));
 	buf = malloc(RMCA_HELLO_MAX);
-	if (!peer || !mine || !buf) {
+	if (!hs->peer || !hs->mine || !buf) {
 		rc = RMCA_ERR_NO_MEMORY;
 		goto out;
 	}
-	while (!token)
-		ctx->core.ops->random(&token, sizeof(token));
-	hello_fill(ctx, mine, RMCA_ROLE_ACTIVE, token);
-	rc = rmca_hello_encode(mine, buf, RMCA_HELLO_MAX);
+	while (!hs->token)
+		ctx->core.ops->random(&hs->token, sizeof(hs->token));
+	hello_fill(ctx, hs->mine, role, hs->token);
+	rc = rmca_hello_encode(hs->mine, buf, RMCA_HELLO_MAX);
 	if (rc < 0)
 		goto out;
-	rc = rmca_msg_send(fd, buf, (size_t)rc, deadline);
+	rc = rmca_msg_send(hs->fd, buf, (size_t)rc, hs->deadline);
 	if (!rc)
-		rc = rmca_msg_recv(fd, buf, RMCA_HELLO_MAX, &len, deadline, why,
-				   sizeof(why));
+		rc = rmca_msg_recv(hs->fd, buf, RMCA_HELLO_MAX, &len,
+				   hs->deadline, why, sizeof(why));
 	if (rc == RMCA_ERR_CONNECTION || rc == RMCA_ERR_TIMEOUT) {
-		rmca_log(0, "connect %s: %s during the hello", who,
+		rmca_log(0, "connect %s: %s during the hello", hs->who,
 			 rmca_strerror(rc));
 		goto out;
 	}
 	if (!rc)
-		rc = rmca_hello_decode(buf, len, peer, why, sizeof(why));
+		rc = rmca_hello_decode(buf, len, hs->peer, why, sizeof(why));
 	if (rc) {
-		rmca_log(0, "connect %s: bad hello: %s", who, why);
+		rmca_log(0, "connect %s: bad hello: %s", hs->who, why);
 		goto out;
 	}
-	if (peer->kind == RMCA_WIRE_REJECT) {
-		rmca_log(0, "connect %s: refused by the peer: %s", who,
-			 peer->reason);
-		rc = peer->status ? peer->status : RMCA_ERR_PROTOCOL;
+	if (hs->peer->kind == RMCA_WIRE_REJECT) {
+		rmca_log(0, "connect %s: refused by the peer: %s", hs->who,
+			 hs->peer->reason);
+		rc = hs->peer->status ? hs->peer->status : RMCA_ERR_PROTOCOL;
 		goto out;
 	}
-	if (peer->role != RMCA_ROLE_PASSIVE || peer->token != token ||
-	    peer->choice_a >= mine->nmods || peer->choice_p >= peer->nmods ||
-	    strcmp(mine->mods[peer->choice_a].component,
-		   peer->mods[peer->choice_p].component)) {
+	if (hs->peer->role != RMCA_ROLE_PASSIVE ||
+	    hs->peer->token != hs->token ||
+	    hs->peer->choice_a >= hs->mine->nmods ||
+	    hs->peer->choice_p >= hs->peer->nmods ||
+	    strcmp(hs->mine->mods[hs->peer->choice_a].component,
+		   hs->peer->mods[hs->peer->choice_p].component)) {
 		rmca_log(0, "connect %s: the peer's answer names no valid transport",
-			 who);
+			 hs->who);
 		rc = RMCA_ERR_PROTOCOL;
 		goto out;
 	}
-	local = peer_local(ctx, peer);
+	hs->local = peer_local(ctx, hs->peer);
 	/* The passive side decides (it alone can judge reachability of its
 	 * own modules); our own view is logged so a disagreement shows. */
-	ra = (struct reach_arg){ .ctx = ctx, .mine = mine, .peer = peer };
-	if (!rmca_select(mine->mods, mine->nmods, peer->mods, peer->nmods, 1,
-			 local, 0, reach_cb, &ra, &sel) &&
-	    (sel.a != peer->choice_a || sel.p != peer->choice_p))
+	ra = (struct reach_arg){ .ctx = ctx, .mine = hs->mine, .peer = hs->peer };
+	if (!rmca_select(hs->mine->mods, hs->mine->nmods, hs->peer->mods,
+			 hs->peer->nmods, 1, hs->local, 0, reach_cb, &ra,
+			 &hs->sel) &&
+	    (hs->sel.a != hs->peer->choice_a || hs->sel.p != hs->peer->choice_p))
 		rmca_log(1, "connect %s: the peer chose %s %s; this side would have chosen %s %s",
-			 who, mine->mods[peer->choice_a].component,
-			 mine->mods[peer->choice_a].device,
-			 mine->mods[sel.a].component, mine->mods[sel.a].device);
-	log_reasons(who, sel.reasons);
-	mod = offered_mod(ctx, mine, peer->choice_a);
-	if (!mod) {
+			 hs->who, hs->mine->mods[hs->peer->choice_a].component,
+			 hs->mine->mods[hs->peer->choice_a].device,
+			 hs->mine->mods[hs->sel.a].component,
+			 hs->mine->mods[hs->sel.a].device);
+	log_reasons(hs->who, hs->sel.reasons);
+	hs->mod = offered_mod(ctx, hs->mine, hs->peer->choice_a);
+	if (!hs->mod)
 		rc = RMCA_ERR_PROTOCOL;
-		goto out;
-	}
-	rc = ep_establish(ctx, fd, mod, &peer->mods[peer->choice_p], 1, token,
-			  local, deadline, out);
-	if (!rc)
-		fd = -1;
 out:
-	if (fd >= 0)
-		close(fd);
-	free(peer);
-	free(mine);
 	free(buf);
+	return rc;
+}
+
+int rmca_connect(rmca_context_t *ctx, const char *host_port, int timeout_ms,
+		 rmca_ep_t **out)
+{
+	struct active_hs hs;
+	int rc;
+
+	if (!ctx || !out)
+		return RMCA_ERR_INVALID;
+	rc = handshake_active(ctx, host_port, timeout_ms, RMCA_ROLE_ACTIVE, &hs);
+	if (!rc) {
+		rc = ep_establish(ctx, hs.fd, hs.mod,
+				  &hs.peer->mods[hs.peer->choice_p], 1, hs.token,
+				  hs.local, hs.deadline, out);
+		if (!rc)
+			hs.fd = -1;
+	}
+	hs_release(&hs);
+	return rc;
+}
+
+int rmca_info_explain(rmca_context_t *ctx, const char *host_port,
+		      int timeout_ms, char *out, size_t out_len)
+{
+	struct active_hs hs;
+	struct rmca_ep probe;
+	size_t used;
+	int rc;
+
+	if (!ctx || !out || !out_len)
+		return RMCA_ERR_INVALID;
+	out[0] = '\0';
+	rc = handshake_active(ctx, host_port, timeout_ms, RMCA_ROLE_PROBE, &hs);
+	if (rc == RMCA_ERR_UNREACHABLE || rc == RMCA_ERR_PROTOCOL) {
+		snprintf(out, out_len, "refused: %s\n",
+			 hs.peer && hs.peer->kind == RMCA_WIRE_REJECT ?
+				 hs.peer->reason :
+				 rmca_strerror(rc));
+	}
+	if (!rc) {
+		/* Paths come from the same code an endpoint uses. */
+		memset(&probe, 0, sizeof(probe));
+		probe.ctx = ctx;
+		probe.mod = hs.mod;
+		probe.peer_caps = hs.peer->mods[hs.peer->choice_p].caps;
+		ep_attr_fill(&probe, hs.local);
+		snprintf(out, out_len,
+			 "peer %s (%s)\ntransport %s, device %s <-> %s\n",
+			 hs.who, hs.local ? "same host" : "remote host",
+			 probe.attr.transport, probe.attr.device,
+			 hs.peer->mods[hs.peer->choice_p].device);
+		used = strlen(out);
+		rmca_paths_describe(&probe, out + used, out_len - used);
+		used = strlen(out);
+		snprintf(out + used, out_len - used, "selection:\n%s",
+			 hs.sel.reasons);
+	}
+	hs_release(&hs);
 	return rc;
 }
 

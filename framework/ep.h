@@ -118,6 +118,7 @@ void rmca_ep_cancel_all(struct rmca_ep *ep, int status);
 
 /* emul.c: the paths the core builds from capabilities */
 void rmca_paths_choose(struct rmca_ep *ep);
+void rmca_paths_describe(const struct rmca_ep *ep, char *buf, size_t len);
 int rmca_emul_atomic(struct rmca_ep *ep, struct rmca_req *r);
 int rmca_cas_start(struct rmca_ep *ep, struct rmca_req *r);
 bool rmca_cas_step_done(struct rmca_req *r, int status);

@@ -66,6 +66,15 @@ struct rmca_info_param {
 };
 int rmca_info_param(rmca_context_t *ctx, int i, struct rmca_info_param *out);
 
+/*
+ * Ask the listener at host_port which transport and which path per kind of
+ * operation an endpoint would get, and why, without making one (the
+ * listener answers inside rmca_accept and keeps waiting). out receives
+ * text lines. Returns 0, or the status rmca_connect would have met.
+ */
+int rmca_info_explain(rmca_context_t *ctx, const char *host_port,
+		      int timeout_ms, char *out, size_t out_len);
+
 /* Build configuration: "key=value" lines (prefix, pkglibdir, components built). */
 const char *rmca_info_build(void);
 
