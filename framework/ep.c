@@ -617,12 +617,12 @@ int rmca_info_explain(rmca_context_t *ctx, const char *host_port,
 		return RMCA_ERR_INVALID;
 	out[0] = '\0';
 	rc = handshake_active(ctx, host_port, timeout_ms, RMCA_ROLE_PROBE, &hs);
-	if (rc == RMCA_ERR_UNREACHABLE || rc == RMCA_ERR_PROTOCOL) {
-		snprintf(out, out_len, "refused: %s\n",
-			 hs.peer && hs.peer->kind == RMCA_WIRE_REJECT ?
-				 hs.peer->reason :
-				 rmca_strerror(rc));
-	}
+	if (rc && hs.peer && hs.peer->kind == RMCA_WIRE_REJECT)
+		snprintf(out, out_len, "refused by the listener: %s\n",
+			 hs.peer->reason);
+	else if (rc)
+		snprintf(out, out_len, "cannot reach the listener: %s\n",
+			 rmca_strerror(rc));
 	if (!rc) {
 		/* Paths come from the same code an endpoint uses. */
 		memset(&probe, 0, sizeof(probe));

@@ -19,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 n=0
 failed=0
-echo "1..14"
+echo "1..17"
 
 # ok CONDITION-STATUS NAME: one TAP line; on failure, what was seen.
 ok() {
@@ -172,7 +172,7 @@ ok $? "--param framework shows the framework's parameters only"
 # 13
 st=0
 for args in "--no-such-option" "--param" "--param no_such_component" \
-	"extra-argument" "--explain localhost:1" "--json --parsable"; do
+	"extra-argument" "--explain" "--json --parsable"; do
 	# shellcheck disable=SC2086 # word splitting wanted
 	run $args
 	if [ "$rc" -ne 2 ] || ! grep -q '^Usage: rmca_info' "$tmp/err" ||
@@ -189,5 +189,33 @@ run --help
 [ "$rc" -eq 0 ] && has '^Usage: rmca_info' && has '--parsable' &&
 	has '--json' && has '--param' && [ ! -s "$tmp/err" ]
 ok $? "--help prints usage on stdout and exits 0"
+
+# 15-17: --explain asks a live listener (rmca_xfer -s) and connects nothing
+xfer=$top/tools/rmca_xfer
+"$xfer" -s -l 127.0.0.1:0 >"$tmp/srv" 2>&1 &
+srv=$!
+port=
+for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+	port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$tmp/srv")
+	[ -n "$port" ] && break
+	sleep 0.1
+done
+run --explain "127.0.0.1:$port"
+[ "$rc" -eq 0 ] && has '^  transport tcp' && has '^  atomic: native' &&
+	has '^  send_inv: native' && has 'chose tcp'
+ok $? "--explain names the transport and the native paths"
+
+RMCA_tcp_caps=^atomic,^masked_atomic,^remote_completion run --parsable \
+	--explain "127.0.0.1:$port"
+[ "$rc" -eq 0 ] && has '^explain:atomic: emulated' &&
+	has '^explain:masked_atomic: emulated' &&
+	has '^explain:put_delivered: flush' && ! grep -qv '^explain:' "$tmp/out"
+ok $? "--explain shows the fallbacks a capability mask forces, and why"
+
+# the probe made no endpoint: the server still waits for its client
+kill -0 "$srv" 2>/dev/null && ! grep -q '^transport' "$tmp/srv"
+ok $? "--explain leaves the listener waiting for a real peer"
+kill "$srv" 2>/dev/null
+wait "$srv" 2>/dev/null
 
 [ "$failed" -eq 0 ]

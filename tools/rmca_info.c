@@ -20,6 +20,7 @@ struct options {
 	enum format format;
 	const char **params; /* --param arguments */
 	int nparams;
+	const char *explain; /* --explain HOST:PORT */
 };
 
 struct comp_extra {
@@ -57,6 +58,9 @@ static void usage(FILE *f)
 		"                    component's (may be repeated)\n"
 		"      --parsable    one fact per line, colon-separated keys\n"
 		"      --json        one JSON object\n"
+		"      --explain HOST:PORT  ask the rmca listener there which transport\n"
+		"                    and which path per operation an endpoint would\n"
+		"                    get, and why (nothing is connected)\n"
 		"  -h, --help        this text\n"
 		"\n"
 		"Components are searched in RMCA_component_path (colon list), then in the\n"
@@ -68,8 +72,7 @@ static const struct option long_options[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "param", required_argument, NULL, 'p' },
 	{ "parsable", no_argument, NULL, 'P' },
-	/* "explain", required_argument: HOST:PORT, the selection made for a
-	 * peer and why; comes with the wire-up (DESIGN.md, Selection). */
+	{ "explain", required_argument, NULL, 'e' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -101,6 +104,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'p':
 			o->params[o->nparams++] = optarg;
+			break;
+		case 'e':
+			o->explain = optarg;
 			break;
 		default:
 			goto bad; /* getopt said why */
@@ -596,6 +602,33 @@ static void print_json(const struct report *r)
 	printf("\n  ]\n}\n");
 }
 
+/* --explain: the listener's answer, one line per fact. */
+static int explain(rmca_context_t *ctx, const struct options *o)
+{
+	static char text[8192];
+	int rc = rmca_info_explain(ctx, o->explain, 10000, text, sizeof(text));
+	char *line, *save = NULL;
+
+	if (rc && !text[0])
+		snprintf(text, sizeof(text), "%s\n", rmca_strerror(rc));
+	if (o->format == FMT_JSON) {
+		printf("{\"explain\":");
+		json_str(o->explain);
+		printf(",\"status\":%d,\"text\":", rc);
+		json_str(text);
+		printf("}\n");
+		return rc ? 1 : 0;
+	}
+	if (o->format == FMT_HUMAN)
+		printf("%s: %s\n", o->explain, rc ? "no endpoint possible" :
+						    "an endpoint would use");
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		printf(o->format == FMT_PARSABLE ? "explain:%s\n" : "  %s\n",
+		       line);
+	return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static void (*const print[])(const struct report *) = {
@@ -622,6 +655,10 @@ int main(int argc, char **argv)
 	if (!params_known(ctx, &o)) {
 		usage(stderr);
 		ret = 2;
+		goto out;
+	}
+	if (o.explain) {
+		ret = explain(ctx, &o);
 		goto out;
 	}
 	if (gather(ctx, &o, &r)) {
