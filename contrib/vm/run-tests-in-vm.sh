@@ -2,12 +2,12 @@
 # run-tests-in-vm.sh - the payload of `make check-vm`, run inside the guest by
 # run-vm.sh from the build tree's test/ directory.
 #
-# Runs every program in $VM_TESTS once, and every program in $API_TESTS once
-# per device (rxe0: RMCA_transports=ib, RMCATEST_HOST=10.0.0.1; siw0:
-# RMCA_transports=iwarp, RMCATEST_HOST=10.0.1.1). Each speaks TAP; its output
-# is shown and its results counted. A program that exits non-zero without a
-# failing case to show for it, or prints no plan, or fewer results than its
-# plan, counts as one more failure. Ends with the line
+# Runs every program in $VM_TESTS (the verbs tests) and $API_TESTS (the API
+# suite) once per device: rxe0 with RMCA_transports=ib RMCATEST_HOST=10.0.0.1,
+# siw0 with RMCA_transports=iwarp RMCATEST_HOST=10.0.1.1. Each speaks TAP;
+# its output is shown and its results counted. A program that exits non-zero
+# without a failing case to show for it, or prints no plan, or fewer results
+# than its plan, counts as one more failure. Ends with the line
 #
 #   check-vm: N passed, N failed, N skipped
 #
@@ -101,10 +101,7 @@ main() {
 		echo "not ok - the test programs build (make check-vm-programs)"
 		failed=$((failed + 1))
 	fi
-	for t in ${VM_TESTS:-}; do
-		run_one "$t"
-	done
-	for t in ${API_TESTS:-}; do
+	for t in ${VM_TESTS:-} ${API_TESTS:-}; do
 		run_one "$t" RMCA_transports=ib RMCATEST_HOST=10.0.0.1
 		run_one "$t" RMCA_transports=iwarp RMCATEST_HOST=10.0.1.1
 	done
