@@ -140,7 +140,7 @@ static int reach_cb(void *arg, int li, int pi, char *why, size_t why_len)
 				      why_len);
 }
 
-static void log_reasons(const char *peer, const char *reasons)
+static void log_lines(const char *what, const char *peer, const char *reasons)
 {
 	const char *p = reasons;
 
@@ -148,7 +148,7 @@ static void log_reasons(const char *peer, const char *reasons)
 		const char *nl = strchr(p, '\n');
 		int n = nl ? (int)(nl - p) : (int)strlen(p);
 
-		rmca_log(1, "select %s: %.*s", peer, n, p);
+		rmca_log(1, "%s %s: %.*s", what, peer, n, p);
 		p += n + (nl ? 1 : 0);
 	}
 }
@@ -213,7 +213,7 @@ static int ep_establish(struct rmca_context *ctx, int fd, struct rmca_mod *mod,
 		char paths[1024];
 
 		rmca_paths_describe(ep, paths, sizeof(paths));
-		log_reasons(ep->peer, paths);
+		log_lines("paths", ep->peer, paths);
 	}
 	*out = ep;
 	return 0;
@@ -297,7 +297,7 @@ static int handshake_passive(struct rmca_context *ctx, int fd,
 	ra = (struct reach_arg){ .ctx = ctx, .mine = mine, .peer = peer };
 	rc = rmca_select(peer->mods, peer->nmods, mine->mods, mine->nmods, 0,
 			 local, 0, reach_cb, &ra, &sel);
-	log_reasons(who, sel.reasons);
+	log_lines("select", who, sel.reasons);
 	if (rc) {
 		rmca_log(0, "%s: no enabled transport reaches the peer (RMCA_verbose=1 tells why)",
 			 who);
@@ -576,7 +576,7 @@ static int handshake_active(struct rmca_context *ctx, const char *host_port,
 			 hs->mine->mods[hs->peer->choice_a].device,
 			 hs->mine->mods[hs->sel.a].component,
 			 hs->mine->mods[hs->sel.a].device);
-	log_reasons(hs->who, hs->sel.reasons);
+	log_lines("select", hs->who, hs->sel.reasons);
 	hs->mod = offered_mod(ctx, hs->mine, hs->peer->choice_a);
 	if (!hs->mod)
 		rc = RMCA_ERR_PROTOCOL;

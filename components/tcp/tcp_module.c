@@ -86,9 +86,26 @@ static int tcp_mr_dereg(struct rmca_module_mr *mr)
 	return 0;
 }
 
+/* A use-once key serves one transaction: once revoked, the region gets a
+ * fresh key the next time one is handed out. */
 static uint64_t tcp_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
 {
-	return mr->key;
+	if (!mr->in_table &&
+	    !rmca_tcp_keytab_add(&mr->mod->keys, mr->access & RMCA_MR_USE_ONCE,
+				 mr, &mr->key))
+		mr->in_table = true;
+	return mr->in_table ? mr->key : 0;
+}
+
+/* The core's revoke message path (send_inv masked away). */
+static int tcp_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
+		      uint64_t rkey)
+{
+	if (mr->in_table && mr->key == rkey) {
+		rmca_tcp_keytab_remove(&mr->mod->keys, rkey);
+		mr->in_table = false;
+	}
+	return 0;
 }
 
 static const struct rmca_module_ops tcp_module_ops = {
@@ -104,6 +121,7 @@ static const struct rmca_module_ops tcp_module_ops = {
 	.put = rmca_tcp_put,
 	.reachable = tcp_reachable,
 	.recv = rmca_tcp_recv,
+	.revoke = tcp_revoke,
 	.send = rmca_tcp_send,
 	.send_inv = rmca_tcp_send_inv,
 };
