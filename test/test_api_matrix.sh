@@ -1,0 +1,53 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The same semantic suite over every path: the public-contract programs run
+# again over tcp with each capability masked (RMCA_tcp_caps), so the core's
+# fallbacks (flush, CAS loop, emulated atomics, revoke messages) must give
+# exactly the results of the native paths. Speaks TAP: one line per case
+# and mask.
+
+set -u
+
+builddir=${RMCATEST_BUILDDIR:-.}
+progs="test_api_sendrecv test_api_rma test_api_atomic test_api_use_once test_api_errors test_api_wait_fd"
+masks="^atomic ^masked_atomic ^atomic,masked_atomic ^send_inv ^remote_completion ^atomic,masked_atomic,send_inv,remote_completion"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rmca-matrix.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+n=0
+failed=0
+out=$tmp/all
+: >"$out"
+for mask in $masks; do
+	for prog in $progs; do
+		RMCA_transports=tcp RMCA_tcp_caps=$mask CMOCKA_MESSAGE_OUTPUT=TAP \
+			"$builddir/$prog" >"$tmp/one" 2>"$tmp/err"
+		rc=$?
+		# keep the verdict lines, name them with the mask
+		sed -n "s/^\(not ok\|ok\) [0-9]* - \(.*\)$/\1 - [$mask] $prog: \2/p" \
+			"$tmp/one" >>"$out"
+		if ! grep -q '^ok\|^not ok' "$tmp/one" || [ $rc -gt 1 ]; then
+			echo "not ok - [$mask] $prog: exit $rc, no verdicts" >>"$out"
+			sed 's/^/# /' "$tmp/err" | head -20 >>"$out"
+		fi
+		if grep -q '^not ok' "$tmp/one"; then
+			sed 's/^/# /' "$tmp/err" | head -20 >>"$out"
+		fi
+	done
+done
+total=$(grep -c '^\(ok\|not ok\)' "$out")
+echo "1..$total"
+while IFS= read -r line; do
+	case $line in
+	"ok "* | "not ok "*)
+		n=$((n + 1))
+		case $line in "not ok"*) failed=$((failed + 1)) ;; esac
+		verdict=${line%% - *}
+		echo "$verdict $n - ${line#* - }"
+		;;
+	*) echo "$line" ;;
+	esac
+done <"$out"
+[ "$failed" -eq 0 ]
