@@ -154,7 +154,8 @@ int rmca_hello_decode(const uint8_t *buf, size_t len, struct rmca_hello *h,
 		BAD("not an rmca peer (magic 0x%08x)", magic);
 	h->version = (uint16_t)get_le(&r, 2);
 	h->kind = (uint8_t)get_le(&r, 1);
-	(void)get_le(&r, 1);
+	if (get_le(&r, 1))
+		BAD("reserved header byte set");
 	if (r.short_read)
 		BAD("truncated header (%zu bytes)", len);
 	if (h->version != RMCA_WIRE_VERSION)

@@ -12,6 +12,7 @@
 #include <rmca.h>
 #include <rmca/component.h>
 
+#include "ctrl.h"
 #include "wire.h"
 
 static void sample(struct rmca_hello *h)
@@ -206,6 +207,88 @@ static void random_bytes_never_crash_the_decoder(void **state)
 	}
 }
 
+/* ---- the control channel's messages ---- */
+
+static void ctrl_round_trip(const struct rmca_ctrl_msg *m, struct rmca_ctrl_msg *d)
+{
+	uint8_t buf[4 + RMCA_CTRL_MAX];
+	char why[128];
+	int n = rmca_ctrl_encode(m, buf, sizeof(buf));
+
+	assert_true(n > 4);
+	assert_int_equal(buf[0] | buf[1] << 8 | buf[2] << 16 | buf[3] << 24,
+			 n - 4);
+	assert_int_equal(rmca_ctrl_decode(buf + 4, (size_t)n - 4, d, why,
+					  sizeof(why)), 0);
+}
+
+static void ctrl_messages_round_trip(void **state)
+{
+	struct rmca_ctrl_msg m = { .type = RMCA_CTRL_ATOMIC_REQ, .id = 77,
+				   .op = { .kind = RMCA_ATOMIC_MASKED_CSWAP,
+					   .raddr = 0x7fff0008, .rkey = ~0ull,
+					   .operand = 1, .compare = 2,
+					   .compare_mask = 3, .swap_mask = 4,
+					   .field_boundary = 5 } };
+	struct rmca_ctrl_msg d;
+
+	(void)state;
+	ctrl_round_trip(&m, &d);
+	assert_int_equal(d.type, RMCA_CTRL_ATOMIC_REQ);
+	assert_true(d.id == 77);
+	assert_memory_equal(&d.op, &m.op, sizeof(m.op));
+
+	m = (struct rmca_ctrl_msg){ .type = RMCA_CTRL_ATOMIC_RESP, .id = 9,
+				    .status = RMCA_ERR_REMOTE_ACCESS,
+				    .old = 0xdeadbeefull };
+	ctrl_round_trip(&m, &d);
+	assert_int_equal(d.status, RMCA_ERR_REMOTE_ACCESS);
+	assert_true(d.old == 0xdeadbeefull);
+
+	m = (struct rmca_ctrl_msg){ .type = RMCA_CTRL_REVOKE, .id = 3,
+				    .rkey = RMCA_KEY_USE_ONCE | 42 };
+	ctrl_round_trip(&m, &d);
+	assert_true(d.rkey == (RMCA_KEY_USE_ONCE | 42));
+
+	m = (struct rmca_ctrl_msg){ .type = RMCA_CTRL_REVOKE_ACK, .id = 3 };
+	ctrl_round_trip(&m, &d);
+	assert_int_equal(d.status, 0);
+}
+
+static void malformed_ctrl_messages_are_refused(void **state)
+{
+	struct rmca_ctrl_msg m = { .type = RMCA_CTRL_REVOKE, .id = 1, .rkey = 2 };
+	struct rmca_ctrl_msg d;
+	uint8_t buf[4 + RMCA_CTRL_MAX];
+	char why[128];
+	int n;
+
+	(void)state;
+	n = rmca_ctrl_encode(&m, buf, sizeof(buf));
+	for (int len = 0; len < n - 4; len++)
+		assert_int_equal(rmca_ctrl_decode(buf + 4, (size_t)len, &d, why,
+						  sizeof(why)),
+				 RMCA_ERR_PROTOCOL);
+	buf[4] = 99; /* type */
+	assert_int_equal(rmca_ctrl_decode(buf + 4, (size_t)n - 4, &d, why,
+					  sizeof(why)),
+			 RMCA_ERR_PROTOCOL);
+	assert_non_null(strstr(why, "type"));
+	m = (struct rmca_ctrl_msg){ .type = RMCA_CTRL_ATOMIC_REQ,
+				    .op = { .kind = RMCA_ATOMIC_FADD } };
+	n = rmca_ctrl_encode(&m, buf, sizeof(buf));
+	buf[4 + 1 + 8] = 17; /* atomic kind */
+	assert_int_equal(rmca_ctrl_decode(buf + 4, (size_t)n - 4, &d, why,
+					  sizeof(why)),
+			 RMCA_ERR_PROTOCOL);
+	m = (struct rmca_ctrl_msg){ .type = RMCA_CTRL_REVOKE_ACK };
+	n = rmca_ctrl_encode(&m, buf, sizeof(buf));
+	buf[4 + 1 + 8] = 200; /* status -200: no such status */
+	assert_int_equal(rmca_ctrl_decode(buf + 4, (size_t)n - 4, &d, why,
+					  sizeof(why)),
+			 RMCA_ERR_PROTOCOL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -217,6 +300,8 @@ int main(void)
 		cmocka_unit_test(bad_magic_kind_role_and_counts_are_refused),
 		cmocka_unit_test(non_printable_names_are_refused),
 		cmocka_unit_test(random_bytes_never_crash_the_decoder),
+		cmocka_unit_test(ctrl_messages_round_trip),
+		cmocka_unit_test(malformed_ctrl_messages_are_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
