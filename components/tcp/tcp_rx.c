@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "atomic.h"
+#include <rmca/atomic_ops.h>
 #include "tcp.h"
 
 static void protocol_error(struct rmca_conn *c, const char *why)
@@ -98,7 +98,7 @@ static void on_atomic(struct rmca_conn *c, const struct tcp_frame *f)
 		respond(c, f, r, 0, NULL, 0);
 		return;
 	}
-	respond(c, f, 0, rmca_tcp_atomic_exec((uint64_t *)(void *)p, &a),
+	respond(c, f, 0, rmca_atomic_cpu((uint64_t *)(void *)p, &a),
 		NULL, 0);
 }
 
