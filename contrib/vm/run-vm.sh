@@ -35,9 +35,11 @@ BASE=$CACHE/out/base-$KVER.cpio
 # Two runs may race to build the cache; the lock makes the second one wait.
 exec 9>"$CACHE/.lock"
 flock 9
-if [ ! -f "$BASE" ] || [ "$HERE/mkinitrd.sh" -nt "$BASE" ] ||
-   [ "$HERE/guest-init" -nt "$BASE" ]; then
+# Keyed on content, not mtime: a fresh clone must not rebuild for nothing.
+key=$(cat "$HERE/mkinitrd.sh" "$HERE/guest-init" | sha1sum)
+if [ ! -f "$BASE" ] || [ "$(cat "$BASE.key" 2>/dev/null)" != "$key" ]; then
 	VM_CACHE=$CACHE KVER=$KVER "$HERE/mkinitrd.sh" >/dev/null || exit 255
+	echo "$key" >"$BASE.key"
 fi
 flock -u 9
 
