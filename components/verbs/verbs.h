@@ -199,13 +199,18 @@ struct rmca_verbs_mw {
 struct rmca_module_mr {
 	struct rmca_module_mr *next; /* the module's regions */
 	struct rmca_verbs_module *mod;
-	struct ibv_mr *mr;
+	struct ibv_mr *mr; /* local keys (and the remote one, unless below) */
+	bool mr_rw; /* mr has IBV_ACCESS_REMOTE_WRITE */
 	struct ibv_mr *sink; /* iwarp: READ-sink twin with REMOTE_WRITE */
 	void *addr;
 	size_t len;
 	unsigned access;
 	bool use_mw; /* use-once on a device with SEND_INV: keys are MWs */
 	struct rmca_verbs_mw *mws;
+	/* use-once without windows: the registration whose rkey is the
+	 * published key, NULL once revoked (re-made by the next mr_rkey) */
+	struct ibv_mr *pub;
+	uint32_t dead_rkey; /* the last key revoked, never handed out again */
 };
 
 /* device + PD (verbs_device.c, verbs_pd.c) */
@@ -270,6 +275,8 @@ int rmca_verbs_mr_dereg(struct rmca_module_mr *mr);
 uint64_t rmca_verbs_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c);
 uint32_t rmca_verbs_sink_lkey(struct rmca_module_mr *mr);
 uint64_t rmca_verbs_revoke(struct rmca_conn *c, uint32_t rkey);
+int rmca_verbs_mr_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
+			 uint64_t rkey);
 void rmca_verbs_mw_conn_gone(struct rmca_conn *c);
 
 static inline uint64_t rmca_verbs_key(uint32_t rkey, bool use_once)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Memory registration on the device's shared PD.
+ * Memory registration on the device's shared PD, and the keys of a region.
  *
  * Keys: an rmca key holds the 32-bit rkey in its low bits, bit 32 always set
  * (a key is never 0) and RMCA_KEY_USE_ONCE (bit 63) for use-once regions.
@@ -12,15 +12,27 @@
  * for that connection (binding needs the connection's QP: it is done on the
  * first mr_rkey() and waited for, so the key works when it is returned).
  * Once the peer's send-with-invalidate revokes it, the next mr_rkey() binds
- * the window again under a fresh key.
+ * the window again under a fresh key. The core's revoke message path
+ * (revoke op) deallocates the window instead: that kills its key at once,
+ * without a work request on a connection that may be busy or failed, and
+ * the next mr_rkey() binds a new window.
+ *
+ * Use-once regions without windows (siw has none): the remote rights live on
+ * a second registration ("pub") whose rkey is the published key; local work
+ * requests use the first one. Revoking deregisters pub, so the key dies on
+ * every connection (an MR key is not per connection) while local operations
+ * in flight on the region are untouched; the next mr_rkey() registers a
+ * fresh pub. A just-freed STag could in principle be handed out again at
+ * once (siw picks a random index, rxe cycles): the key just revoked is
+ * never published again.
  *
  * iWARP READ sinks: the response to an RDMA READ is a tagged write into the
  * sink, so iWARP wants IBV_ACCESS_REMOTE_WRITE on the sink's registration.
  * Granting that on the region itself would let any peer that holds its
  * published key write into memory the user opened for reading only. So a
- * region registered without REMOTE_WRITE gets, on iwarp, a second
- * registration with it, made on its first use as a get sink, whose key is
- * never published: its lkey serves only as READ sink.
+ * region whose main registration lacks REMOTE_WRITE gets, on iwarp, a
+ * second registration with it, made on its first use as a get sink, whose
+ * key is never published: its lkey serves only as READ sink.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -40,6 +52,21 @@ static int ib_access(struct rmca_verbs_module *vm, unsigned access)
 	    (vm->m.caps & RMCA_CAP_ATOMIC))
 		a |= IBV_ACCESS_REMOTE_ATOMIC;
 	return a;
+}
+
+/* The registration that carries a use-once region's published key. */
+static struct ibv_mr *pub_reg(struct rmca_module_mr *mr)
+{
+	struct ibv_pd *pd = mr->mod->dev->pd;
+	int a = ib_access(mr->mod, mr->access);
+	struct ibv_mr *p = ibv_reg_mr(pd, mr->addr, mr->len, a), *again;
+
+	if (p && mr->dead_rkey && p->rkey == mr->dead_rkey) {
+		again = ibv_reg_mr(pd, mr->addr, mr->len, a);
+		ibv_dereg_mr(p);
+		p = again;
+	}
+	return p;
 }
 
 int rmca_verbs_mr_reg(struct rmca_module *m, void *addr, size_t len,
@@ -63,9 +90,21 @@ int rmca_verbs_mr_reg(struct rmca_module *m, void *addr, size_t len,
 	mr->access = access;
 	mr->use_mw = (access & RMCA_MR_USE_ONCE) &&
 		     (m->caps & RMCA_CAP_SEND_INV);
-	a = mr->use_mw ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND :
-			 ib_access(vm, access);
+	if (mr->use_mw)
+		a = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND;
+	else if (access & RMCA_MR_USE_ONCE)
+		a = IBV_ACCESS_LOCAL_WRITE; /* remote rights: pub */
+	else
+		a = ib_access(vm, access);
+	mr->mr_rw = a & IBV_ACCESS_REMOTE_WRITE;
 	mr->mr = ibv_reg_mr(pd, addr, len, a);
+	if (mr->mr && (access & RMCA_MR_USE_ONCE) && !mr->use_mw) {
+		mr->pub = pub_reg(mr);
+		if (!mr->pub) {
+			ibv_dereg_mr(mr->mr);
+			mr->mr = NULL;
+		}
+	}
 	if (!mr->mr) {
 		rmca_verbs_pd_put(vm->dev);
 		free(mr);
@@ -85,7 +124,8 @@ int rmca_verbs_mr_dereg(struct rmca_module_mr *mr)
 
 	while ((w = mr->mws)) {
 		mr->mws = w->next;
-		ibv_dealloc_mw(w->mw);
+		if (w->mw)
+			ibv_dealloc_mw(w->mw);
 		free(w);
 	}
 	for (p = &vm->mrs; *p; p = &(*p)->next)
@@ -95,6 +135,8 @@ int rmca_verbs_mr_dereg(struct rmca_module_mr *mr)
 		}
 	if (mr->sink)
 		ibv_dereg_mr(mr->sink);
+	if (mr->pub)
+		ibv_dereg_mr(mr->pub);
 	ibv_dereg_mr(mr->mr);
 	rmca_verbs_pd_put(vm->dev);
 	free(mr);
@@ -103,7 +145,7 @@ int rmca_verbs_mr_dereg(struct rmca_module_mr *mr)
 
 uint32_t rmca_verbs_sink_lkey(struct rmca_module_mr *mr)
 {
-	if (!mr->mod->iwarp || (mr->access & RMCA_ACCESS_REMOTE_WRITE))
+	if (!mr->mod->iwarp || mr->mr_rw)
 		return mr->mr->lkey;
 	if (!mr->sink)
 		mr->sink = ibv_reg_mr(mr->mod->dev->pd, mr->addr, mr->len,
@@ -145,6 +187,14 @@ static int mw_bind(struct rmca_module_mr *mr, struct rmca_verbs_mw *w)
 
 	if (!op)
 		return RMCA_ERR_NO_MEMORY;
+	if (!w->mw) { /* deallocated by a revoke */
+		w->mw = ibv_alloc_mw(mr->mod->dev->pd, IBV_MW_TYPE_2);
+		if (!w->mw) {
+			free(op);
+			return RMCA_ERR_NO_MEMORY;
+		}
+		w->rkey = w->mw->rkey;
+	}
 	w->rkey = ibv_inc_rkey(w->rkey);
 	w->bound = w->bind_failed = false;
 	op->mw = w;
@@ -174,8 +224,13 @@ uint64_t rmca_verbs_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
 	bool once = mr->access & RMCA_MR_USE_ONCE;
 	struct rmca_verbs_mw *w;
 
-	if (!mr->use_mw)
-		return rmca_verbs_key(mr->mr->rkey, once);
+	if (!mr->use_mw && !once)
+		return rmca_verbs_key(mr->mr->rkey, false);
+	if (!mr->use_mw) {
+		if (!mr->pub)
+			mr->pub = pub_reg(mr);
+		return mr->pub ? rmca_verbs_key(mr->pub->rkey, true) : 0;
+	}
 	if (!c || c->state != RMCA_VCONN_UP)
 		return 0;
 	w = mw_for(mr, c);
@@ -202,6 +257,36 @@ uint64_t rmca_verbs_revoke(struct rmca_conn *c, uint32_t rkey)
 	return 0;
 }
 
+/* The core's revoke message path: kill rkey, a key of mr handed out on c. A
+ * key that is not current is dead already. */
+int rmca_verbs_mr_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
+			 uint64_t rkey)
+{
+	uint32_t k = rmca_verbs_rkey32(rkey);
+	struct rmca_verbs_mw *w;
+
+	if (!(mr->access & RMCA_MR_USE_ONCE) || !(rkey & RMCA_KEY_USE_ONCE))
+		return RMCA_ERR_INVALID;
+	if (!mr->use_mw) {
+		if (!mr->pub || mr->pub->rkey != k)
+			return 0;
+		if (ibv_dereg_mr(mr->pub))
+			return RMCA_ERR_INVALID; /* still alive: say so */
+		mr->pub = NULL;
+		mr->dead_rkey = k;
+		return 0;
+	}
+	for (w = mr->mws; w; w = w->next) {
+		if (w->conn != c || w->rkey != k || w->revoked || !w->mw)
+			continue;
+		if (ibv_dealloc_mw(w->mw))
+			return RMCA_ERR_INVALID;
+		w->mw = NULL;
+		w->revoked = true;
+	}
+	return 0;
+}
+
 void rmca_verbs_mw_conn_gone(struct rmca_conn *c)
 {
 	struct rmca_module_mr *mr;
@@ -215,7 +300,8 @@ void rmca_verbs_mw_conn_gone(struct rmca_conn *c)
 				continue;
 			}
 			*p = w->next;
-			ibv_dealloc_mw(w->mw);
+			if (w->mw)
+				ibv_dealloc_mw(w->mw);
 			free(w);
 		}
 	}

@@ -140,6 +140,7 @@ const struct rmca_module_ops rmca_verbs_ops = {
 	.put = v_put,
 	.reachable = rmca_verbs_reachable,
 	.recv = v_recv,
+	.revoke = rmca_verbs_mr_revoke,
 	.send = v_send,
 	.send_inv = v_send_inv,
 };
