@@ -213,27 +213,33 @@ void rmca_deferred_post(struct rmca_ep *ep)
 static void revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 {
 	struct rmca_ctrl_msg ack = { .type = RMCA_CTRL_REVOKE_ACK, .id = m->id };
-	struct rmca_revoke_note *n = calloc(1, sizeof(*n));
 	struct rmca_module_mr *mmr;
 	struct rmca_mr *mr = mr_by_key(ep, m->rkey, &mmr);
+	struct rmca_revoke_note *n;
 
-	/* A key that names nothing (already revoked, deregistered) is as
-	 * revoked as it gets; only a use-once key may be revoked at all. */
-	if (!(m->rkey & RMCA_KEY_USE_ONCE))
+	/*
+	 * Only a use-once key may be revoked. One that names nothing here
+	 * (already revoked, deregistered) is as revoked as it gets, but this
+	 * message revoked nothing, so its receive reports 0.
+	 */
+	if (!(m->rkey & RMCA_KEY_USE_ONCE) ||
+	    (mr && !(mr->access & RMCA_MR_USE_ONCE))) {
 		ack.status = RMCA_ERR_INVALID;
-	else if (mr && !(mr->access & RMCA_MR_USE_ONCE))
-		ack.status = RMCA_ERR_INVALID;
-	else if (mr)
-		ack.status = ep->mod->m->ops->revoke(mmr, ep->conn, m->rkey);
-	if (!ack.status && n) {
-		n->seq = m->id;
-		n->rkey = m->rkey;
-		n->next = ep->revokes;
-		ep->revokes = n;
-	} else {
-		free(n);
-		if (!ack.status)
+	} else if (mr) {
+		n = calloc(1, sizeof(*n));
+		if (!n)
 			ack.status = RMCA_ERR_NO_MEMORY;
+		else
+			ack.status = ep->mod->m->ops->revoke(mmr, ep->conn,
+							     m->rkey);
+		if (!ack.status) {
+			n->seq = m->id;
+			n->rkey = m->rkey;
+			n->next = ep->revokes;
+			ep->revokes = n;
+		} else {
+			free(n);
+		}
 	}
 	rmca_ctrl_send(ep, &ack);
 }

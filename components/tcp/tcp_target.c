@@ -30,11 +30,9 @@ uint64_t rmca_tcp_revoke(struct tcp_module *m, uint64_t rkey)
 {
 	struct rmca_module_mr *mr = rmca_tcp_keytab_find(&m->keys, rkey);
 
-	if (mr && (mr->access & RMCA_MR_USE_ONCE)) {
-		rmca_tcp_keytab_remove(&m->keys, rkey);
-		mr->in_table = false;
-	}
-	/* A use-once key unknown here (already revoked, deregistered) is
-	 * just as unusable: report it, so the receiver learns its state. */
-	return (rkey & RMCA_KEY_USE_ONCE) ? rkey : 0;
+	if (!mr || !(mr->access & RMCA_MR_USE_ONCE))
+		return 0; /* revoked nothing: the completion says 0 */
+	rmca_tcp_keytab_remove(&m->keys, rkey);
+	mr->in_table = false;
+	return rkey;
 }
