@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,10 @@
 #include <rmca/info.h>
 
 #include "ep.h"
+
+/* libltdl keeps global state and components may too: contexts made in
+ * parallel threads load and unload them one at a time. */
+static pthread_mutex_t rmca_load_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- services for components ---- */
 
@@ -31,16 +36,13 @@ static void core_log(const struct rmca_core *core, int level, const char *fmt,
 	va_end(ap);
 }
 
-/* Components register while the context knows which one is calling. */
-static const char *registering_owner;
-
 static int core_param_register(const struct rmca_core *core,
 			       const struct rmca_param_def *def)
 {
 	struct rmca_context *ctx = rmca_core_ctx(core);
 	int rc = rmca_params_register(ctx->params,
-				      registering_owner ? registering_owner :
-							  "framework",
+				      ctx->registering ? ctx->registering :
+							 "framework",
 				      def);
 
 	if (rc == RMCA_ERR_INVALID && !ctx->init_error)
@@ -317,7 +319,7 @@ static int open_components(struct rmca_context *ctx)
 		c = &ctx->comps[ctx->ncomps++];
 		c->comp = e->comp;
 		c->entry = e;
-		registering_owner = e->comp->name;
+		ctx->registering = e->comp->name;
 
 		snprintf(name, sizeof(name), "%s_priority", e->comp->name);
 		snprintf(defprio, sizeof(defprio), "%d", e->comp->priority);
@@ -350,7 +352,7 @@ static int open_components(struct rmca_context *ctx)
 			if (rc && !ctx->inspect)
 				goto fail;
 		}
-		registering_owner = NULL;
+		ctx->registering = NULL;
 
 		c->enabled = rmca_list_selects(ctx->transports, e->comp->name);
 		if (!c->enabled) {
@@ -389,7 +391,7 @@ static int open_components(struct rmca_context *ctx)
 	}
 	return 0;
 fail:
-	registering_owner = NULL;
+	ctx->registering = NULL;
 	return rc;
 }
 
@@ -464,6 +466,7 @@ static int context_init(rmca_context_t **out, bool inspect)
 		rc = rmca_params_create(&ctx->params, RMCA_SYSCONFDIR);
 	if (!rc)
 		rc = framework_params_read(ctx);
+	pthread_mutex_lock(&rmca_load_lock);
 	if (!rc)
 		rc = rmca_registry_scan(&ctx->reg,
 					core_param_string(&ctx->core,
@@ -471,6 +474,7 @@ static int context_init(rmca_context_t **out, bool inspect)
 					RMCA_PKGLIBDIR);
 	if (!rc)
 		rc = open_components(ctx);
+	pthread_mutex_unlock(&rmca_load_lock);
 	if (!rc) {
 		rmca_params_check_unknown(ctx->params);
 		if (ctx->init_error && !inspect)
@@ -507,6 +511,7 @@ void rmca_finalize(rmca_context_t *ctx)
 		rmca_listener_close(ctx->listeners);
 	while (ctx->mrs)
 		rmca_mr_destroy(ctx->mrs);
+	pthread_mutex_lock(&rmca_load_lock);
 	for (size_t i = 0; i < ctx->ncomps; i++) {
 		struct rmca_comp *c = &ctx->comps[i];
 
@@ -516,6 +521,7 @@ void rmca_finalize(rmca_context_t *ctx)
 	free(ctx->mods);
 	free(ctx->comps);
 	rmca_registry_release(&ctx->reg);
+	pthread_mutex_unlock(&rmca_load_lock);
 	if (ctx->params)
 		rmca_params_destroy(ctx->params);
 	rmca_cq_fini(ctx);

@@ -78,6 +78,7 @@ struct rmca_context {
 	struct rmca_ep *eps; /* open endpoints (list) */
 	struct rmca_mr *mrs; /* registered regions (list) */
 	struct rmca_listener *listeners;
+	const char *registering; /* component whose parameters are registered */
 	bool inspect; /* rmca_info: keep going past bad parameters */
 	int init_error; /* first error met during init (inspect mode) */
 };
