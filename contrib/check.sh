@@ -1,0 +1,116 @@
+#!/bin/bash
+# contrib/check.sh - install, build and run every test (the CI job: .ci/run),
+# as root, from a clone:
+#
+#   dependencies, autoreconf, an out-of-tree --enable-werror build in _build/,
+#   make check, make distcheck, make check-vm (rxe0 and siw0 in a qemu guest)
+#
+# A failing step does not stop the later ones, except that nothing can be
+# tested when the build fails. Test cases are counted from automake's
+# test/test-suite.log (the TAP driver counts each case) and from check-vm's
+# summary; distcheck counts as one case. The last line is always
+#
+#   N passed, N failed, N skipped
+#
+# and the status is non-zero when anything failed. Budget: 90 minutes on two
+# cores, so check-vm gets at most CI_VM_TIMEOUT seconds (2400).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+build=$top/_build
+vm_timeout=${CI_VM_TIMEOUT:-2400}
+passed=0
+failed=0
+skipped=0
+
+summary() {
+	echo "$passed passed, $failed failed, $skipped skipped"
+}
+
+# phase NAME COMMAND...: runs COMMAND, says how long it took, returns its
+# status without tripping set -e.
+phase() {
+	local name=$1 start=$SECONDS status=0
+	shift
+	echo "ci: === $name"
+	"$@" || status=$?
+	echo "ci: === $name: status $status, $((SECONDS - start)) s"
+	return $status
+}
+
+# Without a build there is nothing to test: one failure, and stop.
+broken() {
+	echo "ci: $1 failed; nothing tested"
+	failed=$((failed + 1))
+	summary
+	exit 1
+}
+
+phase deps contrib/install-deps.sh --vm || broken "installing dependencies"
+phase autoreconf autoreconf -fi || broken autoreconf
+rm -rf "$build"
+mkdir "$build"
+cd "$build"
+phase configure "$top/configure" --enable-werror || broken configure
+phase build make -j2 || broken "the build"
+
+check=0
+phase check make -j2 check || check=$?
+log=test/test-suite.log
+if [ -f $log ]; then
+	# The first of each "# KIND: N" lines is the suite's total; failing
+	# tests' own logs follow.
+	eval "$(awk '/^# (PASS|FAIL|SKIP|XFAIL|XPASS|ERROR): +[0-9]+$/ {
+		k = substr($2, 1, length($2) - 1)
+		if (!seen[k]++) print k "=" $3
+	}' $log)"
+	passed=$((passed + ${PASS:-0} + ${XFAIL:-0}))
+	failed=$((failed + ${FAIL:-0} + ${ERROR:-0} + ${XPASS:-0}))
+	skipped=$((skipped + ${SKIP:-0}))
+	suite_failed=$((${FAIL:-0} + ${ERROR:-0} + ${XPASS:-0}))
+else
+	suite_failed=0
+fi
+# make check can fail before any test ran (a test does not build).
+if [ $check != 0 ] && [ $suite_failed = 0 ]; then
+	echo "ci: make check failed with no failing test counted"
+	failed=$((failed + 1))
+fi
+
+if phase distcheck make -j2 distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror; then
+	passed=$((passed + 1))
+else
+	failed=$((failed + 1))
+fi
+
+# The guest's own timeout comes first, so that check-vm still reports what
+# ran; timeout(1) is the backstop.
+vm=0
+phase check-vm timeout -k 30 $((vm_timeout + 120)) \
+	make check-vm CHECK_VM_TIMEOUT="$vm_timeout" || vm=$?
+line=$(grep '^check-vm: [0-9]' test/check-vm.log 2>/dev/null | tail -1 || true)
+if [ -n "$line" ]; then
+	read -r vp vf vs <<<"$(echo "$line" |
+		sed -E 's/^check-vm: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped.*/\1 \2 \3/')"
+	passed=$((passed + vp))
+	failed=$((failed + vf))
+	skipped=$((skipped + vs))
+	if [ $vm != 0 ] && [ "$vf" = 0 ]; then
+		echo "ci: make check-vm failed (status $vm) with no failing test counted"
+		failed=$((failed + 1))
+	fi
+else
+	echo "ci: make check-vm gave no summary (status $vm)"
+	failed=$((failed + 1))
+fi
+
+if [ $failed != 0 ]; then
+	echo "ci: === failing logs"
+	if [ $suite_failed != 0 ]; then
+		cat $log
+	elif [ $check != 0 ]; then
+		echo "(make check stopped before its tests: see its output above)"
+	fi
+fi
+summary
+[ $failed = 0 ]
