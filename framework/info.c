@@ -198,53 +198,17 @@ static const char *rmca_info_accepted(const struct rmca_param_def *def)
 	return "unknown";
 }
 
-/* As the parameter registry reads a missing default: the type's zero. */
-static const char *rmca_info_default(const struct rmca_param_def *def)
-{
-	if (def->def)
-		return def->def;
-	switch (def->type) {
-	case RMCA_PARAM_BOOL:
-		return "false";
-	case RMCA_PARAM_INT:
-	case RMCA_PARAM_SIZE:
-		return "0";
-	case RMCA_PARAM_ENUM:
-		return def->values && def->values[0] ? def->values[0] : "";
-	default:
-		return "";
-	}
-}
-
-/*
- * Why the value of p did not parse. The parameter keeps only the default
- * once a value is refused, so the refused value is read again from the
- * environment when it came from there; a file is named by its line.
- */
+/* Why the value of p did not parse, as the registry kept it. */
 static const char *rmca_info_param_error(const struct rmca_param *p)
 {
-	struct rmca_param scratch;
-	const char *value;
-	char err[512];
-
 	if (!p->error)
 		return NULL;
-	if (p->source == RMCA_SRC_ENV && p->source_detail) {
-		value = getenv(p->source_detail);
-		if (value) {
-			memset(&scratch, 0, sizeof(scratch));
-			if (rmca_param_parse(&p->def, value, &scratch, err,
-					     sizeof(err)))
-				return rmca_intern_printf(
-					"%s=%s: %s; the default is in force",
-					p->source_detail, value, err);
-		}
-	}
-	return rmca_intern_printf(
-		"the value from %s did not parse (accepted: %s); the default is in force",
-		p->source_detail ? p->source_detail :
-				   rmca_param_source_name(p->source),
-		rmca_info_accepted(&p->def));
+	return rmca_intern_printf("%s=%s (%s); the default is in force",
+				  p->source == RMCA_SRC_ENV && p->source_detail ?
+					  p->source_detail :
+					  p->def.name,
+				  p->error_text ? p->error_text : "?",
+				  rmca_param_source_name(p->source));
 }
 
 int rmca_info_param(rmca_context_t *ctx, int i, struct rmca_info_param *out)
@@ -262,7 +226,7 @@ int rmca_info_param(rmca_context_t *ctx, int i, struct rmca_info_param *out)
 	out->owner = p->owner;
 	out->type = rmca_param_type_name(p->def.type);
 	out->value = p->text;
-	out->def = rmca_info_default(&p->def);
+	out->def = rmca_param_default_text(&p->def);
 	out->source = rmca_param_source_name(p->source);
 	out->source_detail = p->source_detail;
 	out->help = p->def.help ? p->def.help : "";

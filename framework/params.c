@@ -584,6 +584,7 @@ static void param_free(struct rmca_param *p)
 	free(p->owner);
 	free(p->text);
 	free(p->source_detail);
+	free(p->error_text);
 	free(p);
 }
 
@@ -655,7 +656,7 @@ static struct rmca_param *param_copy(const char *owner,
 }
 
 /* The default as text: def->def, or the zero of the type when NULL. */
-static const char *default_text(const struct rmca_param_def *def)
+const char *rmca_param_default_text(const struct rmca_param_def *def)
 {
 	if (def->def)
 		return def->def;
@@ -706,9 +707,9 @@ static int check_def(const struct rmca_param_def *def, char *why,
 		set_err(why, why_len, "unknown type %d", (int)def->type);
 		return RMCA_ERR_INVALID;
 	}
-	if (rmca_param_parse(def, default_text(def), &scratch, err,
+	if (rmca_param_parse(def, rmca_param_default_text(def), &scratch, err,
 			     sizeof(err))) {
-		set_err(why, why_len, "default \"%s\": %s", default_text(def),
+		set_err(why, why_len, "default \"%s\": %s", rmca_param_default_text(def),
 			err);
 		return RMCA_ERR_INVALID;
 	}
@@ -791,7 +792,7 @@ int rmca_params_register(struct rmca_params *ps, const char *owner,
 	} else {
 		p->source = RMCA_SRC_DEFAULT;
 		p->source_detail = strdup("default");
-		p->text = strdup(default_text(def));
+		p->text = strdup(rmca_param_default_text(def));
 	}
 	if (!p->source_detail || !p->text)
 		goto oom;
@@ -804,8 +805,13 @@ int rmca_params_register(struct rmca_params *ps, const char *owner,
 						   : p->source_detail,
 			 err);
 		p->error = RMCA_ERR_INVALID;
+		/* Keep what was refused and why, for rmca_info. */
+		p->error_text = malloc(strlen(p->text) + strlen(err) + 3);
+		if (!p->error_text)
+			goto oom;
+		sprintf(p->error_text, "%s: %s", p->text, err);
 		free(p->text);
-		p->text = strdup(default_text(def));
+		p->text = strdup(rmca_param_default_text(def));
 		if (!p->text)
 			goto oom;
 		rmca_param_parse(&p->def, p->text, p, NULL, 0);

@@ -29,7 +29,8 @@ struct rmca_param {
 	char *text; /* the value in force, as text */
 	enum rmca_param_source source;
 	char *source_detail; /* file path and line, or the variable name */
-	int error; /* 0, or RMCA_ERR_INVALID when text did not parse */
+	int error; /* 0, or RMCA_ERR_INVALID when the value did not parse */
+	char *error_text; /* then: "value: why", and text holds the default */
 	union {
 		bool b;
 		long long i;
@@ -71,6 +72,9 @@ void rmca_params_check_unknown(struct rmca_params *ps);
  * in err (what is accepted). Exposed for the unit tests and fuzzers. */
 int rmca_param_parse(const struct rmca_param_def *def, const char *text,
 		     struct rmca_param *p, char *err, size_t err_len);
+
+/* The default as text: def->def, or the zero of the type when NULL. */
+const char *rmca_param_default_text(const struct rmca_param_def *def);
 
 const char *rmca_param_type_name(enum rmca_param_type t);
 const char *rmca_param_source_name(enum rmca_param_source s);
