@@ -1,0 +1,1115 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * rmca_perf - latency, bandwidth and message rate of rmca operations.
+ *
+ *   rmca_perf -s [-l HOST:PORT] [--raw] [--spin]        serve one client
+ *   rmca_perf [options] HOST:PORT                        measure
+ *
+ * --raw runs the same ping-pong and streaming over a plain TCP socket,
+ * timed and printed by the same code, so a run of rmca next to a run of
+ * --raw compares the library with what the kernel alone costs.
+ *
+ * What each test times (doc/bench.md says more):
+ *   send_lat     ping-pong of messages, half the round trip
+ *   put_lat      one put flagged RMCA_DELIVERED, post to completion
+ *   get_lat      one get, post to completion
+ *   atomic_lat   one 64-bit FADD, post to completion
+ *   put_bw       puts without RMCA_DELIVERED, a window of them outstanding,
+ *                until a final rmca_flush completes
+ *   get_bw       gets, a window of them outstanding
+ *   send_bw      sends, a window outstanding, until the receiver says it
+ *                got the last one
+ *   atomic_rate  FADDs, a window outstanding
+ *
+ * Only rmca.h is used: the tool is also an example of the public API.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rmca.h>
+
+#define PERF_MAGIC 0x726d6361u /* "rmca" */
+#define WAIT_LIMIT_S 30.0 /* a peer silent for this long: give up */
+#define MAX_POLL 64
+
+enum test_id {
+	T_QUIT,
+	T_SETUP,
+	T_SEND_LAT,
+	T_PUT_LAT,
+	T_GET_LAT,
+	T_ATOMIC_LAT,
+	T_PUT_BW,
+	T_GET_BW,
+	T_SEND_BW,
+	T_ATOMIC_RATE,
+};
+
+struct test_desc {
+	const char *name;
+	enum test_id id;
+	bool lat; /* one op at a time, per-op times kept */
+	bool sized; /* else 8 bytes only */
+	bool raw; /* also measured by --raw */
+};
+
+static const struct test_desc tests[] = {
+	{ "send_lat", T_SEND_LAT, true, true, true },
+	{ "put_lat", T_PUT_LAT, true, true, false },
+	{ "get_lat", T_GET_LAT, true, true, false },
+	{ "atomic_lat", T_ATOMIC_LAT, true, false, false },
+	{ "put_bw", T_PUT_BW, false, true, false },
+	{ "get_bw", T_GET_BW, false, true, false },
+	{ "send_bw", T_SEND_BW, false, true, true },
+	{ "atomic_rate", T_ATOMIC_RATE, false, false, false },
+};
+#define NTESTS (sizeof(tests) / sizeof(tests[0]))
+
+/* Client to server, before each test; also the setup and the goodbye. */
+struct ctrl {
+	uint32_t magic, test;
+	uint64_t size, iters, warmup, window;
+};
+
+/* Server to client, after T_SETUP: where the client's RMA lands. */
+struct region {
+	uint64_t addr, rkey, aaddr, arkey;
+};
+
+struct opts {
+	bool server, raw, spin, parsable;
+	const char *listen_at, *peer, *tests, *sizes;
+	long iters, window, warmup; /* warmup < 0: a tenth of iters */
+};
+
+/* ---- time and statistics ---- */
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct result {
+	const char *test;
+	size_t size;
+	long iters;
+	double med, p99; /* us, latency tests */
+	double mbs; /* 1e6 bytes per second, bandwidth tests */
+	double mops; /* 1e6 operations per second */
+};
+
+static void percentiles(double *v, long n, struct result *r)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	r->med = v[n / 2];
+	r->p99 = v[(long)((double)(n - 1) * 0.99)];
+}
+
+static void print_head(const struct opts *o)
+{
+	if (o->parsable)
+		return;
+	printf("%-12s %8s %8s %12s %12s %10s %9s\n", "test", "bytes", "iters",
+	       "lat_med_us", "lat_p99_us", "MB/s", "Mops");
+}
+
+static void print_result(const struct opts *o, const struct result *r)
+{
+	if (o->parsable) {
+		const char *t = r->test;
+
+		if (r->med > 0) {
+			printf("%s,%zu,%ld,%.3f,us_median\n", t, r->size,
+			       r->iters, r->med);
+			printf("%s,%zu,%ld,%.3f,us_p99\n", t, r->size, r->iters,
+			       r->p99);
+		}
+		if (r->mbs > 0)
+			printf("%s,%zu,%ld,%.3f,MB/s\n", t, r->size, r->iters,
+			       r->mbs);
+		printf("%s,%zu,%ld,%.6f,Mops\n", t, r->size, r->iters, r->mops);
+	} else {
+		char med[16] = "-", p99[16] = "-", mbs[16] = "-";
+
+		if (r->med > 0) {
+			snprintf(med, sizeof(med), "%.2f", r->med);
+			snprintf(p99, sizeof(p99), "%.2f", r->p99);
+		}
+		if (r->mbs > 0)
+			snprintf(mbs, sizeof(mbs), "%.1f", r->mbs);
+		printf("%-12s %8zu %8ld %12s %12s %10s %9.4f\n", r->test,
+		       r->size, r->iters, med, p99, mbs, r->mops);
+	}
+	fflush(stdout);
+}
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "rmca_perf: %s: %s\n", what,
+		rc < 0 ? rmca_strerror(rc) : strerror(rc));
+	exit(1);
+}
+
+#define CHECK(call)                               \
+	do {                                      \
+		int rc_ = (call);                 \
+		if (rc_)                          \
+			die(#call, rc_);          \
+	} while (0)
+
+/* ---- progress ---- */
+
+/*
+ * One endpoint, one test at a time: completions are only counted, by kind,
+ * and their status checked. Tags in user_ctx tell control traffic apart.
+ */
+static char tag_ctrl, tag_data;
+
+struct bench {
+	rmca_context_t *ctx;
+	rmca_ep_t *ep;
+	bool spin;
+	long sends, recvs, ctrl_recvs, puts, gets, atomics, flushes;
+	uint64_t *res; /* atomic results, one slot per outstanding FADD */
+	long *free_slots, nfree;
+};
+
+static void complete(struct bench *b, const struct rmca_completion *c)
+{
+	if (c->status) {
+		static const char *const op[] = { "send", "recv", "put",
+						  "get", "atomic", "flush" };
+
+		fprintf(stderr, "rmca_perf: %s completed: %s\n",
+			(unsigned)c->op < 6 ? op[c->op] : "?",
+			rmca_strerror(c->status));
+		exit(1);
+	}
+	switch (c->op) {
+	case RMCA_OP_SEND:
+		b->sends++;
+		break;
+	case RMCA_OP_RECV:
+		if (c->user_ctx == &tag_ctrl)
+			b->ctrl_recvs++;
+		else
+			b->recvs++;
+		break;
+	case RMCA_OP_PUT:
+		b->puts++;
+		break;
+	case RMCA_OP_GET:
+		b->gets++;
+		break;
+	case RMCA_OP_ATOMIC:
+		b->atomics++;
+		b->free_slots[b->nfree++] = (uint64_t *)c->user_ctx - b->res;
+		break;
+	case RMCA_OP_FLUSH:
+		b->flushes++;
+		break;
+	}
+}
+
+/* Progress once; without --spin, sleep in poll() until there is work. */
+static void pump(struct bench *b)
+{
+	struct rmca_completion c[MAX_POLL];
+	int n = rmca_poll(b->ctx, c, MAX_POLL);
+
+	if (n < 0)
+		die("rmca_poll", n);
+	for (int i = 0; i < n; i++)
+		complete(b, &c[i]);
+	if (!n && !b->spin) {
+		struct pollfd p = { .fd = rmca_wait_fd(b->ctx),
+				    .events = POLLIN };
+
+		poll(&p, 1, 100);
+	}
+}
+
+/* Pump until *counter reaches want. */
+static void wait_count(struct bench *b, const long *counter, long want)
+{
+	double limit = now_us() + WAIT_LIMIT_S * 1e6;
+
+	while (*counter < want) {
+		pump(b);
+		if (now_us() > limit) {
+			fprintf(stderr, "rmca_perf: peer silent for %.0f s\n",
+				WAIT_LIMIT_S);
+			exit(1);
+		}
+	}
+}
+
+/* Post; while the transport says AGAIN, progress and retry. */
+#define POST(b, call)                                            \
+	do {                                                     \
+		int rc_;                                         \
+		while ((rc_ = (call)) == RMCA_ERR_AGAIN)         \
+			pump(b);                                 \
+		if (rc_)                                         \
+			die(#call, rc_);                         \
+	} while (0)
+
+static const char *path_name(enum rmca_path p)
+{
+	static const char *const n[] = { "none", "native", "flush",
+					 "cas_loop", "emulated", "revoke_msg" };
+
+	return (unsigned)p < sizeof(n) / sizeof(n[0]) ? n[p] : "?";
+}
+
+static void show_ep(const struct opts *o, rmca_ep_t *ep)
+{
+	struct rmca_ep_attr a;
+	FILE *f = o->parsable ? stderr : stdout;
+
+	if (rmca_ep_query(ep, &a))
+		return;
+	fprintf(f, "# rmca %s: transport %s, device %s, peer %s\n",
+		rmca_version(), a.transport, a.device,
+		a.peer_is_local ? "on this host" : "remote");
+	fprintf(f,
+		"# paths: put_delivered=%s atomic=%s masked_atomic=%s send_inv=%s\n",
+		path_name(a.put_delivered), path_name(a.atomic),
+		path_name(a.masked_atomic), path_name(a.send_inv));
+}
+
+static void show_mode(const struct opts *o)
+{
+	FILE *f = o->parsable ? stderr : stdout;
+
+	fprintf(f, "# progress: %s; window %ld; warm-up %s\n",
+		o->spin ? "spin (busy rmca_poll)" :
+			  "wait (poll() on the wait fd when idle)",
+		o->window, o->warmup < 0 ? "a tenth of iters, not timed" :
+					   "-W ops, not timed");
+}
+
+static void *xalloc(size_t len)
+{
+	void *p;
+
+	if (posix_memalign(&p, 4096, len ? len : 8))
+		die("posix_memalign", ENOMEM);
+	memset(p, 0, len);
+	return p;
+}
+
+/* ---- rmca server ---- */
+
+struct server_bufs {
+	size_t max;
+	char *rma, *sbuf, *rbuf;
+	uint64_t *word;
+	rmca_mr_t *rma_mr, *smr, *rmr, *word_mr;
+};
+
+static void setup_buffers(struct bench *b, struct server_bufs *s, size_t max,
+			  struct region *out)
+{
+	unsigned rw = RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE;
+
+	s->max = max;
+	s->rma = xalloc(max);
+	s->sbuf = xalloc(max);
+	s->rbuf = xalloc(max);
+	s->word = xalloc(64);
+	CHECK(rmca_mr_reg(b->ctx, s->rma, max, rw, &s->rma_mr));
+	CHECK(rmca_mr_reg(b->ctx, s->sbuf, max, RMCA_ACCESS_LOCAL, &s->smr));
+	CHECK(rmca_mr_reg(b->ctx, s->rbuf, max, RMCA_ACCESS_LOCAL, &s->rmr));
+	*out = (struct region){ .addr = (uintptr_t)s->rma,
+				.rkey = rmca_mr_rkey(s->rma_mr, b->ep) };
+	/* A transport without any atomics path refuses the region: the
+	 * client then skips the atomic tests. */
+	if (!rmca_mr_reg(b->ctx, s->word, 64, rw | RMCA_ACCESS_REMOTE_ATOMIC,
+			 &s->word_mr)) {
+		out->aaddr = (uintptr_t)s->word;
+		out->arkey = rmca_mr_rkey(s->word_mr, b->ep);
+	}
+}
+
+/* Echo every message back: the other half of send_lat. */
+static void serve_send_lat(struct bench *b, struct server_bufs *s,
+			   const struct ctrl *t)
+{
+	long total = (long)(t->iters + t->warmup), posted = 0;
+	long depth = t->window < 1 ? 1 : (long)t->window;
+	long r0 = b->recvs, s0 = b->sends;
+
+	for (; posted < total && posted < depth; posted++)
+		POST(b, rmca_recv(b->ep, s->rbuf, t->size, s->rmr, &tag_data));
+	for (long i = 0; i < total; i++) {
+		wait_count(b, &b->recvs, r0 + i + 1);
+		POST(b, rmca_send(b->ep, s->sbuf, t->size, s->smr, &tag_data));
+		if (posted < total) {
+			POST(b, rmca_recv(b->ep, s->rbuf, t->size, s->rmr,
+					  &tag_data));
+			posted++;
+		}
+	}
+	wait_count(b, &b->sends, s0 + total);
+}
+
+/* Receive warm-up then timed messages; after each phase say so. */
+static void serve_send_bw(struct bench *b, struct server_bufs *s,
+			  const struct ctrl *t, uint64_t *ack, rmca_mr_t *ack_mr)
+{
+	long phase[2] = { (long)t->warmup, (long)t->iters };
+	long depth = t->window < 1 ? 1 : (long)t->window;
+
+	for (int p = 0; p < 2; p++) {
+		long r0 = b->recvs, s0 = b->sends, posted = 0;
+
+		for (; posted < phase[p] && posted < depth; posted++)
+			POST(b, rmca_recv(b->ep, s->rbuf, t->size, s->rmr,
+					  &tag_data));
+		while (b->recvs - r0 < phase[p]) {
+			long before = b->recvs;
+
+			pump(b);
+			for (long k = before; k < b->recvs && posted < phase[p];
+			     k++, posted++)
+				POST(b, rmca_recv(b->ep, s->rbuf, t->size,
+						  s->rmr, &tag_data));
+		}
+		*ack = (uint64_t)phase[p];
+		POST(b, rmca_send(b->ep, ack, sizeof(*ack), ack_mr, &tag_ctrl));
+		wait_count(b, &b->sends, s0 + 1);
+	}
+}
+
+static int serve(const struct opts *o)
+{
+	struct bench b = { .spin = o->spin };
+	struct server_bufs s = { 0 };
+	rmca_listener_t *l;
+	struct ctrl t;
+	struct region reg = { 0 };
+	uint64_t ack;
+	rmca_mr_t *tmr, *regmr, *ackmr;
+
+	CHECK(rmca_init(&b.ctx));
+	CHECK(rmca_listen(b.ctx, o->listen_at, &l));
+	printf("listening on port %d\n", rmca_listener_port(l));
+	fflush(stdout);
+	CHECK(rmca_accept(l, -1, &b.ep));
+	show_ep(o, b.ep);
+	CHECK(rmca_mr_reg(b.ctx, &t, sizeof(t), RMCA_ACCESS_LOCAL, &tmr));
+	CHECK(rmca_mr_reg(b.ctx, &reg, sizeof(reg), RMCA_ACCESS_LOCAL, &regmr));
+	CHECK(rmca_mr_reg(b.ctx, &ack, sizeof(ack), RMCA_ACCESS_LOCAL, &ackmr));
+	for (;;) {
+		/* While waiting here the server keeps progressing: the
+		 * client's puts, gets and atomics are executed inside these
+		 * rmca_poll calls on tcp. */
+		long c0 = b.ctrl_recvs;
+
+		POST(&b, rmca_recv(b.ep, &t, sizeof(t), tmr, &tag_ctrl));
+		while (b.ctrl_recvs == c0)
+			pump(&b);
+		if (t.magic != PERF_MAGIC)
+			die("control message", RMCA_ERR_PROTOCOL);
+		if (t.test == T_QUIT)
+			break;
+		if (t.test == T_SETUP) {
+			long s0 = b.sends;
+
+			if (s.max || !t.size || t.size > (1ull << 34))
+				die("setup", RMCA_ERR_PROTOCOL);
+			setup_buffers(&b, &s, t.size, &reg);
+			POST(&b, rmca_send(b.ep, &reg, sizeof(reg), regmr,
+					   &tag_ctrl));
+			wait_count(&b, &b.sends, s0 + 1);
+			continue;
+		}
+		if (!s.max || t.size > s.max)
+			die("control message", RMCA_ERR_PROTOCOL);
+		if (t.test == T_SEND_LAT)
+			serve_send_lat(&b, &s, &t);
+		else if (t.test == T_SEND_BW)
+			serve_send_bw(&b, &s, &t, &ack, ackmr);
+	}
+	rmca_ep_close(b.ep);
+	rmca_listener_close(l);
+	rmca_finalize(b.ctx);
+	return 0;
+}
+
+/* ---- rmca client ---- */
+
+struct client {
+	struct bench b;
+	const struct opts *o;
+	struct region reg;
+	char *src, *dst;
+	rmca_mr_t *src_mr, *dst_mr, *res_mr, *ctrl_mr, *ack_mr;
+	struct ctrl t;
+	uint64_t ack;
+	double *lat;
+};
+
+static void tell(struct client *c, enum test_id id, size_t size, long iters,
+		 long warmup)
+{
+	long s0 = c->b.sends;
+
+	c->t = (struct ctrl){ .magic = PERF_MAGIC, .test = id, .size = size,
+			      .iters = (uint64_t)iters,
+			      .warmup = (uint64_t)warmup,
+			      .window = (uint64_t)c->o->window };
+	POST(&c->b, rmca_send(c->b.ep, &c->t, sizeof(c->t), c->ctrl_mr,
+			      &tag_ctrl));
+	wait_count(&c->b, &c->b.sends, s0 + 1);
+}
+
+static void post_op(struct client *c, enum test_id id, size_t size)
+{
+	struct bench *b = &c->b;
+	const struct region *r = &c->reg;
+
+	switch (id) {
+	case T_PUT_LAT:
+		POST(b, rmca_put(b->ep, c->src, size, c->src_mr, r->addr,
+				 r->rkey, RMCA_DELIVERED, &tag_data));
+		break;
+	case T_PUT_BW:
+		POST(b, rmca_put(b->ep, c->src, size, c->src_mr, r->addr,
+				 r->rkey, 0, &tag_data));
+		break;
+	case T_GET_LAT:
+	case T_GET_BW:
+		POST(b, rmca_get(b->ep, c->dst, size, c->dst_mr, r->addr,
+				 r->rkey, &tag_data));
+		break;
+	case T_ATOMIC_LAT:
+	case T_ATOMIC_RATE: {
+		struct rmca_atomic a = { .kind = RMCA_ATOMIC_FADD,
+					 .raddr = r->aaddr, .rkey = r->arkey,
+					 .operand = 1 };
+		uint64_t *res;
+
+		while (!b->nfree)
+			pump(b);
+		res = &b->res[b->free_slots[--b->nfree]];
+		POST(b, rmca_atomic(b->ep, &a, res, c->res_mr, res));
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static long *done_counter(struct bench *b, enum test_id id)
+{
+	switch (id) {
+	case T_PUT_LAT:
+	case T_PUT_BW:
+		return &b->puts;
+	case T_GET_LAT:
+	case T_GET_BW:
+		return &b->gets;
+	case T_SEND_BW:
+		return &b->sends;
+	default:
+		return &b->atomics;
+	}
+}
+
+/* One RMA or atomic op at a time; per-op times from post to completion. */
+static void run_rma_lat(struct client *c, enum test_id id, size_t size,
+			long iters, long warmup, struct result *r)
+{
+	long *done = done_counter(&c->b, id);
+	double t0 = 0;
+
+	for (long i = -warmup; i < iters; i++) {
+		double t = now_us();
+		long want = *done + 1;
+
+		if (!i)
+			t0 = t;
+		post_op(c, id, size);
+		wait_count(&c->b, done, want);
+		if (i >= 0)
+			c->lat[i] = now_us() - t;
+	}
+	r->mops = iters / (now_us() - t0);
+	percentiles(c->lat, iters, r);
+}
+
+/* Ping-pong: the server echoes each message; half the round trip. */
+static void run_send_lat(struct client *c, size_t size, long iters,
+			 long warmup, struct result *r)
+{
+	struct bench *b = &c->b;
+	long total = iters + warmup, posted = 0, r0 = b->recvs, s0 = b->sends;
+	long depth = c->o->window < 1 ? 1 : c->o->window;
+	double t0 = 0;
+
+	tell(c, T_SEND_LAT, size, iters, warmup);
+	for (; posted < total && posted < depth; posted++)
+		POST(b, rmca_recv(b->ep, c->dst, size, c->dst_mr, &tag_data));
+	for (long i = 0; i < total; i++) {
+		double t = now_us();
+
+		if (i == warmup)
+			t0 = t;
+		POST(b, rmca_send(b->ep, c->src, size, c->src_mr, &tag_data));
+		wait_count(b, &b->recvs, r0 + i + 1);
+		if (i >= warmup)
+			c->lat[i - warmup] = (now_us() - t) / 2;
+		if (posted < total) {
+			POST(b, rmca_recv(b->ep, c->dst, size, c->dst_mr,
+					  &tag_data));
+			posted++;
+		}
+	}
+	r->mops = iters / (now_us() - t0);
+	wait_count(b, &b->sends, s0 + total + 1);
+	percentiles(c->lat, iters, r);
+}
+
+/* n ops with up to window outstanding; returns when all completed. */
+static void stream(struct client *c, enum test_id id, size_t size, long n)
+{
+	struct bench *b = &c->b;
+	long *done = done_counter(b, id), d0 = *done, posted = 0;
+
+	while (*done - d0 < n) {
+		while (posted < n && posted - (*done - d0) < c->o->window) {
+			if (id == T_SEND_BW)
+				POST(b, rmca_send(b->ep, c->src, size,
+						  c->src_mr, &tag_data));
+			else
+				post_op(c, id, size);
+			posted++;
+		}
+		pump(b);
+	}
+}
+
+static void run_bw(struct client *c, enum test_id id, size_t size,
+		   long iters, long warmup, struct result *r)
+{
+	struct bench *b = &c->b;
+	double t0, t;
+
+	if (id == T_SEND_BW) {
+		long r0 = b->recvs;
+
+		tell(c, T_SEND_BW, size, iters, warmup);
+		for (int p = 0; p < 2; p++)
+			POST(b, rmca_recv(b->ep, &c->ack, sizeof(c->ack),
+					  c->ack_mr, &tag_data));
+		stream(c, id, size, warmup);
+		wait_count(b, &b->recvs, r0 + 1);
+		t0 = now_us();
+		stream(c, id, size, iters);
+		wait_count(b, &b->recvs, r0 + 2); /* all of them arrived */
+	} else {
+		stream(c, id, size, warmup);
+		t0 = now_us();
+		stream(c, id, size, iters);
+		if (id == T_PUT_BW) { /* in the target's memory, all of it */
+			long f0 = b->flushes;
+
+			POST(b, rmca_flush(b->ep, &tag_data));
+			wait_count(b, &b->flushes, f0 + 1);
+		}
+	}
+	t = now_us() - t0;
+	r->mops = iters / t;
+	if (id != T_ATOMIC_RATE)
+		r->mbs = (double)size * iters / t;
+}
+
+/* ---- raw TCP, the baseline ---- */
+
+static int raw_fd;
+
+static void raw_io(bool out, void *buf, size_t len, bool spin)
+{
+	char *p = buf;
+	double limit = now_us() + WAIT_LIMIT_S * 1e6;
+
+	while (len) {
+		ssize_t n = out ? send(raw_fd, p, len,
+				       MSG_NOSIGNAL | (spin ? MSG_DONTWAIT : 0)) :
+				  recv(raw_fd, p, len,
+				       spin ? MSG_DONTWAIT : MSG_WAITALL);
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (!n)
+			die(out ? "send" : "recv", ECONNRESET);
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			die(out ? "send" : "recv", errno);
+		if (now_us() > limit)
+			die(out ? "send" : "recv", ETIMEDOUT);
+	}
+}
+
+static void raw_setsock(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static int raw_addr(const char *host_port, bool passive, struct addrinfo **ai)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = passive ? AI_PASSIVE : 0 };
+	char host[256];
+	const char *colon = strrchr(host_port, ':');
+	size_t hl;
+
+	if (!colon)
+		return EINVAL;
+	hl = (size_t)(colon - host_port);
+	if (host_port[0] == '[' && hl >= 2 && host_port[hl - 1] == ']') {
+		host_port++;
+		hl -= 2;
+	}
+	if (hl >= sizeof(host))
+		return EINVAL;
+	memcpy(host, host_port, hl);
+	host[hl] = 0;
+	return getaddrinfo(hl ? host : NULL, colon + 1, &hints, ai) ? EINVAL :
+								      0;
+}
+
+static int raw_serve(const struct opts *o)
+{
+	struct addrinfo *ai;
+	struct sockaddr_storage sa;
+	socklen_t sl = sizeof(sa);
+	char *buf = NULL;
+	int lfd, one = 1;
+	struct ctrl t;
+
+	CHECK(raw_addr(o->listen_at, true, &ai));
+	lfd = socket(ai->ai_family, SOCK_STREAM, 0);
+	if (lfd < 0)
+		die("socket", errno);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, ai->ai_addr, ai->ai_addrlen) || listen(lfd, 1) ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &sl))
+		die("bind", errno);
+	freeaddrinfo(ai);
+	printf("listening on port %d\n",
+	       ntohs(sa.ss_family == AF_INET6 ?
+			     ((struct sockaddr_in6 *)&sa)->sin6_port :
+			     ((struct sockaddr_in *)&sa)->sin_port));
+	fflush(stdout);
+	raw_fd = accept(lfd, NULL, NULL);
+	if (raw_fd < 0)
+		die("accept", errno);
+	close(lfd);
+	raw_setsock(raw_fd);
+	for (;;) {
+		raw_io(false, &t, sizeof(t), o->spin);
+		if (t.magic != PERF_MAGIC)
+			die("control message", RMCA_ERR_PROTOCOL);
+		if (t.test == T_QUIT)
+			break;
+		if (t.test == T_SETUP) {
+			if (buf || !t.size || t.size > (1ull << 34))
+				die("setup", RMCA_ERR_PROTOCOL);
+			buf = xalloc(t.size);
+			continue;
+		}
+		if (!buf)
+			die("control message", RMCA_ERR_PROTOCOL);
+		if (t.test == T_SEND_LAT) {
+			for (uint64_t i = 0; i < t.iters + t.warmup; i++) {
+				raw_io(false, buf, t.size, o->spin);
+				raw_io(true, buf, t.size, o->spin);
+			}
+		} else if (t.test == T_SEND_BW) {
+			uint64_t phase[2] = { t.warmup, t.iters };
+
+			for (int p = 0; p < 2; p++) {
+				for (uint64_t i = 0; i < phase[p]; i++)
+					raw_io(false, buf, t.size, o->spin);
+				raw_io(true, &phase[p], sizeof(phase[p]),
+				       o->spin);
+			}
+		}
+	}
+	close(raw_fd);
+	free(buf);
+	return 0;
+}
+
+/* The same two tests as rmca's send_lat and send_bw: one send() or recv()
+ * per message, fixed sizes so no framing; the socket buffer is the window. */
+static void raw_run(struct client *c, enum test_id id, size_t size,
+		    long iters, long warmup, struct result *r)
+{
+	bool spin = c->o->spin;
+	struct ctrl t = { .magic = PERF_MAGIC, .test = id, .size = size,
+			  .iters = (uint64_t)iters,
+			  .warmup = (uint64_t)warmup };
+	double t0 = 0, t1;
+	uint64_t ack;
+
+	raw_io(true, &t, sizeof(t), spin);
+	if (id == T_SEND_LAT) {
+		for (long i = -warmup; i < iters; i++) {
+			double s = now_us();
+
+			if (!i)
+				t0 = s;
+			raw_io(true, c->src, size, spin);
+			raw_io(false, c->dst, size, spin);
+			if (i >= 0)
+				c->lat[i] = (now_us() - s) / 2;
+		}
+		r->mops = iters / (now_us() - t0);
+		percentiles(c->lat, iters, r);
+		return;
+	}
+	for (long i = 0; i < warmup; i++)
+		raw_io(true, c->src, size, spin);
+	raw_io(false, &ack, sizeof(ack), spin);
+	t0 = now_us();
+	for (long i = 0; i < iters; i++)
+		raw_io(true, c->src, size, spin);
+	raw_io(false, &ack, sizeof(ack), spin);
+	t1 = now_us() - t0;
+	r->mops = iters / t1;
+	r->mbs = (double)size * iters / t1;
+}
+
+/* ---- the client's plan ---- */
+
+#define MAX_SIZES 64
+
+static const char default_lat_sizes[] = "8,64,512,4096,32768";
+static const char default_bw_sizes[] = "8,64,512,4096,32768,262144,1048576,4194304";
+
+static size_t parse_size(const char *s, char **end)
+{
+	unsigned long long v = strtoull(s, end, 0);
+
+	switch (**end) {
+	case 'k':
+	case 'K':
+		v <<= 10;
+		(*end)++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		(*end)++;
+		break;
+	}
+	return (size_t)v;
+}
+
+/* "8,64,1k" or "8:4m" (powers of two from 8 to 4 MiB), mixed freely. */
+static int parse_sizes(const char *s, size_t *out)
+{
+	int n = 0;
+
+	while (*s) {
+		char *end;
+		size_t a = parse_size(s, &end), b = a;
+
+		if (end == s || !a)
+			return -1;
+		if (*end == ':') {
+			s = end + 1;
+			b = parse_size(s, &end);
+			if (end == s || b < a)
+				return -1;
+		}
+		for (size_t v = a; v <= b && n < MAX_SIZES; v *= 2)
+			out[n++] = v;
+		if (*end == ',')
+			end++;
+		else if (*end)
+			return -1;
+		s = end;
+	}
+	return n;
+}
+
+/* Fewer iterations for big messages: each (test, size) moves at most a
+ * bounded number of bytes, so a run stays short. */
+static long iters_for(const struct opts *o, const struct test_desc *d,
+		      size_t size)
+{
+	double budget = d->lat ? 64.0 * (1 << 20) : 256.0 * (1 << 20);
+	long n = o->iters;
+
+	if ((double)n * (double)size > budget)
+		n = (long)(budget / (double)size);
+	return n < 16 ? 16 : n;
+}
+
+static bool wanted(const struct opts *o, const char *name)
+{
+	const char *p = o->tests;
+	size_t l = strlen(name);
+
+	if (!p || !strcmp(p, "all"))
+		return true;
+	while ((p = strstr(p, name))) {
+		if ((p == o->tests || p[-1] == ',') && (!p[l] || p[l] == ','))
+			return true;
+		p += l;
+	}
+	return false;
+}
+
+static int client(const struct opts *o)
+{
+	size_t lat_sizes[MAX_SIZES], bw_sizes[MAX_SIZES], max = 8;
+	int nlat, nbw;
+	struct client c = { .o = o, .b = { .spin = o->spin } };
+	struct bench *b = &c.b;
+	long maxiters = o->iters < 16 ? 16 : o->iters;
+
+	nlat = parse_sizes(o->sizes ? o->sizes : default_lat_sizes, lat_sizes);
+	nbw = parse_sizes(o->sizes ? o->sizes : default_bw_sizes, bw_sizes);
+	if (nlat <= 0 || nbw <= 0) {
+		fprintf(stderr, "rmca_perf: bad size list\n");
+		return 2;
+	}
+	for (int i = 0; i < nlat; i++)
+		max = lat_sizes[i] > max ? lat_sizes[i] : max;
+	for (int i = 0; i < nbw; i++)
+		max = bw_sizes[i] > max ? bw_sizes[i] : max;
+	c.src = xalloc(max);
+	c.dst = xalloc(max);
+	c.lat = calloc((size_t)maxiters, sizeof(*c.lat));
+	b->res = xalloc((size_t)o->window * sizeof(*b->res));
+	b->free_slots = calloc((size_t)o->window, sizeof(*b->free_slots));
+	if (!c.lat || !b->free_slots)
+		die("calloc", ENOMEM);
+	for (long i = 0; i < o->window; i++)
+		b->free_slots[b->nfree++] = i;
+	memset(c.src, 0x5a, max);
+
+	if (o->raw) {
+		struct addrinfo *ai;
+		struct ctrl t = { .magic = PERF_MAGIC, .test = T_SETUP,
+				  .size = max };
+
+		CHECK(raw_addr(o->peer, false, &ai));
+		raw_fd = socket(ai->ai_family, SOCK_STREAM, 0);
+		if (raw_fd < 0 || connect(raw_fd, ai->ai_addr, ai->ai_addrlen))
+			die("connect", errno);
+		freeaddrinfo(ai);
+		raw_setsock(raw_fd);
+		fprintf(o->parsable ? stderr : stdout,
+			"# raw: plain TCP socket to %s, TCP_NODELAY, one send()/recv() per message\n",
+			o->peer);
+		raw_io(true, &t, sizeof(t), o->spin);
+	} else {
+		long r0;
+
+		CHECK(rmca_init(&b->ctx));
+		CHECK(rmca_connect(b->ctx, o->peer, 10000, &b->ep));
+		show_ep(o, b->ep);
+		CHECK(rmca_mr_reg(b->ctx, c.src, max, RMCA_ACCESS_LOCAL,
+				  &c.src_mr));
+		CHECK(rmca_mr_reg(b->ctx, c.dst, max, RMCA_ACCESS_LOCAL,
+				  &c.dst_mr));
+		CHECK(rmca_mr_reg(b->ctx, b->res,
+				  (size_t)o->window * sizeof(*b->res),
+				  RMCA_ACCESS_LOCAL, &c.res_mr));
+		CHECK(rmca_mr_reg(b->ctx, &c.t, sizeof(c.t), RMCA_ACCESS_LOCAL,
+				  &c.ctrl_mr));
+		CHECK(rmca_mr_reg(b->ctx, &c.ack, sizeof(c.ack),
+				  RMCA_ACCESS_LOCAL, &c.ack_mr));
+		/* The region reply reuses the ack buffer's neighbour: c.reg. */
+		{
+			rmca_mr_t *regmr;
+
+			CHECK(rmca_mr_reg(b->ctx, &c.reg, sizeof(c.reg),
+					  RMCA_ACCESS_LOCAL, &regmr));
+			r0 = b->recvs;
+			POST(b, rmca_recv(b->ep, &c.reg, sizeof(c.reg), regmr,
+					  &tag_data));
+			tell(&c, T_SETUP, max, 0, 0);
+			wait_count(b, &b->recvs, r0 + 1);
+		}
+	}
+	show_mode(o);
+	print_head(o);
+
+	for (size_t i = 0; i < NTESTS; i++) {
+		const struct test_desc *d = &tests[i];
+		const size_t *sizes = d->lat ? lat_sizes : bw_sizes;
+		int n = d->sized ? (d->lat ? nlat : nbw) : 1;
+
+		if (!wanted(o, d->name) || (o->raw && !d->raw))
+			continue;
+		if ((d->id == T_ATOMIC_LAT || d->id == T_ATOMIC_RATE) &&
+		    !o->raw && !c.reg.arkey) {
+			fprintf(stderr, "rmca_perf: %s skipped: no atomics on this endpoint\n",
+				d->name);
+			continue;
+		}
+		for (int k = 0; k < n; k++) {
+			size_t size = d->sized ? sizes[k] : 8;
+			long iters = iters_for(o, d, size);
+			long warmup = o->warmup >= 0 ? o->warmup :
+						       iters / 10 + 1;
+			struct result r = { .test = d->name, .size = size,
+					    .iters = iters };
+
+			if (iters > maxiters)
+				iters = r.iters = maxiters;
+			if (o->raw)
+				raw_run(&c, d->id, size, iters, warmup, &r);
+			else if (d->id == T_SEND_LAT)
+				run_send_lat(&c, size, iters, warmup, &r);
+			else if (d->lat)
+				run_rma_lat(&c, d->id, size, iters, warmup, &r);
+			else
+				run_bw(&c, d->id, size, iters, warmup, &r);
+			print_result(o, &r);
+		}
+	}
+
+	if (o->raw) {
+		struct ctrl t = { .magic = PERF_MAGIC, .test = T_QUIT };
+
+		raw_io(true, &t, sizeof(t), o->spin);
+		close(raw_fd);
+	} else {
+		tell(&c, T_QUIT, 0, 0, 0);
+		rmca_ep_close(b->ep);
+		rmca_finalize(b->ctx);
+	}
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rmca_perf -s [-l HOST:PORT] [--raw] [--spin]\n"
+		"       rmca_perf [options] HOST:PORT\n"
+		"  -t LIST      tests, comma separated, or all (default):\n"
+		"               send_lat put_lat get_lat atomic_lat\n"
+		"               put_bw get_bw send_bw atomic_rate\n"
+		"  -n N         iterations per size (10000; fewer for big sizes)\n"
+		"  -w N         window: ops outstanding in *_bw and *_rate (64)\n"
+		"  -W N         warm-up ops per size, not timed (iters/10+1)\n"
+		"  -S LIST      sizes, \"8,64,1k\" or \"8:4m\" (doubling)\n"
+		"  --raw        plain TCP socket instead of rmca (send_lat, send_bw)\n"
+		"  --spin       busy-poll instead of sleeping in poll()\n"
+		"  --parsable   one line per result: test,size,iters,value,unit\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "raw", no_argument, NULL, 'R' },
+		{ "spin", no_argument, NULL, 'P' },
+		{ "parsable", no_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct opts o = { .listen_at = "127.0.0.1:0", .tests = "all",
+			  .iters = 10000, .window = 64, .warmup = -1 };
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "sl:t:n:w:W:S:h", lopts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			o.server = true;
+			break;
+		case 'l':
+			o.listen_at = optarg;
+			break;
+		case 't':
+			o.tests = optarg;
+			break;
+		case 'n':
+			o.iters = atol(optarg);
+			break;
+		case 'w':
+			o.window = atol(optarg);
+			break;
+		case 'W':
+			o.warmup = atol(optarg);
+			break;
+		case 'S':
+			o.sizes = optarg;
+			break;
+		case 'R':
+			o.raw = true;
+			break;
+		case 'P':
+			o.spin = true;
+			break;
+		case 'p':
+			o.parsable = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if ((o.server && optind != argc) || (!o.server && optind != argc - 1) ||
+	    o.iters < 1 || o.window < 1 || o.window > 65536) {
+		usage(stderr);
+		return 2;
+	}
+	for (const char *p = o.tests; *p;) {
+		size_t l = strcspn(p, ",");
+		bool ok = l == 3 && !strncmp(p, "all", 3);
+
+		for (size_t i = 0; i < NTESTS && !ok; i++)
+			ok = strlen(tests[i].name) == l &&
+			     !strncmp(p, tests[i].name, l);
+		if (!ok) {
+			fprintf(stderr, "rmca_perf: unknown test in \"%s\"\n",
+				o.tests);
+			return 2;
+		}
+		p += l + (p[l] == ',');
+	}
+	if (!o.server)
+		o.peer = argv[optind];
+	if (o.server)
+		return o.raw ? raw_serve(&o) : serve(&o);
+	return client(&o);
+}
