@@ -287,31 +287,51 @@ static void send_defer(struct rmca_ep *ep, struct rmca_req *r, const void *buf,
 	ep->deferred_tail = r;
 }
 
+/*
+ * What every data operation does first: check the local buffer, and on a
+ * failed endpoint take the post and fail it. Returns a status for the
+ * caller to return, or 1 with *r a fresh request to post.
+ */
+static int op_begin(struct rmca_ep *ep, enum rmca_op op, const void *buf,
+		    size_t len, struct rmca_mr *mr, void *user_ctx,
+		    struct rmca_module_mr **mmr, struct rmca_req **r)
+{
+	int rc;
+
+	if (!ep)
+		return RMCA_ERR_INVALID;
+	rc = local_check(ep, buf, len, mr, mmr);
+	if (rc)
+		return rc;
+	if (ep->failed)
+		return post_on_failed(ep, op, user_ctx);
+	*r = rmca_req_new(ep, op, RMCA_REQ_USER, user_ctx);
+	return *r ? 1 : RMCA_ERR_NO_MEMORY;
+}
+
+/* The module's answer to a post: refused, the request never existed. */
+static int op_end(struct rmca_req *r, int rc)
+{
+	if (rc)
+		rmca_req_abandon(r);
+	return rc;
+}
+
 int rmca_send(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 	      void *user_ctx)
 {
 	struct rmca_module_mr *mmr;
 	struct rmca_req *r;
-	int rc;
+	int rc = op_begin(ep, RMCA_OP_SEND, buf, len, mr, user_ctx, &mmr, &r);
 
-	if (!ep)
-		return RMCA_ERR_INVALID;
-	rc = local_check(ep, buf, len, mr, &mmr);
-	if (rc)
+	if (rc != 1)
 		return rc;
-	if (ep->failed)
-		return post_on_failed(ep, RMCA_OP_SEND, user_ctx);
-	r = rmca_req_new(ep, RMCA_OP_SEND, RMCA_REQ_USER, user_ctx);
-	if (!r)
-		return RMCA_ERR_NO_MEMORY;
 	if (ep->deferred) {
 		send_defer(ep, r, buf, len, mmr);
 		return 0;
 	}
-	rc = ep_ops(ep)->send(ep->conn, buf, len, mmr, r);
-	if (rc)
-		rmca_req_abandon(r);
-	else
+	rc = op_end(r, ep_ops(ep)->send(ep->conn, buf, len, mmr, r));
+	if (!rc)
 		ep->send_seq++;
 	return rc;
 }
@@ -323,44 +343,33 @@ int rmca_send_inv(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 	struct rmca_req *r;
 	int rc;
 
-	if (!ep)
-		return RMCA_ERR_INVALID;
 	/* Keys carry their use-once bit: a mistake is caught here and never
 	 * reaches, let alone kills, the connection. */
-	if (!(rkey_to_revoke & RMCA_KEY_USE_ONCE))
+	if (!ep || !(rkey_to_revoke & RMCA_KEY_USE_ONCE))
 		return RMCA_ERR_INVALID;
-	rc = local_check(ep, buf, len, mr, &mmr);
-	if (rc)
-		return rc;
 	if (ep->attr.send_inv == RMCA_PATH_NONE)
 		return RMCA_ERR_UNSUPPORTED;
-	if (ep->failed)
-		return post_on_failed(ep, RMCA_OP_SEND, user_ctx);
-	r = rmca_req_new(ep, RMCA_OP_SEND, RMCA_REQ_USER, user_ctx);
-	if (!r)
-		return RMCA_ERR_NO_MEMORY;
+	rc = op_begin(ep, RMCA_OP_SEND, buf, len, mr, user_ctx, &mmr, &r);
+	if (rc != 1)
+		return rc;
 	if (ep->attr.send_inv == RMCA_PATH_REVOKE_MSG) {
 		/* the revoke names the message it rides on: the next one */
 		r->inv_rkey = rkey_to_revoke;
 		r->seq = ep->send_seq + 1;
-		rc = rmca_revoke_send(ep, r);
-		if (rc)
-			rmca_req_abandon(r);
-		else
+		rc = op_end(r, rmca_revoke_send(ep, r));
+		if (!rc)
 			send_defer(ep, r, buf, len, mmr);
 		return rc;
 	}
 	if (ep->deferred) {
 		/* native, but behind held sends: keep the order */
-		send_defer(ep, r, buf, len, mmr);
-		r->inv_rkey = 0;
 		r->native_inv = rkey_to_revoke;
+		send_defer(ep, r, buf, len, mmr);
 		return 0;
 	}
-	rc = ep_ops(ep)->send_inv(ep->conn, buf, len, mmr, rkey_to_revoke, r);
-	if (rc)
-		rmca_req_abandon(r);
-	else
+	rc = op_end(r, ep_ops(ep)->send_inv(ep->conn, buf, len, mmr,
+					    rkey_to_revoke, r));
+	if (!rc)
 		ep->send_seq++;
 	return rc;
 }
@@ -370,22 +379,11 @@ int rmca_recv(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
 {
 	struct rmca_module_mr *mmr;
 	struct rmca_req *r;
-	int rc;
+	int rc = op_begin(ep, RMCA_OP_RECV, buf, len, mr, user_ctx, &mmr, &r);
 
-	if (!ep)
-		return RMCA_ERR_INVALID;
-	rc = local_check(ep, buf, len, mr, &mmr);
-	if (rc)
+	if (rc != 1)
 		return rc;
-	if (ep->failed)
-		return post_on_failed(ep, RMCA_OP_RECV, user_ctx);
-	r = rmca_req_new(ep, RMCA_OP_RECV, RMCA_REQ_USER, user_ctx);
-	if (!r)
-		return RMCA_ERR_NO_MEMORY;
-	rc = ep_ops(ep)->recv(ep->conn, buf, len, mmr, r);
-	if (rc)
-		rmca_req_abandon(r);
-	return rc;
+	return op_end(r, ep_ops(ep)->recv(ep->conn, buf, len, mmr, r));
 }
 
 int rmca_put(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
@@ -395,16 +393,11 @@ int rmca_put(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 	struct rmca_req *r;
 	int rc;
 
-	if (!ep || (flags & ~(unsigned)RMCA_DELIVERED))
+	if (flags & ~(unsigned)RMCA_DELIVERED)
 		return RMCA_ERR_INVALID;
-	rc = local_check(ep, buf, len, mr, &mmr);
-	if (rc)
+	rc = op_begin(ep, RMCA_OP_PUT, buf, len, mr, user_ctx, &mmr, &r);
+	if (rc != 1)
 		return rc;
-	if (ep->failed)
-		return post_on_failed(ep, RMCA_OP_PUT, user_ctx);
-	r = rmca_req_new(ep, RMCA_OP_PUT, RMCA_REQ_USER, user_ctx);
-	if (!r)
-		return RMCA_ERR_NO_MEMORY;
 	/* Queued for a delivery flush before the module sees it: the module
 	 * may complete it inside the call. */
 	if ((flags & RMCA_DELIVERED) &&
@@ -415,12 +408,9 @@ int rmca_put(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 		ep->unflushed = r;
 	}
 	rc = ep_ops(ep)->put(ep->conn, buf, len, mmr, raddr, rkey, r);
-	if (rc) {
-		if (r->needs_flush)
-			ep->unflushed = r->cover_next;
-		rmca_req_abandon(r);
-	}
-	return rc;
+	if (rc && r->needs_flush)
+		ep->unflushed = r->cover_next;
+	return op_end(r, rc);
 }
 
 int rmca_get(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
@@ -428,22 +418,12 @@ int rmca_get(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
 {
 	struct rmca_module_mr *mmr;
 	struct rmca_req *r;
-	int rc;
+	int rc = op_begin(ep, RMCA_OP_GET, buf, len, mr, user_ctx, &mmr, &r);
 
-	if (!ep)
-		return RMCA_ERR_INVALID;
-	rc = local_check(ep, buf, len, mr, &mmr);
-	if (rc)
+	if (rc != 1)
 		return rc;
-	if (ep->failed)
-		return post_on_failed(ep, RMCA_OP_GET, user_ctx);
-	r = rmca_req_new(ep, RMCA_OP_GET, RMCA_REQ_USER, user_ctx);
-	if (!r)
-		return RMCA_ERR_NO_MEMORY;
-	rc = ep_ops(ep)->get(ep->conn, buf, len, mmr, raddr, rkey, r);
-	if (rc)
-		rmca_req_abandon(r);
-	return rc;
+	return op_end(r, ep_ops(ep)->get(ep->conn, buf, len, mmr, raddr, rkey,
+					 r));
 }
 
 int rmca_atomic(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
@@ -469,16 +449,14 @@ int rmca_atomic(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
 	default:
 		return RMCA_ERR_INVALID;
 	}
-	rc = local_check(ep, result, sizeof(*result), result_mr, &mmr);
-	if (rc)
+	if (path == RMCA_PATH_NONE) {
+		rc = local_check(ep, result, sizeof(*result), result_mr, &mmr);
+		return rc ? rc : RMCA_ERR_UNSUPPORTED;
+	}
+	rc = op_begin(ep, RMCA_OP_ATOMIC, result, sizeof(*result), result_mr,
+		      user_ctx, &mmr, &r);
+	if (rc != 1)
 		return rc;
-	if (path == RMCA_PATH_NONE)
-		return RMCA_ERR_UNSUPPORTED;
-	if (ep->failed)
-		return post_on_failed(ep, RMCA_OP_ATOMIC, user_ctx);
-	r = rmca_req_new(ep, RMCA_OP_ATOMIC, RMCA_REQ_USER, user_ctx);
-	if (!r)
-		return RMCA_ERR_NO_MEMORY;
 	r->aop = *op;
 	r->result = result;
 	r->result_mmr = mmr;
@@ -494,15 +472,12 @@ int rmca_atomic(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
 		rc = ep_ops(ep)->atomic(ep->conn, op, result, mmr, r);
 		break;
 	}
-	if (rc)
-		rmca_req_abandon(r);
-	return rc;
+	return op_end(r, rc);
 }
 
 int rmca_flush(rmca_ep_t *ep, void *user_ctx)
 {
 	struct rmca_req *r;
-	int rc;
 
 	if (!ep)
 		return RMCA_ERR_INVALID;
@@ -514,8 +489,5 @@ int rmca_flush(rmca_ep_t *ep, void *user_ctx)
 	r = rmca_req_new(ep, RMCA_OP_FLUSH, RMCA_REQ_USER, user_ctx);
 	if (!r)
 		return RMCA_ERR_NO_MEMORY;
-	rc = ep_ops(ep)->flush(ep->conn, r);
-	if (rc)
-		rmca_req_abandon(r);
-	return rc;
+	return op_end(r, ep_ops(ep)->flush(ep->conn, r));
 }
