@@ -21,6 +21,13 @@
 
 #define TOKEN_DONE 0xd0e
 #define NCONN 16
+/*
+ * Known flaky on siw (about one run in three under TCG): the active side's
+ * connect succeeds, the passive side never sees the connection come up and
+ * its accept times out. A 12 s timeout fails the same way, so it is not
+ * slowness; the time each connect takes is printed to tell.
+ */
+#define CONN_TIMEOUT_MS API_TIMEOUT_MS
 
 static const char *transport(void)
 {
@@ -275,6 +282,10 @@ static void deliver_client(struct api_peer *p)
 	long before, after;
 
 	API_CHECK_OK(rmca_ep_query(p->ep, &a));
+	/* siw has no remote completion: delivery must be a flush here */
+	if (!strncmp(a.device, "siw", 3))
+		API_CHECK_MSG(a.put_delivered == RMCA_PATH_FLUSH,
+			      "siw put_delivered path %d", a.put_delivered);
 	API_CHECK_OK(rmca_mr_reg(p->ctx, src, TLEN, RMCA_ACCESS_LOCAL, &ms));
 	api_get_region(p, 0, &r);
 	api_pattern(src, TLEN, 5);
@@ -313,7 +324,7 @@ static void many_server(struct api_peer *p)
 
 	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
 	for (int i = 1; i < NCONN; i++)
-		API_CHECK_OK(rmca_accept(p->l, API_TIMEOUT_MS, &eps[i]));
+		API_CHECK_OK(rmca_accept(p->l, CONN_TIMEOUT_MS, &eps[i]));
 	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
 	/* one message on each connection proves each QP works */
 	for (int i = 1; i < NCONN; i++) {
@@ -332,15 +343,21 @@ static void many_client(struct api_peer *p)
 	uint64_t *buf = api_alloc(64);
 	char hp[96];
 	rmca_mr_t *mr;
-	long users, one;
+	long users, one, t0, slowest = 0, start = api_now_ms();
 	int port = (int)api_get_u64(p, 0);
 
 	api_host_port(hp, sizeof(hp), api_host(), port);
 	one = detail_counter(p->ctx, "pd_users"); /* one connection */
 	API_CHECK(one >= 1);
-	for (int i = 1; i < NCONN; i++)
-		API_CHECK_OK(rmca_connect(p->ctx, hp, API_TIMEOUT_MS,
+	for (int i = 1; i < NCONN; i++) {
+		t0 = api_now_ms();
+		API_CHECK_OK(rmca_connect(p->ctx, hp, CONN_TIMEOUT_MS,
 					  &eps[i]));
+		if (api_now_ms() - t0 > slowest)
+			slowest = api_now_ms() - t0;
+	}
+	fprintf(stderr, "# %d connections in %ld ms, slowest %ld ms\n",
+		NCONN - 1, api_now_ms() - start, slowest);
 	users = detail_counter(p->ctx, "pd_users");
 	API_CHECK_MSG(users == one + NCONN - 1, "pd_users %ld, want %ld",
 		      users, one + NCONN - 1);
