@@ -115,13 +115,18 @@ struct result {
 	const char *test;
 	size_t size;
 	long iters;
-	double med, p99; /* us, latency tests */
+	double med, p99, mean; /* us, latency tests */
 	double mbs; /* 1e6 bytes per second, bandwidth tests */
 	double mops; /* 1e6 operations per second */
 };
 
 static void percentiles(double *v, long n, struct result *r)
 {
+	double sum = 0;
+
+	for (long i = 0; i < n; i++)
+		sum += v[i];
+	r->mean = sum / (double)n;
 	qsort(v, (size_t)n, sizeof(*v), cmp_double);
 	r->med = v[n / 2];
 	r->p99 = v[(long)((double)(n - 1) * 0.99)];
@@ -131,8 +136,9 @@ static void print_head(const struct opts *o)
 {
 	if (o->parsable)
 		return;
-	printf("%-12s %8s %8s %12s %12s %10s %9s\n", "test", "bytes", "iters",
-	       "lat_med_us", "lat_p99_us", "MB/s", "Mops");
+	printf("%-12s %8s %8s %11s %11s %11s %10s %9s\n", "test", "bytes",
+	       "iters", "lat_med_us", "lat_p99_us", "lat_avg_us", "MB/s",
+	       "Mops");
 }
 
 static void print_result(const struct opts *o, const struct result *r)
@@ -145,22 +151,26 @@ static void print_result(const struct opts *o, const struct result *r)
 			       r->iters, r->med);
 			printf("%s,%zu,%ld,%.3f,us_p99\n", t, r->size, r->iters,
 			       r->p99);
+			printf("%s,%zu,%ld,%.3f,us_mean\n", t, r->size,
+			       r->iters, r->mean);
 		}
 		if (r->mbs > 0)
 			printf("%s,%zu,%ld,%.3f,MB/s\n", t, r->size, r->iters,
 			       r->mbs);
 		printf("%s,%zu,%ld,%.6f,Mops\n", t, r->size, r->iters, r->mops);
 	} else {
-		char med[16] = "-", p99[16] = "-", mbs[16] = "-";
+		char med[16] = "-", p99[16] = "-", mean[16] = "-", mbs[16] = "-";
 
 		if (r->med > 0) {
 			snprintf(med, sizeof(med), "%.2f", r->med);
 			snprintf(p99, sizeof(p99), "%.2f", r->p99);
+			snprintf(mean, sizeof(mean), "%.2f", r->mean);
 		}
 		if (r->mbs > 0)
 			snprintf(mbs, sizeof(mbs), "%.1f", r->mbs);
-		printf("%-12s %8zu %8ld %12s %12s %10s %9.4f\n", r->test,
-		       r->size, r->iters, med, p99, mbs, r->mops);
+		printf("%-12s %8zu %8ld %11s %11s %11s %10s %9.4f\n",
+		       r->test, r->size, r->iters, med, p99, mean, mbs,
+		       r->mops);
 	}
 	fflush(stdout);
 }

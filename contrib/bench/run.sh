@@ -1,0 +1,227 @@
+#!/bin/bash
+# contrib/bench/run.sh - rmca over tcp on loopback, side by side in one run
+# with a plain TCP socket (rmca_perf --raw), UCX's ucx_perftest (tcp) and
+# libfabric's fi_pingpong (tcp provider), printed as ratios. doc/bench.md
+# says what each test measures and how to read the numbers.
+#
+#   contrib/bench/run.sh [--build DIR] [--install] [--mode MODE] [-n ITERS]
+#                        [-S SIZES] [-t TESTS] [--out DIR]
+#
+#   --build DIR  use this build tree (default: build one in $TMPDIR)
+#   --install    apt-get install ucx-utils and libfabric-bin if missing
+#   --mode MODE  wait: rmca and raw sleep in poll() when idle; spin: they
+#                busy-poll, as ucx_perftest and fi_pingpong always do (so
+#                those run in spin mode only); both (default): wait, then
+#                spin with UCX and libfabric
+#   -n ITERS     iterations per size (default 10000; fewer for big sizes)
+#   -S SIZES     sizes for every sized test (default: rmca_perf's lists)
+#   -t TESTS     rmca_perf tests (default all)
+#   --out DIR    keep the raw outputs there (default: a temporary directory)
+#
+# Only loopback traffic (127.0.0.1). Each tool runs under a timeout.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build= install=0 mode=both iters=10000 sizes= tests=all out=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--build) build=$2; shift ;;
+	--install) install=1 ;;
+	--mode) mode=$2; shift ;;
+	-n) iters=$2; shift ;;
+	-S) sizes=$2; shift ;;
+	-t) tests=$2; shift ;;
+	--out) out=$2; shift ;;
+	-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+if [ -z "$build" ]; then
+	build=${TMPDIR:-/tmp}/rmca-bench-build
+	mkdir -p "$build"
+	(cd "$build" && { [ -f Makefile ] || "$top/configure" -q; } &&
+		make -s -j2 >/dev/null)
+fi
+build=$(cd "$build" && pwd)
+perf=$build/tools/rmca_perf
+[ -x "$perf" ] || { echo "run.sh: no $perf (build first)" >&2; exit 1; }
+export RMCA_component_path=$build/components/tcp/.libs
+export RMCA_transports=tcp
+
+if [ "$install" = 1 ]; then
+	for p in ucx-utils libfabric-bin; do
+		dpkg -s "$p" >/dev/null 2>&1 ||
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$p" >/dev/null
+	done
+fi
+
+[ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/rmca-bench.XXXXXX")
+mkdir -p "$out"
+case $mode in wait|spin|both) ;; *) echo "run.sh: --mode wait|spin|both" >&2; exit 2 ;; esac
+spin=
+popt=(-n "$iters" -t "$tests"); [ -n "$sizes" ] && popt+=(-S "$sizes")
+
+# Start "$@" in the background as a server; sets server_pid and port.
+server_pid= port=
+start_server() {
+	local log=$1; shift
+	timeout 300 "$@" >"$log" 2>&1 &
+	server_pid=$!
+	for _ in $(seq 100); do
+		grep -q '^listening on port' "$log" && break
+		sleep 0.05
+	done
+	port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log")
+}
+
+# rmca_perf as server and client; the client's --parsable lines to $1.
+run_perf() {
+	local name=$1; shift
+	local rc=0
+	: >"$out/$name.csv"
+	start_server "$out/$name.server" "$perf" -s -l 127.0.0.1:0 $spin "$@"
+	if [ -z "$port" ]; then
+		echo "run.sh: $name: the server did not start:" >&2
+		cat "$out/$name.server" >&2
+		kill "$server_pid" 2>/dev/null || true
+		return 0
+	fi
+	timeout 300 "$perf" --parsable $spin "${popt[@]}" "$@" \
+		"127.0.0.1:$port" >"$out/$name.csv" 2>"$out/$name.head" || rc=$?
+	wait "$server_pid" || true
+	if [ "$rc" != 0 ]; then
+		# a failure is a finding: show it, carry on with the rest
+		echo "run.sh: $name: rmca_perf failed ($rc):" >&2
+		cat "$out/$name.head" "$out/$name.server" >&2
+	fi
+}
+
+# Iterations for a size, as rmca_perf chooses them (a byte budget per size).
+iters_for() { # size lat|bw
+	local budget=$(( 256 << 20 )) n=$iters
+	[ "$2" = lat ] && budget=$(( 64 << 20 ))
+	[ $(( n * $1 )) -gt $budget ] && n=$(( budget / $1 ))
+	[ "$n" -lt 16 ] && n=16
+	echo "$n"
+}
+
+# The sizes rmca_perf measured for one test.
+sizes_of() { awk -F, -v t="$1" '$1 == t && !s[$2]++ { print $2 }' "$out/rmca-spin.csv"; }
+
+free_port() { echo $(( 20000 + RANDOM % 20000 )); }
+
+# ucx_perftest over UCX's tcp transport on lo; prints our csv lines.
+# Its columns: iters, lat 50%ile/avg/overall (us), bw avg/overall (MiB/s),
+# msg rate avg/overall (msg/s).
+run_ucx() { # our_test ucx_test size iters
+	local port line
+	port=$(free_port)
+	UCX_TLS=tcp UCX_NET_DEVICES=lo timeout 120 ucx_perftest -p "$port" \
+		>"$out/ucx.server" 2>&1 &
+	local spid=$!
+	sleep 0.3
+	line=$(UCX_TLS=tcp UCX_NET_DEVICES=lo timeout 120 ucx_perftest \
+		127.0.0.1 -p "$port" -t "$2" -s "$3" -n "$4" \
+		-w $(( $4 / 10 + 1 )) -f 2>>"$out/ucx.err" | tail -1) || true
+	wait "$spid" 2>/dev/null || true
+	set -- "$1" "$2" "$3" "$4" $line
+	[ $# -ge 12 ] || { echo "ucx_perftest $2 -s $3 failed" >>"$out/ucx.err"; return 0; }
+	case $1 in
+	*_lat) echo "$1,$3,$4,$6,us_median" ;;
+	*) awk -v t="$1" -v s="$3" -v n="$4" -v mr="${12}" 'BEGIN {
+		printf "%s,%s,%s,%.6f,Mops\n", t, s, n, mr / 1e6
+		if (t != "atomic_rate")
+			printf "%s,%s,%s,%.3f,MB/s\n", t, s, n, mr * s / 1e6 }' ;;
+	esac
+}
+
+# fi_pingpong, tcp provider, msg endpoints; usec/xfer is the mean half
+# round trip.
+run_fi() { # size iters
+	local port line
+	port=$(free_port)
+	timeout 120 fi_pingpong -p tcp -e msg -B "$port" -I "$2" -S "$1" \
+		>"$out/fi.server" 2>&1 &
+	local spid=$!
+	sleep 0.3
+	line=$(timeout 120 fi_pingpong -p tcp -e msg -P "$port" -I "$2" \
+		-S "$1" 127.0.0.1 2>>"$out/fi.err" | tail -1) || true
+	wait "$spid" 2>/dev/null || true
+	set -- "$1" "$2" $line
+	[ $# -ge 9 ] || { echo "fi_pingpong -S $1 failed" >>"$out/fi.err"; return 0; }
+	echo "send_lat,$1,$2,$9,us_mean"
+}
+
+# Ratio table of $1 against $2 for the units given: rows where both have
+# the (test, size, unit).
+ratios() { # a b title units...
+	local a=$1 b=$2 title=$3; shift 3
+	echo
+	echo "== $title"
+	awk -F, -v units="$*" -v an="$a" -v bn="$b" '
+		BEGIN { n = split(units, u, " "); for (i = 1; i <= n; i++) want[u[i]] = 1 }
+		FNR == NR { if (want[$5]) v[$1 "," $2 "," $5] = $4; next }
+		$5 == "Mops" && $1 !~ /rate$/ { next } # MB/s or latency says it
+		want[$5] && (($1 "," $2 "," $5) in v) {
+			k = $1 "," $2 "," $5
+			if (!hdr++) printf "%-12s %8s %-10s %12s %12s %8s\n", "test", "bytes", "unit", an, bn, "ratio"
+			printf "%-12s %8s %-10s %12.4g %12.4g %8.2f\n", $1, $2, $5, v[k], $4, ($4 > 0 ? v[k] / $4 : 0)
+		}' "$out/$a.csv" "$out/$b.csv"
+}
+
+echo "# $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
+echo "# rmca $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'); progress mode: $mode; results in $out"
+
+# rmca and raw in one progress mode, and their ratios.
+pair() { # wait|spin
+	spin=; [ "$1" = spin ] && spin=--spin
+	run_perf "rmca-$1"
+	[ "$1" = spin ] || cat "$out/rmca-$1.head"
+	run_perf "raw-$1" --raw
+	ratios "rmca-$1" "raw-$1" "rmca (tcp) / raw TCP socket, same code, $1 mode: latency >1 and bandwidth <1 mean rmca is slower" \
+		us_median us_p99 MB/s Mops
+}
+
+[ "$mode" = spin ] || pair wait
+[ "$mode" = wait ] || pair spin
+
+if [ "$mode" != wait ]; then
+	: >"$out/ucx.csv"
+	if command -v ucx_perftest >/dev/null; then
+		ucxver=$(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p' | head -1)
+		for m in send_lat:tag_lat send_bw:tag_bw put_bw:ucp_put_bw \
+			 get_bw:ucp_get atomic_rate:ucp_fadd; do
+			t=${m%%:*} u=${m#*:}
+			for s in $(sizes_of "$t"); do
+				case $t in *_lat) k=lat ;; *) k=bw ;; esac
+				n=$(iters_for "$s" $k)
+				# UCX's get and fadd over tcp wait on its ~1 ms
+				# progress timer: fewer of them keep the run short
+				case $u in ucp_get|ucp_fadd) [ "$n" -gt 500 ] && n=500 ;; esac
+				run_ucx "$t" "$u" "$s" "$n" >>"$out/ucx.csv"
+			done
+		done
+		ratios rmca-spin ucx "rmca (tcp) / UCX ${ucxver:-?} ucx_perftest (UCX_TLS=tcp): tag_lat, tag_bw, ucp_put_bw, ucp_get, ucp_fadd" \
+			us_median MB/s Mops
+	else
+		echo; echo "== UCX: ucx_perftest not installed (apt-get install ucx-utils, or --install)"
+	fi
+
+	: >"$out/fi.csv"
+	if command -v fi_pingpong >/dev/null; then
+		for s in $(sizes_of send_lat); do
+			run_fi "$s" "$(iters_for "$s" lat)" >>"$out/fi.csv"
+		done
+		ratios rmca-spin fi "rmca (tcp) / libfabric $(fi_info --version 2>/dev/null | sed -n 's/^libfabric: //p') fi_pingpong (tcp, msg ep): mean half round trip" \
+			us_mean
+	else
+		echo; echo "== libfabric: fi_pingpong not installed (apt-get install libfabric-bin, or --install)"
+	fi
+else
+	echo
+	echo "== UCX and libfabric left out: their tools spin; run with --mode spin or both"
+fi
+echo
+echo "# load average after:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
