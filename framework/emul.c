@@ -83,7 +83,8 @@ static struct rmca_mr *mr_by_key(struct rmca_ep *ep, uint64_t rkey,
 	for (struct rmca_mr *mr = ep->ctx->mrs; mr; mr = mr->next) {
 		struct rmca_module_mr *x = mr->mmr[ep->mod->index];
 
-		if (x && ops->mr_rkey(x, ep->conn) == rkey) {
+		if (x && (ops->key_match ? ops->key_match(x, ep->conn, rkey) :
+					   ops->mr_rkey(x, ep->conn) == rkey)) {
 			*mmr = x;
 			return mr;
 		}

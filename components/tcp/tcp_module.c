@@ -97,6 +97,12 @@ static uint64_t tcp_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
 	return mr->in_table ? mr->key : 0;
 }
 
+static int tcp_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
+			 uint64_t rkey)
+{
+	return mr->in_table && mr->key == rkey;
+}
+
 /* The core's revoke message path (send_inv masked away). */
 static int tcp_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
 		      uint64_t rkey)
@@ -115,6 +121,7 @@ static const struct rmca_module_ops tcp_module_ops = {
 	.disconnect = rmca_tcp_disconnect,
 	.flush = rmca_tcp_flush,
 	.get = rmca_tcp_get,
+	.key_match = tcp_key_match,
 	.mr_dereg = tcp_mr_dereg,
 	.mr_reg = tcp_mr_reg,
 	.mr_rkey = tcp_mr_rkey,

@@ -172,6 +172,12 @@ struct rmca_module_ops {
 	int (*get)(struct rmca_conn *c, void *buf, size_t len,
 		   struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
 		   void *req);
+	/* Optional: 1 if rkey is a live key of mr as handed out on c, else 0;
+	 * no side effects (unlike mr_rkey, which may bind or register). The
+	 * core asks it when its own code serves a remote access (emulated
+	 * atomics, revoke messages, access checks). NULL: mr_rkey compares. */
+	int (*key_match)(struct rmca_module_mr *mr, struct rmca_conn *c,
+			 uint64_t rkey);
 	int (*mr_dereg)(struct rmca_module_mr *mr);
 	int (*mr_reg)(struct rmca_module *m, void *addr, size_t len,
 		      unsigned access, struct rmca_module_mr **out);
