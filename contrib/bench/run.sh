@@ -22,6 +22,7 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/contrib/bench/lib.sh"
 build= install=0 mode=both iters=10000 sizes= tests=all out=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -98,14 +99,7 @@ run_perf() {
 	fi
 }
 
-# Iterations for a size, as rmca_perf chooses them (a byte budget per size).
-iters_for() { # size lat|bw
-	local budget=$(( 256 << 20 )) n=$iters
-	[ "$2" = lat ] && budget=$(( 64 << 20 ))
-	[ $(( n * $1 )) -gt $budget ] && n=$(( budget / $1 ))
-	[ "$n" -lt 16 ] && n=16
-	echo "$n"
-}
+iters_for() { bench_iters_for "$iters" "$@"; }
 
 # The sizes rmca_perf measured for one test.
 sizes_of() { awk -F, -v t="$1" '$1 == t && !s[$2]++ { print $2 }' "$out/rmca-spin.csv"; }
@@ -154,21 +148,10 @@ run_fi() { # size iters
 	echo "send_lat,$1,$2,$9,us_mean"
 }
 
-# Ratio table of $1 against $2 for the units given: rows where both have
-# the (test, size, unit).
 ratios() { # a b title units...
-	local a=$1 b=$2 title=$3; shift 3
-	echo
-	echo "== $title"
-	awk -F, -v units="$*" -v an="$a" -v bn="$b" '
-		BEGIN { n = split(units, u, " "); for (i = 1; i <= n; i++) want[u[i]] = 1 }
-		FNR == NR { if (want[$5]) v[$1 "," $2 "," $5] = $4; next }
-		$5 == "Mops" && $1 !~ /rate$/ { next } # MB/s or latency says it
-		want[$5] && (($1 "," $2 "," $5) in v) {
-			k = $1 "," $2 "," $5
-			if (!hdr++) printf "%-12s %8s %-10s %12s %12s %8s\n", "test", "bytes", "unit", an, bn, "ratio"
-			printf "%-12s %8s %-10s %12.4g %12.4g %8.2f\n", $1, $2, $5, v[k], $4, ($4 > 0 ? v[k] / $4 : 0)
-		}' "$out/$a.csv" "$out/$b.csv"
+	local a=$1 b=$2
+	shift 2
+	bench_ratios "$out/$a.csv" "$out/$b.csv" "$a" "$b" "$@"
 }
 
 echo "# $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"

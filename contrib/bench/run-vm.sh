@@ -1,0 +1,64 @@
+#!/bin/bash
+# contrib/bench/run-vm.sh - rmca_perf next to perftest (ib_send_lat,
+# ib_write_bw, ...) on real kernel RDMA devices, rxe0 and siw0, inside the
+# project's qemu guest (contrib/vm/run-vm.sh), printed as ratios.
+#
+#   contrib/bench/run-vm.sh [--build DIR] [-n ITERS] [-S SIZES] [--out DIR]
+#                           [--devices "rxe0 siw0"]
+#
+# Both programs busy-poll, one device at a time, client and server in the
+# same guest on the device's own address. The guest is usually emulated
+# (TCG): only the ratios mean something, never the absolute numbers.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/contrib/bench/lib.sh"
+build= iters=1000 sizes=8,4096,65536 out= devices="rxe0 siw0"
+while [ $# -gt 0 ]; do
+	case $1 in
+	--build) build=$2; shift ;;
+	-n) iters=$2; shift ;;
+	-S) sizes=$2; shift ;;
+	--out) out=$2; shift ;;
+	--devices) devices=$2; shift ;;
+	-h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "run-vm.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+if [ -z "$build" ]; then
+	build=${TMPDIR:-/tmp}/rmca-bench-build
+	mkdir -p "$build"
+	(cd "$build" && { [ -f Makefile ] || "$top/configure" -q; } &&
+		make -s -j2 >/dev/null)
+fi
+build=$(cd "$build" && pwd)
+[ -x "$build/tools/rmca_perf" ] || { echo "run-vm.sh: no rmca_perf in $build" >&2; exit 1; }
+[ -e "$build/components/ib/.libs/rmca_ib.so" ] ||
+	echo "run-vm.sh: warning: no ib component in $build (rdma-core missing at configure?)" >&2
+command -v ib_send_lat >/dev/null ||
+	echo "run-vm.sh: warning: perftest not installed (apt-get install perftest)" >&2
+[ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/rmca-bench-vm.XXXXXX")
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+echo "# host: $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
+echo "# rmca $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'); results in $out"
+start=$(date +%s)
+BENCH_BUILD=$build BENCH_OUT=$out BENCH_ITERS=$iters BENCH_SIZES=$sizes \
+BENCH_DEVICES=$devices \
+VM_ENV="BENCH_BUILD BENCH_OUT BENCH_ITERS BENCH_SIZES BENCH_DEVICES" \
+VM_SHARE="$out $build" VM_TIMEOUT=${VM_TIMEOUT:-600} \
+	"$top/contrib/vm/run-vm.sh" bash "$top/contrib/bench/vm-payload.sh" ||
+	echo "run-vm.sh: the guest run failed ($?)" >&2
+echo "# guest run: $(( $(date +%s) - start )) s; accel: ${VM_ACCEL:-guessed by contrib/vm/run-vm.sh}"
+
+for dev in $devices; do
+	[ -f "$out/perftest-$dev.atomic" ] && cat "$out/perftest-$dev.atomic"
+	bench_ratios "$out/rmca-$dev.csv" "$out/perftest-$dev.csv" rmca perftest \
+		"rmca / perftest on $dev (put_lat: perftest's ib_write_lat doubled, a delivered put is a round trip)" \
+		us_median us_p99 MB/s Mops
+done
+echo
+echo "# load average after:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
