@@ -91,6 +91,8 @@ run_perf() {
 	fi
 	timeout 300 "$perf" --parsable $spin "${popt[@]}" "$@" \
 		"127.0.0.1:$port" >"$out/$name.csv" 2>"$out/$name.head" || rc=$?
+	# a client that failed leaves its server waiting: do not wait for it
+	[ "$rc" = 0 ] || kill "$server_pid" 2>/dev/null || true
 	wait "$server_pid" || true
 	if [ "$rc" != 0 ]; then
 		# a failure is a finding: show it, carry on with the rest

@@ -34,6 +34,7 @@ perftest() { # dev ip our_test tool size n extra...
 			tee -a "$out/perftest-$dev.log" |
 			awk -v s="$s" '$1 == s && $2 ~ /^[0-9]+$/ &&
 				$5 ~ /^[0-9.]+$/' | tail -1)
+		[ -n "$line" ] || kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
 		[ -n "$line" ] && break
 		port=$((port + 1))
@@ -77,6 +78,7 @@ for spec in ${BENCH_DEVICES:-rxe0 siw0}; do
 		2>"$out/rmca-$dev.head" || {
 		echo "rmca_perf failed on $dev:"
 		cat "$out/rmca-$dev.head" "$out/rmca-$dev.server"
+		kill "$spid" 2>/dev/null
 	}
 	wait "$spid"
 	cat "$out/rmca-$dev.head"
