@@ -11,6 +11,8 @@
  *   ATOMIC_RESP  u64 id, u16 -status, u64 old
  *   REVOKE       u64 seq, u64 rkey     (seq: the message that carries it)
  *   REVOKE_ACK   u64 seq, u16 -status
+ *   VERIFY       u64 id, u64 rkey, u64 raddr, u64 len, u8 access needed
+ *   VERIFY_RESP  u64 id, u16 -status
  */
 #ifndef RMCA_CTRL_H
 #define RMCA_CTRL_H
@@ -27,6 +29,8 @@ enum rmca_ctrl_type {
 	RMCA_CTRL_ATOMIC_RESP = 2,
 	RMCA_CTRL_REVOKE = 3,
 	RMCA_CTRL_REVOKE_ACK = 4,
+	RMCA_CTRL_VERIFY = 5, /* was this access of mine valid at your end? */
+	RMCA_CTRL_VERIFY_RESP = 6,
 };
 
 struct rmca_ctrl_msg {
@@ -34,7 +38,9 @@ struct rmca_ctrl_msg {
 	uint64_t id; /* ATOMIC_*: request id; REVOKE*: message seq */
 	int status; /* *_RESP, *_ACK */
 	uint64_t old; /* ATOMIC_RESP */
-	uint64_t rkey; /* REVOKE */
+	uint64_t rkey; /* REVOKE, VERIFY */
+	uint64_t raddr, len; /* VERIFY */
+	uint8_t access; /* VERIFY: RMCA_ACCESS_REMOTE_READ or _WRITE */
 	struct rmca_atomic op; /* ATOMIC_REQ */
 };
 

@@ -30,7 +30,10 @@ static size_t body_len(uint8_t type)
 	case RMCA_CTRL_REVOKE:
 		return 8 + 8;
 	case RMCA_CTRL_REVOKE_ACK:
+	case RMCA_CTRL_VERIFY_RESP:
 		return 8 + 2;
+	case RMCA_CTRL_VERIFY:
+		return 8 + 3 * 8 + 1;
 	}
 	return 0;
 }
@@ -66,7 +69,14 @@ int rmca_ctrl_encode(const struct rmca_ctrl_msg *m, uint8_t *buf, size_t len)
 		le(&p, m->rkey, 8);
 		break;
 	case RMCA_CTRL_REVOKE_ACK:
+	case RMCA_CTRL_VERIFY_RESP:
 		le(&p, (uint16_t)-m->status, 2);
+		break;
+	case RMCA_CTRL_VERIFY:
+		le(&p, m->rkey, 8);
+		le(&p, m->raddr, 8);
+		le(&p, m->len, 8);
+		*p++ = m->access;
 		break;
 	}
 	return (int)(p - buf);
@@ -125,7 +135,19 @@ int rmca_ctrl_decode(const uint8_t *buf, size_t len, struct rmca_ctrl_msg *m,
 		m->rkey = get(&p, 8);
 		break;
 	case RMCA_CTRL_REVOKE_ACK:
+	case RMCA_CTRL_VERIFY_RESP:
 		m->status = -(int)get(&p, 2);
+		break;
+	case RMCA_CTRL_VERIFY:
+		m->rkey = get(&p, 8);
+		m->raddr = get(&p, 8);
+		m->len = get(&p, 8);
+		m->access = *p++;
+		if (m->access != RMCA_ACCESS_REMOTE_READ &&
+		    m->access != RMCA_ACCESS_REMOTE_WRITE) {
+			snprintf(why, why_len, "verify of access 0x%x", m->access);
+			return RMCA_ERR_PROTOCOL;
+		}
 		break;
 	}
 	if (!status_ok(m->status)) {

@@ -16,6 +16,7 @@
 
 #include <rmca/atomic_ops.h>
 
+#include "bootstrap.h"
 #include "ctrl.h"
 #include "ep.h"
 
@@ -288,6 +289,90 @@ void rmca_recv_revoked(struct rmca_ep *ep, struct rmca_req *r)
 	}
 }
 
+/* ---- was that access refused? ---- */
+
+#define RMCA_VERIFY_MS 3000
+
+bool rmca_verify_start(struct rmca_ep *ep, struct rmca_req *r)
+{
+	struct rmca_ctrl_msg m = { .type = RMCA_CTRL_VERIFY,
+				   .id = ++ep->am_next_id,
+				   .rkey = r->rkey,
+				   .raddr = r->raddr,
+				   .len = r->rlen,
+				   .access = r->op == RMCA_OP_PUT ?
+						     RMCA_ACCESS_REMOTE_WRITE :
+						     RMCA_ACCESS_REMOTE_READ };
+
+	if (rmca_ctrl_send(ep, &m))
+		return false;
+	r->am_id = m.id;
+	r->verify_deadline = rmca_now_ms() + RMCA_VERIFY_MS;
+	r->verify_next = ep->verify_wait;
+	ep->verify_wait = r;
+	return true;
+}
+
+static void verify_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+{
+	struct rmca_ctrl_msg resp = { .type = RMCA_CTRL_VERIFY_RESP, .id = m->id };
+	struct rmca_module_mr *mmr;
+	struct rmca_mr *mr = mr_by_key(ep, m->rkey, &mmr);
+	uint64_t base = mr ? (uintptr_t)mr->addr : 0;
+
+	if (!mr || !(mr->access & m->access) || m->raddr < base ||
+	    m->len > mr->len || m->raddr - base > mr->len - m->len)
+		resp.status = RMCA_ERR_REMOTE_ACCESS;
+	rmca_ctrl_send(ep, &resp);
+}
+
+/* r's verification is over: status is the refusal, or stays as it was. */
+static void verify_end(struct rmca_ep *ep, struct rmca_req *r, int status)
+{
+	struct rmca_req **pp;
+
+	for (pp = &ep->verify_wait; *pp && *pp != r; pp = &(*pp)->verify_next)
+		;
+	if (*pp)
+		*pp = r->verify_next;
+	r->verify_next = NULL;
+	r->verifying = false;
+	r->verified = true;
+	if (status == RMCA_ERR_REMOTE_ACCESS)
+		r->status = status;
+}
+
+static int verify_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+{
+	struct rmca_req *r;
+
+	for (r = ep->verify_wait; r && r->am_id != m->id; r = r->verify_next)
+		;
+	if (!r)
+		return RMCA_ERR_PROTOCOL;
+	verify_end(ep, r, m->status);
+	rmca_ep_advance(ep);
+	return 0;
+}
+
+/* Progress: a peer that does not answer in time leaves the status as is. */
+void rmca_verify_expire(struct rmca_ep *ep)
+{
+	int64_t now = rmca_now_ms();
+	struct rmca_req *r, *next;
+	bool any = false;
+
+	for (r = ep->verify_wait; r; r = next) {
+		next = r->verify_next;
+		if (now >= r->verify_deadline) {
+			verify_end(ep, r, 0);
+			any = true;
+		}
+	}
+	if (any)
+		rmca_ep_advance(ep);
+}
+
 int rmca_emul_ctrl_msg(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 {
 	switch (m->type) {
@@ -301,6 +386,11 @@ int rmca_emul_ctrl_msg(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 		return 0;
 	case RMCA_CTRL_REVOKE_ACK:
 		return revoke_acked(ep, m);
+	case RMCA_CTRL_VERIFY:
+		verify_serve(ep, m);
+		return 0;
+	case RMCA_CTRL_VERIFY_RESP:
+		return verify_answered(ep, m);
 	}
 	return RMCA_ERR_PROTOCOL;
 }
@@ -321,6 +411,11 @@ void rmca_emul_ctrl_lost(struct rmca_ep *ep, int status)
 		rmca_req_done(r, status, 0, 0);
 	}
 	ep->deferred_tail = NULL;
+	if (ep->verify_wait) {
+		while ((r = ep->verify_wait))
+			verify_end(ep, r, 0);
+		rmca_ep_advance(ep);
+	}
 }
 
 static const char *path_word(enum rmca_path p)

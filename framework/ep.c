@@ -663,6 +663,12 @@ void rmca_ep_destroy(struct rmca_ep *ep)
 		r->defer_next = NULL;
 	}
 	ep->deferred = ep->deferred_tail = NULL;
+	for (struct rmca_req *r = ep->verify_wait, *n; r; r = n) {
+		n = r->verify_next;
+		r->verify_next = NULL;
+		r->verifying = false;
+	}
+	ep->verify_wait = NULL;
 	rmca_ep_cancel_all(ep, RMCA_ERR_CANCELED);
 	while (ep->revokes) {
 		struct rmca_revoke_note *n = ep->revokes->next;

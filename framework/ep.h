@@ -52,6 +52,14 @@ struct rmca_req {
 	uint64_t seq; /* its message number */
 	bool acked;
 	struct rmca_req *defer_next;
+
+	/* a put or get that failed as a lost connection: the peer's core is
+	 * asked whether the access itself was refused (ep->verify_wait) */
+	uint64_t raddr, rkey;
+	size_t rlen;
+	bool verifying, verified;
+	int64_t verify_deadline;
+	struct rmca_req *verify_next;
 };
 
 struct rmca_revoke_note {
@@ -82,6 +90,7 @@ struct rmca_ep {
 	uint64_t recv_seq; /* messages received */
 	struct rmca_revoke_note *revokes; /* keys revoked for messages to come */
 	struct rmca_req *deferred, *deferred_tail; /* sends behind a revoke */
+	struct rmca_req *verify_wait; /* failed accesses being checked */
 };
 
 struct rmca_listener {
@@ -115,6 +124,7 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 		   uint64_t revoked_rkey);
 void rmca_ep_flush_delivered(struct rmca_ep *ep);
 void rmca_ep_cancel_all(struct rmca_ep *ep, int status);
+void rmca_ep_advance(struct rmca_ep *ep);
 
 /* emul.c: the paths the core builds from capabilities */
 void rmca_paths_choose(struct rmca_ep *ep);
@@ -128,6 +138,8 @@ void rmca_recv_revoked(struct rmca_ep *ep, struct rmca_req *r);
 struct rmca_ctrl_msg;
 int rmca_emul_ctrl_msg(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
 void rmca_emul_ctrl_lost(struct rmca_ep *ep, int status);
+bool rmca_verify_start(struct rmca_ep *ep, struct rmca_req *r);
+void rmca_verify_expire(struct rmca_ep *ep);
 
 /* ep.c */
 void rmca_ep_destroy(struct rmca_ep *ep);

@@ -60,7 +60,25 @@ void rmca_req_abandon(struct rmca_req *r)
 
 static bool req_ready(const struct rmca_req *r)
 {
-	return r->done && (!r->needs_flush || r->flushed || r->status);
+	return r->done && (!r->needs_flush || r->flushed || r->status) &&
+	       !r->verifying;
+}
+
+/*
+ * A put or get reported as a lost connection may have been refused by the
+ * target: iWARP tears the connection down on a bad access and tells the
+ * initiator nothing more. The peer's core, over the control channel, can
+ * say whether the access was valid; until it answers (or the channel goes,
+ * or RMCA_VERIFY_MS pass) the request waits.
+ */
+static void req_maybe_verify(struct rmca_req *r)
+{
+	if (r->kind != RMCA_REQ_USER || r->verified || r->verifying ||
+	    r->status != RMCA_ERR_CONNECTION || !r->rkey ||
+	    (r->op != RMCA_OP_PUT && r->op != RMCA_OP_GET))
+		return;
+	r->verifying = rmca_verify_start(r->ep, r);
+	r->verified = !r->verifying;
 }
 
 static void req_emit(struct rmca_req *r)
@@ -94,7 +112,7 @@ static void req_emit(struct rmca_req *r)
 
 /* Report what may be reported: anything ready, but a flush only once every
  * request posted before it has been reported. */
-static void ep_advance(struct rmca_ep *ep)
+void rmca_ep_advance(struct rmca_ep *ep)
 {
 	bool blocked = false;
 	struct rmca_req *r, *next;
@@ -128,6 +146,7 @@ static void flush_resolve(struct rmca_req *f, int status)
 		p->flushed = true;
 		if (!p->status)
 			p->status = status;
+		req_maybe_verify(p);
 	}
 	f->covers = NULL;
 }
@@ -152,6 +171,7 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 	r->len = len;
 	if (revoked_rkey)
 		r->revoked_rkey = revoked_rkey;
+	req_maybe_verify(r);
 	if (r->kind == RMCA_REQ_DELIVERY_FLUSH) {
 		flush_resolve(r, status);
 		req_unlink(r);
@@ -160,7 +180,7 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 		req_emit(r); /* the common case: nothing to order against */
 		return;
 	}
-	ep_advance(ep);
+	rmca_ep_advance(ep);
 }
 
 /* Cover every DELIVERED put not yet covered with one delivery flush. */
@@ -407,6 +427,9 @@ int rmca_put(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 		r->cover_next = ep->unflushed;
 		ep->unflushed = r;
 	}
+	r->raddr = raddr;
+	r->rkey = rkey;
+	r->rlen = len;
 	rc = ep_ops(ep)->put(ep->conn, buf, len, mmr, raddr, rkey, r);
 	if (rc && r->needs_flush)
 		ep->unflushed = r->cover_next;
@@ -422,6 +445,9 @@ int rmca_get(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
 
 	if (rc != 1)
 		return rc;
+	r->raddr = raddr;
+	r->rkey = rkey;
+	r->rlen = len;
 	return op_end(r, ep_ops(ep)->get(ep->conn, buf, len, mmr, raddr, rkey,
 					 r));
 }

@@ -105,6 +105,8 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 			rmca_ep_flush_delivered(ep);
 		if (ep->deferred)
 			rmca_deferred_post(ep);
+		if (ep->verify_wait)
+			rmca_verify_expire(ep);
 	}
 
 	n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
