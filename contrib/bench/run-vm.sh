@@ -13,7 +13,7 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/contrib/bench/lib.sh"
-build= iters=1000 sizes=8,4096,65536 out= devices="rxe0 siw0"
+build= iters=300 sizes=8,4096,65536 out= devices="rxe0 siw0"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2; shift ;;

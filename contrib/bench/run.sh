@@ -129,7 +129,7 @@ run_ucx() { # our_test ucx_test size iters
 	*) awk -v t="$1" -v s="$3" -v n="$4" -v mr="${12}" 'BEGIN {
 		printf "%s,%s,%s,%.6f,Mops\n", t, s, n, mr / 1e6
 		if (t != "atomic_rate")
-			printf "%s,%s,%s,%.3f,MB/s\n", t, s, n, mr * s / 1e6 }' ;;
+			printf "%s,%s,%s,%.6g,MB/s\n", t, s, n, mr * s / 1e6 }' ;;
 	esac
 }
 

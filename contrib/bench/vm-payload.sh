@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 perf=$BENCH_BUILD/tools/rmca_perf
 out=$BENCH_OUT
-iters=${BENCH_ITERS:-1000}
+iters=${BENCH_ITERS:-300}
 sizes=${BENCH_SIZES:-8,4096,65536}
 export RMCA_component_path=$BENCH_BUILD/components/ib/.libs:$BENCH_BUILD/components/iwarp/.libs:$BENCH_BUILD/components/tcp/.libs
 port=18515
@@ -51,7 +51,7 @@ perftest() { # dev ip our_test tool size n extra...
 	*)
 		awk -v t="$t" -v s="$s" -v n="$n" -v mr="$5" 'BEGIN {
 			printf "%s,%s,%s,%.6f,Mops\n", t, s, n, mr
-			if (t != "atomic_rate") printf "%s,%s,%s,%.3f,MB/s\n", t, s, n, mr * s }' ;;
+			if (t != "atomic_rate") printf "%s,%s,%s,%.6g,MB/s\n", t, s, n, mr * s }' ;;
 	esac
 }
 
