@@ -133,6 +133,8 @@ struct rmca_verbs_op {
 	struct rmca_verbs_mw *mw; /* BIND */
 	struct rmca_module_mr *mr; /* BIND */
 	uint64_t seq; /* iwarp sends: position; confirming READs: cover */
+	int status; /* refused before posting: completed with it (else
+		       RMCA_ERR_CONNECTION) once its failed connection drains */
 };
 
 enum rmca_verbs_conn_state {
@@ -273,11 +275,17 @@ int rmca_verbs_mr_reg(struct rmca_module *m, void *addr, size_t len,
 		      unsigned access, struct rmca_module_mr **out);
 int rmca_verbs_mr_dereg(struct rmca_module_mr *mr);
 uint64_t rmca_verbs_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c);
+int rmca_verbs_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
+			 uint64_t rkey);
 uint32_t rmca_verbs_sink_lkey(struct rmca_module_mr *mr);
 uint64_t rmca_verbs_revoke(struct rmca_conn *c, uint32_t rkey);
 int rmca_verbs_mr_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
 			 uint64_t rkey);
 void rmca_verbs_mw_conn_gone(struct rmca_conn *c);
+
+/* iwarp keys only: the region grants remote read (see verbs_mr.c). Bits
+ * 34..62 stay zero. */
+#define RMCA_VERBS_KEY_READ (1ull << 33)
 
 static inline uint64_t rmca_verbs_key(uint32_t rkey, bool use_once)
 {

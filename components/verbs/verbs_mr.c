@@ -4,6 +4,11 @@
  *
  * Keys: an rmca key holds the 32-bit rkey in its low bits, bit 32 always set
  * (a key is never 0) and RMCA_KEY_USE_ONCE (bit 63) for use-once regions.
+ * On iwarp, bit 33 (RMCA_VERBS_KEY_READ) says the region grants remote
+ * read, and the initiator refuses a get with a key that lacks it (see
+ * verbs_ops.c): siw answers an RDMA READ from any valid STag, read right or
+ * not. key_match() compares all 64 bits, so a key with the bit forged in
+ * or out is not a key of the region.
  *
  * Use-once regions on a device that can send-with-invalidate: a plain MR key
  * cannot be invalidated by a peer, a type-2 memory window's can. So such a
@@ -38,6 +43,16 @@
 #include <time.h>
 
 #include "verbs.h"
+
+/* The rmca key of mr whose device rkey is rkey. */
+static uint64_t key_of(const struct rmca_module_mr *mr, uint32_t rkey)
+{
+	uint64_t k = rmca_verbs_key(rkey, mr->access & RMCA_MR_USE_ONCE);
+
+	if (mr->mod->iwarp && (mr->access & RMCA_ACCESS_REMOTE_READ))
+		k |= RMCA_VERBS_KEY_READ;
+	return k;
+}
 
 static int ib_access(struct rmca_verbs_module *vm, unsigned access)
 {
@@ -225,11 +240,11 @@ uint64_t rmca_verbs_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
 	struct rmca_verbs_mw *w;
 
 	if (!mr->use_mw && !once)
-		return rmca_verbs_key(mr->mr->rkey, false);
+		return key_of(mr, mr->mr->rkey);
 	if (!mr->use_mw) {
 		if (!mr->pub)
 			mr->pub = pub_reg(mr);
-		return mr->pub ? rmca_verbs_key(mr->pub->rkey, true) : 0;
+		return mr->pub ? key_of(mr, mr->pub->rkey) : 0;
 	}
 	if (!c || c->state != RMCA_VCONN_UP)
 		return 0;
@@ -238,7 +253,31 @@ uint64_t rmca_verbs_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
 		return 0;
 	if (w->revoked && mw_bind(mr, w))
 		return 0;
-	return rmca_verbs_key(w->rkey, true);
+	return key_of(mr, w->rkey);
+}
+
+/*
+ * Is rkey a key of mr that works on c now? What mr_rkey() would answer,
+ * without binding a window or registering pub: the core asks when it serves
+ * a remote access itself, and a question must not make a key live.
+ */
+int rmca_verbs_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
+			 uint64_t rkey)
+{
+	uint32_t k = rmca_verbs_rkey32(rkey);
+	struct rmca_verbs_mw *w;
+
+	if (!rkey || rkey != key_of(mr, k))
+		return 0; /* bit 63, bit 33 or a stray high bit is wrong */
+	if (!(mr->access & RMCA_MR_USE_ONCE))
+		return mr->mr->rkey == k;
+	if (!mr->use_mw)
+		return mr->pub && mr->pub->rkey == k;
+	for (w = mr->mws; w; w = w->next)
+		if (w->conn == c && w->mw && w->bound && !w->revoked &&
+		    w->rkey == k)
+			return 1;
+	return 0;
 }
 
 /* The peer's send-with-invalidate revoked rkey on c: if it is a window we
@@ -252,7 +291,7 @@ uint64_t rmca_verbs_revoke(struct rmca_conn *c, uint32_t rkey)
 		for (w = mr->mws; w; w = w->next)
 			if (w->conn == c && w->rkey == rkey && !w->revoked) {
 				w->revoked = true;
-				return rmca_verbs_key(rkey, true);
+				return key_of(mr, rkey);
 			}
 	return 0;
 }

@@ -84,10 +84,45 @@ static int v_put(struct rmca_conn *c, const void *buf, size_t len,
 	return local_op(c, RMCA_VOP_PUT, buf, len, mr, raddr, rkey, req);
 }
 
+/*
+ * siw serves an RDMA READ from any valid STag of the QP's PD, whether or not
+ * it grants remote read: siw_qp_sq_proc_tx() checks the READ RESPONSE's
+ * source with siw_check_sgl_tx(qp->pd, wqe, 0), i.e. no permission at all
+ * (drivers/infiniband/sw/siw/siw_qp_tx.c, Linux 6.1), a kernel bug. So on
+ * iwarp an rmca key carries RMCA_VERBS_KEY_READ when its region grants
+ * remote read (verbs_mr.c), and a get with a key that lacks it is refused
+ * here, before anything goes on the wire: it completes
+ * RMCA_ERR_REMOTE_ACCESS and fails the connection as a refusal by the
+ * target would. This protects honest rmca peers only: the target's memory
+ * stays readable with the bare 32-bit STag by anyone who posts READs
+ * himself; only a fixed kernel closes that.
+ */
+static int refuse_get(struct rmca_conn *c, void *req)
+{
+	struct rmca_verbs_op *op = rmca_verbs_op_new(c, RMCA_VOP_GET, req);
+
+	if (!op)
+		return RMCA_ERR_NO_MEMORY;
+	op->status = RMCA_ERR_REMOTE_ACCESS;
+	c->mod->m.core->ops->log(c->mod->m.core, RMCA_LOG_DEBUG,
+				 "%s: get with a key without remote read "
+				 "refused", c->mod->m.device);
+	if (c->state != RMCA_VCONN_FAILED)
+		rmca_verbs_conn_fail(c, RMCA_ERR_CONNECTION);
+	/* on the failed connection: completed from the timer, in order */
+	return rmca_verbs_submit(c, op);
+}
+
 static int v_get(struct rmca_conn *c, void *buf, size_t len,
 		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
 		 void *req)
 {
+	int ret = check(c, buf, len, mr);
+
+	if (ret)
+		return ret;
+	if (c->mod->iwarp && !(rkey & RMCA_VERBS_KEY_READ))
+		return refuse_get(c, req);
 	return local_op(c, RMCA_VOP_GET, buf, len, mr, raddr, rkey, req);
 }
 
@@ -133,6 +168,7 @@ const struct rmca_module_ops rmca_verbs_ops = {
 	.disconnect = rmca_verbs_disconnect,
 	.flush = v_flush,
 	.get = v_get,
+	.key_match = rmca_verbs_key_match,
 	.mr_dereg = rmca_verbs_mr_dereg,
 	.mr_reg = rmca_verbs_mr_reg,
 	.mr_rkey = rmca_verbs_mr_rkey,

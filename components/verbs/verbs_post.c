@@ -244,7 +244,8 @@ void rmca_verbs_pending_run(struct rmca_conn *c)
 			return; /* after the ops posted before them */
 		while ((op = c->pending)) {
 			unlink_head(c);
-			rmca_verbs_op_done(op, RMCA_ERR_CONNECTION, 0, 0);
+			rmca_verbs_op_done(op, op->status ? op->status :
+						RMCA_ERR_CONNECTION, 0, 0);
 		}
 		return;
 	}
