@@ -113,6 +113,7 @@ enum rmca_verbs_op_kind {
 	RMCA_VOP_FLUSH,
 	RMCA_VOP_HELLO_SEND, /* internal from here on: never reach the core */
 	RMCA_VOP_HELLO_RECV,
+	RMCA_VOP_HELLO_READ, /* iwarp active: proves the hello was taken */
 	RMCA_VOP_CREDIT,
 	RMCA_VOP_BIND,
 };
@@ -140,6 +141,7 @@ struct rmca_verbs_op {
 enum rmca_verbs_conn_state {
 	RMCA_VCONN_RESOLVING,
 	RMCA_VCONN_CONNECTING,
+	RMCA_VCONN_CONFIRM, /* active, iwarp: hello sent, no READ back yet */
 	RMCA_VCONN_WAIT_HELLO, /* passive: established, first send not seen */
 	RMCA_VCONN_UP,
 	RMCA_VCONN_FAILED,
@@ -179,6 +181,8 @@ struct rmca_conn {
 	int closing_status; /* set by destroy: what canceled ops get */
 	int cq_share; /* CQ entries reserved for this QP */
 	bool hello_seen;
+	int nudges; /* CONFIRM: READs posted behind the hello */
+	long long nudge_ms; /* CONFIRM: when the next one is due */
 	uint8_t rd_in, rd_out; /* from the request: its depth, its resources */
 };
 

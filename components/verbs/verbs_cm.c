@@ -15,6 +15,21 @@
  * is a small "hello" send into it, and the passive connect() returns only
  * once the hello has arrived: from then on either side may send. Both
  * devices get the same handshake.
+ *
+ * On iwarp the active connect() also waits until the hello is known to be
+ * taken: siw can leave it unread for ever. siw_accept() (siw_cm.c, Linux
+ * 6.1) puts the endpoint in RDMA mode and sends the MPA reply before
+ * siw_qp_socket_assoc() gives the socket's data_ready upcall to the QP; an
+ * FPDU that lands in between wakes siw_cm_llp_data_ready(), which ignores
+ * data in RDMA mode, and then sits in the socket until more data arrives.
+ * The active side, answered, saw its connection up and moved on, while the
+ * passive connect() waited for a hello that it would get only with the
+ * active side's next message. So the active side posts an 8-byte READ
+ * behind the hello and returns once one comes back (RDMAP answers a READ
+ * only after the messages before it are placed); until then it posts
+ * another READ now and then, whose arrival makes siw read everything
+ * queued. A device with an ORD of 1 holds the later READs back, and the
+ * wait is then only as good as the first one.
  */
 #include <errno.h>
 #include <poll.h>
@@ -27,6 +42,9 @@
 
 #define RD_ATOM_MAX 16
 #define PARK_MAX_AGE_S 60
+#define NUDGE_FIRST_MS 20 /* then doubling, up to NUDGE_STEP_MAX_MS */
+#define NUDGE_STEP_MAX_MS 320
+#define NUDGE_MAX 12
 
 static long long now_ms(void)
 {
@@ -130,6 +148,27 @@ static int post_hello_send(struct rmca_conn *c)
 	op->sge.length = sizeof(c->ctl->hello_src);
 	op->sge.lkey = c->ctl_sink->lkey;
 	return rmca_verbs_post(c, op);
+}
+
+/* One more READ behind the hello (see the top of this file). */
+static void hello_nudge(struct rmca_conn *c)
+{
+	struct rmca_verbs_op *op;
+	long long step = (long long)NUDGE_FIRST_MS << c->nudges;
+
+	if (c->nudges >= NUDGE_MAX)
+		return;
+	if (step > NUDGE_STEP_MAX_MS)
+		step = NUDGE_STEP_MAX_MS;
+	c->nudge_ms = now_ms() + step;
+	op = rmca_verbs_op_new(c, RMCA_VOP_HELLO_READ, NULL);
+	if (!op)
+		return;
+	if (rmca_verbs_post(c, op)) {
+		free(op); /* the SQ is full: the next one will do */
+		return;
+	}
+	c->nudges++;
 }
 
 static int accept_req(struct rmca_conn *c, struct rdma_cm_id *id)
@@ -248,7 +287,9 @@ static void on_established(struct rmca_conn *c, struct rdma_cm_event *ev)
 			c->state = RMCA_VCONN_FAILED;
 			return;
 		}
-		c->state = RMCA_VCONN_UP;
+		c->state = c->mod->iwarp ? RMCA_VCONN_CONFIRM : RMCA_VCONN_UP;
+		if (c->mod->iwarp)
+			hello_nudge(c);
 		return;
 	}
 	c->state = c->hello_seen ? RMCA_VCONN_UP : RMCA_VCONN_WAIT_HELLO;
@@ -336,8 +377,15 @@ static int conn_wait(struct rmca_conn *c, long long deadline)
 		rmca_verbs_cm_dispatch(vm);
 		rmca_verbs_async_drain(vm->dev);
 		rmca_verbs_cq_poll(vm);
-		if (c->state == RMCA_VCONN_UP)
+		if (c->state == RMCA_VCONN_UP) {
+			if (c->nudges > 1)
+				vm->m.core->ops->log(vm->m.core, RMCA_LOG_DEBUG,
+						     "%s: hello confirmed after %d READs",
+						     vm->m.device, c->nudges);
 			return 0;
+		}
+		if (c->state == RMCA_VCONN_CONFIRM && now_ms() >= c->nudge_ms)
+			hello_nudge(c);
 		if (c->state == RMCA_VCONN_FAILED)
 			return c->fail_status ? c->fail_status :
 						RMCA_ERR_CONNECTION;

@@ -96,6 +96,13 @@ static void on_success(struct rmca_conn *c, struct rmca_verbs_op *op,
 		if (c->state == RMCA_VCONN_WAIT_HELLO)
 			c->state = RMCA_VCONN_UP;
 		break;
+	case RMCA_VOP_HELLO_READ:
+		/* RDMAP answers a READ only after the messages before it
+		 * were placed: the peer has the hello */
+		credit_update(c);
+		if (c->state == RMCA_VCONN_CONFIRM)
+			c->state = RMCA_VCONN_UP;
+		break;
 	case RMCA_VOP_CREDIT:
 	case RMCA_VOP_FLUSH:
 		credit_update(c);

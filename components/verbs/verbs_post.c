@@ -107,6 +107,7 @@ static void fill_send(struct rmca_conn *c, struct rmca_verbs_op *op,
 		break;
 	case RMCA_VOP_FLUSH:
 	case RMCA_VOP_CREDIT:
+	case RMCA_VOP_HELLO_READ:
 		/* an 8-byte READ of the peer's credit counter: a real
 		 * region, which iWARP checks even for 0 bytes */
 		op->sge.addr = (uintptr_t)&c->ctl->sink;
