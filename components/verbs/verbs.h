@@ -179,6 +179,8 @@ struct rmca_conn {
 	uint64_t send_seq, confirmed;
 	struct rmca_verbs_op *held, *held_tail;
 	int closing_status; /* set by destroy: what canceled ops get */
+	long long abandon_ms; /* failed: when the ops the device still holds
+				 are given up (see verbs_conn.c) */
 	int cq_share; /* CQ entries reserved for this QP */
 	bool hello_seen;
 	int nudges; /* CONFIRM: READs posted behind the hello */
@@ -252,6 +254,8 @@ struct rmca_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
 				      void *cookie);
 int rmca_verbs_qp_create(struct rmca_conn *c, struct rdma_cm_id *id);
 void rmca_verbs_conn_destroy(struct rmca_conn *c, int status);
+void rmca_verbs_abandon(struct rmca_conn *c, int status);
+long long rmca_verbs_now_ms(void);
 bool rmca_verbs_loopback_probe(struct rmca_verbs_module *vm);
 
 /* completions (verbs_cq.c) */
@@ -271,6 +275,7 @@ void rmca_verbs_op_done(struct rmca_verbs_op *op, int status, size_t len,
 void rmca_verbs_pending_run(struct rmca_conn *c);
 void rmca_verbs_credit_read(struct rmca_conn *c);
 void rmca_verbs_timer_event(void *arg, uint32_t events);
+void rmca_verbs_timer_arm(struct rmca_verbs_module *vm);
 void rmca_verbs_hold(struct rmca_conn *c, struct rmca_verbs_op *op);
 void rmca_verbs_release_held(struct rmca_conn *c, int status);
 

@@ -173,6 +173,14 @@ static bool lacks_credit(struct rmca_conn *c, struct rmca_verbs_op *op)
 	return c->mod->iwarp && is_msg(op) && c->sends_posted >= c->peer_posted;
 }
 
+long long rmca_verbs_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
 static void arm_timer(struct rmca_verbs_module *vm)
 {
 	struct itimerspec its = { 0 };
@@ -208,12 +216,23 @@ void rmca_verbs_timer_event(void *arg, uint32_t events)
 {
 	struct rmca_verbs_module *vm = arg;
 	struct rmca_conn *c;
+	bool again = false;
 	uint64_t n;
 
 	if (read(vm->timer_fd, &n, sizeof(n)) < 0)
 		return;
 	vm->timer_armed = false;
 	for (c = vm->conns; c; c = c->next) {
+		if (c->state == RMCA_VCONN_FAILED && c->nout) {
+			/* see verbs_conn.c */
+			if (rmca_verbs_now_ms() < c->abandon_ms) {
+				again = true;
+				continue;
+			}
+			rmca_verbs_abandon(c, 0);
+			rmca_verbs_pending_run(c);
+			continue;
+		}
 		if (!c->waiting)
 			continue;
 		if (c->state == RMCA_VCONN_FAILED)
@@ -221,6 +240,13 @@ void rmca_verbs_timer_event(void *arg, uint32_t events)
 		else
 			rmca_verbs_credit_read(c);
 	}
+	if (again)
+		arm_timer(vm);
+}
+
+void rmca_verbs_timer_arm(struct rmca_verbs_module *vm)
+{
+	arm_timer(vm);
 }
 
 static void unlink_head(struct rmca_conn *c)
