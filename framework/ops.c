@@ -146,7 +146,8 @@ static void flush_resolve(struct rmca_req *f, int status)
 		p->flushed = true;
 		if (!p->status)
 			p->status = status;
-		req_maybe_verify(p);
+		if (p->done)
+			req_maybe_verify(p);
 	}
 	f->covers = NULL;
 }
@@ -167,7 +168,10 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 	if (r->op == RMCA_OP_RECV && !status)
 		rmca_recv_revoked(ep, r);
 	r->done = true;
-	r->status = status;
+	/* A delivery flush may have told this put's fate already, more
+	 * precisely than the bare "flushed" its own completion carries. */
+	if (!(status == RMCA_ERR_CONNECTION && r->status))
+		r->status = status;
 	r->len = len;
 	if (revoked_rkey)
 		r->revoked_rkey = revoked_rkey;
