@@ -13,7 +13,7 @@
 #                busy-poll, as ucx_perftest and fi_pingpong always do (so
 #                those run in spin mode only); both (default): wait, then
 #                spin with UCX and libfabric
-#   -n ITERS     iterations per size (default 10000; fewer for big sizes)
+#   -n ITERS     iterations per size (default 5000; fewer for big sizes)
 #   -S SIZES     sizes for every sized test (default: rmca_perf's lists)
 #   -t TESTS     rmca_perf tests (default all)
 #   --out DIR    keep the raw outputs there (default: a temporary directory)
@@ -23,7 +23,7 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/contrib/bench/lib.sh"
-build= install=0 mode=both iters=10000 sizes= tests=all out=
+build= install=0 mode=both iters=5000 sizes= tests=all out=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2; shift ;;

@@ -13,6 +13,11 @@ perf=$BENCH_BUILD/tools/rmca_perf
 out=$BENCH_OUT
 iters=${BENCH_ITERS:-300}
 sizes=${BENCH_SIZES:-8,4096,65536}
+# wait: rmca_perf sleeps on its wait fd, perftest on CQ events (-e);
+# spin: both busy-poll
+mode=${BENCH_MODE:-spin}
+spin= events=-e
+[ "$mode" = spin ] && spin=--spin events=
 export RMCA_component_path=$BENCH_BUILD/components/ib/.libs:$BENCH_BUILD/components/iwarp/.libs:$BENCH_BUILD/components/tcp/.libs
 port=18515
 
@@ -25,12 +30,13 @@ perftest() { # dev ip our_test tool size n extra...
 	shift 6
 	port=$((port + 1))
 	for try in 1 2; do
-		timeout 60 "$tool" -d "$dev" -i 1 -R -F -p "$port" -s "$s" \
-			-n "$n" "$@" >>"$out/perftest-$dev.server" 2>&1 &
+		timeout 60 "$tool" -d "$dev" -i 1 -R -F $events -p "$port" \
+			-s "$s" -n "$n" "$@" >>"$out/perftest-$dev.server" 2>&1 &
 		spid=$!
 		sleep 1
-		line=$(timeout 60 "$tool" -d "$dev" -i 1 -R -F -p "$port" \
-			-s "$s" -n "$n" "$@" "$ip" 2>>"$out/perftest-$dev.err" |
+		line=$(timeout 60 "$tool" -d "$dev" -i 1 -R -F $events \
+			-p "$port" -s "$s" -n "$n" "$@" "$ip" \
+			2>>"$out/perftest-$dev.err" |
 			tee -a "$out/perftest-$dev.log" |
 			awk -v s="$s" '$1 == s && $2 ~ /^[0-9]+$/ &&
 				$5 ~ /^[0-9.]+$/' | tail -1)
@@ -62,10 +68,10 @@ for spec in ${BENCH_DEVICES:-rxe0 siw0}; do
 	*) echo "vm-payload: unknown device $spec"; continue ;;
 	esac
 	dev=$spec
-	echo "== $dev ($comp, $ip)"
+	echo "== $dev ($comp, $ip), $mode mode"
 	: >"$out/rmca-$dev.csv"
 	: >"$out/perftest-$dev.csv"
-	RMCA_transports=$comp timeout 240 "$perf" -s --spin -l "$ip:0" \
+	RMCA_transports=$comp timeout 150 "$perf" -s $spin -l "$ip:0" \
 		>"$out/rmca-$dev.server" 2>&1 &
 	spid=$!
 	for _ in $(seq 100); do
@@ -73,7 +79,7 @@ for spec in ${BENCH_DEVICES:-rxe0 siw0}; do
 		sleep 0.1
 	done
 	p=$(sed -n 's/^listening on port //p' "$out/rmca-$dev.server")
-	RMCA_transports=$comp timeout 240 "$perf" --spin --parsable \
+	RMCA_transports=$comp timeout 150 "$perf" $spin --parsable \
 		-n "$iters" -S "$sizes" "$ip:$p" >"$out/rmca-$dev.csv" \
 		2>"$out/rmca-$dev.head" || {
 		echo "rmca_perf failed on $dev:"
