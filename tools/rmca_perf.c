@@ -40,9 +40,9 @@
 
 #include <rmca.h>
 
-#define PERF_MAGIC 0x726d6361u /* "rmca" */
-#define WAIT_LIMIT_S 30.0 /* a peer silent for this long: give up */
-#define MAX_POLL 64
+#define PERF_MAGIC   0x726d6361u /* "rmca" */
+#define WAIT_LIMIT_S 30.0	 /* a peer silent for this long: give up */
+#define MAX_POLL     64
 
 enum test_id {
 	T_QUIT,
@@ -60,20 +60,20 @@ enum test_id {
 struct test_desc {
 	const char *name;
 	enum test_id id;
-	bool lat; /* one op at a time, per-op times kept */
+	bool lat;   /* one op at a time, per-op times kept */
 	bool sized; /* else 8 bytes only */
-	bool raw; /* also measured by --raw */
+	bool raw;   /* also measured by --raw */
 };
 
 static const struct test_desc tests[] = {
-	{ "send_lat", T_SEND_LAT, true, true, true },
-	{ "put_lat", T_PUT_LAT, true, true, false },
-	{ "get_lat", T_GET_LAT, true, true, false },
-	{ "atomic_lat", T_ATOMIC_LAT, true, false, false },
-	{ "put_bw", T_PUT_BW, false, true, false },
-	{ "get_bw", T_GET_BW, false, true, false },
-	{ "send_bw", T_SEND_BW, false, true, true },
-	{ "atomic_rate", T_ATOMIC_RATE, false, false, false },
+	{"send_lat", T_SEND_LAT, true, true, true},
+	{"put_lat", T_PUT_LAT, true, true, false},
+	{"get_lat", T_GET_LAT, true, true, false},
+	{"atomic_lat", T_ATOMIC_LAT, true, false, false},
+	{"put_bw", T_PUT_BW, false, true, false},
+	{"get_bw", T_GET_BW, false, true, false},
+	{"send_bw", T_SEND_BW, false, true, true},
+	{"atomic_rate", T_ATOMIC_RATE, false, false, false},
 };
 #define NTESTS (sizeof(tests) / sizeof(tests[0]))
 
@@ -116,8 +116,8 @@ struct result {
 	size_t size;
 	long iters;
 	double med, p99, mean; /* us, latency tests */
-	double mbs; /* 1e6 bytes per second, bandwidth tests */
-	double mops; /* 1e6 operations per second */
+	double mbs;	       /* 1e6 bytes per second, bandwidth tests */
+	double mops;	       /* 1e6 operations per second */
 };
 
 static void percentiles(double *v, long n, struct result *r)
@@ -159,7 +159,8 @@ static void print_result(const struct opts *o, const struct result *r)
 			       r->mbs);
 		printf("%s,%zu,%ld,%.6f,Mops\n", t, r->size, r->iters, r->mops);
 	} else {
-		char med[16] = "-", p99[16] = "-", mean[16] = "-", mbs[16] = "-";
+		char med[16] = "-", p99[16] = "-", mean[16] = "-",
+		     mbs[16] = "-";
 
 		if (r->med > 0) {
 			snprintf(med, sizeof(med), "%.2f", r->med);
@@ -168,9 +169,8 @@ static void print_result(const struct opts *o, const struct result *r)
 		}
 		if (r->mbs > 0)
 			snprintf(mbs, sizeof(mbs), "%.1f", r->mbs);
-		printf("%-12s %8zu %8ld %11s %11s %11s %10s %9.4f\n",
-		       r->test, r->size, r->iters, med, p99, mean, mbs,
-		       r->mops);
+		printf("%-12s %8zu %8ld %11s %11s %11s %10s %9.4f\n", r->test,
+		       r->size, r->iters, med, p99, mean, mbs, r->mops);
 	}
 	fflush(stdout);
 }
@@ -182,11 +182,11 @@ static void die(const char *what, int rc)
 	exit(1);
 }
 
-#define CHECK(call)                               \
-	do {                                      \
-		int rc_ = (call);                 \
-		if (rc_)                          \
-			die(#call, rc_);          \
+#define CHECK(call)                                                            \
+	do {                                                                   \
+		int rc_ = (call);                                              \
+		if (rc_)                                                       \
+			die(#call, rc_);                                       \
 	} while (0)
 
 /* ---- progress ---- */
@@ -210,8 +210,8 @@ struct bench {
 static void complete(struct bench *b, const struct rmca_completion *c)
 {
 	if (c->status && !b->closing) {
-		static const char *const op[] = { "send", "recv", "put",
-						  "get", "atomic", "flush" };
+		static const char *const op[] = {"send", "recv",   "put",
+						 "get",	 "atomic", "flush"};
 
 		fprintf(stderr, "rmca_perf: %s completed: %s\n",
 			(unsigned)c->op < 6 ? op[c->op] : "?",
@@ -255,8 +255,8 @@ static void pump(struct bench *b)
 	for (int i = 0; i < n; i++)
 		complete(b, &c[i]);
 	if (!n && !b->spin) {
-		struct pollfd p = { .fd = rmca_wait_fd(b->ctx),
-				    .events = POLLIN };
+		struct pollfd p = {.fd = rmca_wait_fd(b->ctx),
+				   .events = POLLIN};
 
 		poll(&p, 1, 100);
 	}
@@ -278,19 +278,19 @@ static void wait_count(struct bench *b, const long *counter, long want)
 }
 
 /* Post; while the transport says AGAIN, progress and retry. */
-#define POST(b, call)                                            \
-	do {                                                     \
-		int rc_;                                         \
-		while ((rc_ = (call)) == RMCA_ERR_AGAIN)         \
-			pump(b);                                 \
-		if (rc_)                                         \
-			die(#call, rc_);                         \
+#define POST(b, call)                                                          \
+	do {                                                                   \
+		int rc_;                                                       \
+		while ((rc_ = (call)) == RMCA_ERR_AGAIN)                       \
+			pump(b);                                               \
+		if (rc_)                                                       \
+			die(#call, rc_);                                       \
 	} while (0)
 
 static const char *path_name(enum rmca_path p)
 {
-	static const char *const n[] = { "none", "native", "flush",
-					 "cas_loop", "emulated", "revoke_msg" };
+	static const char *const n[] = {"none",	    "native",	"flush",
+					"cas_loop", "emulated", "revoke_msg"};
 
 	return (unsigned)p < sizeof(n) / sizeof(n[0]) ? n[p] : "?";
 }
@@ -306,7 +306,8 @@ static void show_ep(const struct opts *o, rmca_ep_t *ep)
 		rmca_version(), a.transport, a.device,
 		a.peer_is_local ? "on this host" : "remote");
 	fprintf(f,
-		"# paths: put_delivered=%s atomic=%s masked_atomic=%s send_inv=%s\n",
+		"# paths: put_delivered=%s atomic=%s masked_atomic=%s "
+		"send_inv=%s\n",
 		path_name(a.put_delivered), path_name(a.atomic),
 		path_name(a.masked_atomic), path_name(a.send_inv));
 }
@@ -316,10 +317,11 @@ static void show_mode(const struct opts *o)
 	FILE *f = o->parsable ? stderr : stdout;
 
 	fprintf(f, "# progress: %s; window %ld; warm-up %s\n",
-		o->spin ? "spin (busy rmca_poll)" :
-			  "wait (poll() on the wait fd when idle)",
-		o->window, o->warmup < 0 ? "a tenth of iters, not timed" :
-					   "-W ops, not timed");
+		o->spin ? "spin (busy rmca_poll)"
+			: "wait (poll() on the wait fd when idle)",
+		o->window,
+		o->warmup < 0 ? "a tenth of iters, not timed"
+			      : "-W ops, not timed");
 }
 
 static void *xalloc(size_t len)
@@ -354,8 +356,8 @@ static void setup_buffers(struct bench *b, struct server_bufs *s, size_t max,
 	CHECK(rmca_mr_reg(b->ctx, s->rma, max, rw, &s->rma_mr));
 	CHECK(rmca_mr_reg(b->ctx, s->sbuf, max, RMCA_ACCESS_LOCAL, &s->smr));
 	CHECK(rmca_mr_reg(b->ctx, s->rbuf, max, RMCA_ACCESS_LOCAL, &s->rmr));
-	*out = (struct region){ .addr = (uintptr_t)s->rma,
-				.rkey = rmca_mr_rkey(s->rma_mr, b->ep) };
+	*out = (struct region){.addr = (uintptr_t)s->rma,
+			       .rkey = rmca_mr_rkey(s->rma_mr, b->ep)};
 	/* A transport without any atomics path refuses the region: the
 	 * client then skips the atomic tests. */
 	if (!rmca_mr_reg(b->ctx, s->word, 64, rw | RMCA_ACCESS_REMOTE_ATOMIC,
@@ -389,9 +391,10 @@ static void serve_send_lat(struct bench *b, struct server_bufs *s,
 
 /* Receive warm-up then timed messages; after each phase say so. */
 static void serve_send_bw(struct bench *b, struct server_bufs *s,
-			  const struct ctrl *t, uint64_t *ack, rmca_mr_t *ack_mr)
+			  const struct ctrl *t, uint64_t *ack,
+			  rmca_mr_t *ack_mr)
 {
-	long phase[2] = { (long)t->warmup, (long)t->iters };
+	long phase[2] = {(long)t->warmup, (long)t->iters};
 	long depth = t->window < 1 ? 1 : (long)t->window;
 
 	for (int p = 0; p < 2; p++) {
@@ -417,11 +420,11 @@ static void serve_send_bw(struct bench *b, struct server_bufs *s,
 
 static int serve(const struct opts *o)
 {
-	struct bench b = { .spin = o->spin };
-	struct server_bufs s = { 0 };
+	struct bench b = {.spin = o->spin};
+	struct server_bufs s = {0};
 	rmca_listener_t *l;
 	struct ctrl t;
-	struct region reg = { 0 };
+	struct region reg = {0};
 	uint64_t ack;
 	rmca_mr_t *tmr, *regmr, *ackmr;
 
@@ -489,12 +492,14 @@ static void tell(struct client *c, enum test_id id, size_t size, long iters,
 {
 	long s0 = c->b.sends;
 
-	c->t = (struct ctrl){ .magic = PERF_MAGIC, .test = id, .size = size,
-			      .iters = (uint64_t)iters,
-			      .warmup = (uint64_t)warmup,
-			      .window = (uint64_t)c->o->window };
-	POST(&c->b, rmca_send(c->b.ep, &c->t, sizeof(c->t), c->ctrl_mr,
-			      &tag_ctrl));
+	c->t = (struct ctrl){.magic = PERF_MAGIC,
+			     .test = id,
+			     .size = size,
+			     .iters = (uint64_t)iters,
+			     .warmup = (uint64_t)warmup,
+			     .window = (uint64_t)c->o->window};
+	POST(&c->b,
+	     rmca_send(c->b.ep, &c->t, sizeof(c->t), c->ctrl_mr, &tag_ctrl));
 	wait_count(&c->b, &c->b.sends, s0 + 1);
 }
 
@@ -519,9 +524,10 @@ static void post_op(struct client *c, enum test_id id, size_t size)
 		break;
 	case T_ATOMIC_LAT:
 	case T_ATOMIC_RATE: {
-		struct rmca_atomic a = { .kind = RMCA_ATOMIC_FADD,
-					 .raddr = r->aaddr, .rkey = r->arkey,
-					 .operand = 1 };
+		struct rmca_atomic a = {.kind = RMCA_ATOMIC_FADD,
+					.raddr = r->aaddr,
+					.rkey = r->arkey,
+					.operand = 1};
 		uint64_t *res;
 
 		while (!b->nfree)
@@ -574,8 +580,8 @@ static void run_rma_lat(struct client *c, enum test_id id, size_t size,
 }
 
 /* Ping-pong: the server echoes each message; half the round trip. */
-static void run_send_lat(struct client *c, size_t size, long iters,
-			 long warmup, struct result *r)
+static void run_send_lat(struct client *c, size_t size, long iters, long warmup,
+			 struct result *r)
 {
 	struct bench *b = &c->b;
 	long total = iters + warmup, posted = 0, r0 = b->recvs, s0 = b->sends;
@@ -624,8 +630,8 @@ static void stream(struct client *c, enum test_id id, size_t size, long n)
 	}
 }
 
-static void run_bw(struct client *c, enum test_id id, size_t size,
-		   long iters, long warmup, struct result *r)
+static void run_bw(struct client *c, enum test_id id, size_t size, long iters,
+		   long warmup, struct result *r)
 {
 	struct bench *b = &c->b;
 	double t0, t;
@@ -670,8 +676,8 @@ static void raw_io(bool out, void *buf, size_t len, bool spin)
 
 	while (len) {
 		ssize_t n = out ? send(raw_fd, p, len,
-				       MSG_NOSIGNAL | (spin ? MSG_DONTWAIT : 0)) :
-				  recv(raw_fd, p, len,
+				       MSG_NOSIGNAL | (spin ? MSG_DONTWAIT : 0))
+				: recv(raw_fd, p, len,
 				       spin ? MSG_DONTWAIT : MSG_WAITALL);
 
 		if (n > 0) {
@@ -697,8 +703,8 @@ static void raw_setsock(int fd)
 
 static int raw_addr(const char *host_port, bool passive, struct addrinfo **ai)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-				  .ai_flags = passive ? AI_PASSIVE : 0 };
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = passive ? AI_PASSIVE : 0};
 	char host[256];
 	const char *colon = strrchr(host_port, ':');
 	size_t hl;
@@ -714,8 +720,8 @@ static int raw_addr(const char *host_port, bool passive, struct addrinfo **ai)
 		return EINVAL;
 	memcpy(host, host_port, hl);
 	host[hl] = 0;
-	return getaddrinfo(hl ? host : NULL, colon + 1, &hints, ai) ? EINVAL :
-								      0;
+	return getaddrinfo(hl ? host : NULL, colon + 1, &hints, ai) ? EINVAL
+								    : 0;
 }
 
 static int raw_serve(const struct opts *o)
@@ -737,9 +743,9 @@ static int raw_serve(const struct opts *o)
 		die("bind", errno);
 	freeaddrinfo(ai);
 	printf("listening on port %d\n",
-	       ntohs(sa.ss_family == AF_INET6 ?
-			     ((struct sockaddr_in6 *)&sa)->sin6_port :
-			     ((struct sockaddr_in *)&sa)->sin_port));
+	       ntohs(sa.ss_family == AF_INET6
+			     ? ((struct sockaddr_in6 *)&sa)->sin6_port
+			     : ((struct sockaddr_in *)&sa)->sin_port));
 	fflush(stdout);
 	raw_fd = accept(lfd, NULL, NULL);
 	if (raw_fd < 0)
@@ -766,7 +772,7 @@ static int raw_serve(const struct opts *o)
 				raw_io(true, buf, t.size, o->spin);
 			}
 		} else if (t.test == T_SEND_BW) {
-			uint64_t phase[2] = { t.warmup, t.iters };
+			uint64_t phase[2] = {t.warmup, t.iters};
 
 			for (int p = 0; p < 2; p++) {
 				for (uint64_t i = 0; i < phase[p]; i++)
@@ -783,13 +789,15 @@ static int raw_serve(const struct opts *o)
 
 /* The same two tests as rmca's send_lat and send_bw: one send() or recv()
  * per message, fixed sizes so no framing; the socket buffer is the window. */
-static void raw_run(struct client *c, enum test_id id, size_t size,
-		    long iters, long warmup, struct result *r)
+static void raw_run(struct client *c, enum test_id id, size_t size, long iters,
+		    long warmup, struct result *r)
 {
 	bool spin = c->o->spin;
-	struct ctrl t = { .magic = PERF_MAGIC, .test = id, .size = size,
-			  .iters = (uint64_t)iters,
-			  .warmup = (uint64_t)warmup };
+	struct ctrl t = {.magic = PERF_MAGIC,
+			 .test = id,
+			 .size = size,
+			 .iters = (uint64_t)iters,
+			 .warmup = (uint64_t)warmup};
 	double t0 = 0, t1;
 	uint64_t ack;
 
@@ -826,7 +834,8 @@ static void raw_run(struct client *c, enum test_id id, size_t size,
 #define MAX_SIZES 64
 
 static const char default_lat_sizes[] = "8,64,512,4096,32768";
-static const char default_bw_sizes[] = "8,64,512,4096,32768,262144,1048576,4194304";
+static const char default_bw_sizes[] =
+	"8,64,512,4096,32768,262144,1048576,4194304";
 
 static size_t parse_size(const char *s, char **end)
 {
@@ -907,7 +916,7 @@ static int client(const struct opts *o)
 {
 	size_t lat_sizes[MAX_SIZES], bw_sizes[MAX_SIZES], max = 8;
 	int nlat, nbw;
-	struct client c = { .o = o, .b = { .spin = o->spin } };
+	struct client c = {.o = o, .b = {.spin = o->spin}};
 	struct bench *b = &c.b;
 	long maxiters = o->iters < 16 ? 16 : o->iters;
 
@@ -934,8 +943,8 @@ static int client(const struct opts *o)
 
 	if (o->raw) {
 		struct addrinfo *ai;
-		struct ctrl t = { .magic = PERF_MAGIC, .test = T_SETUP,
-				  .size = max };
+		struct ctrl t = {
+			.magic = PERF_MAGIC, .test = T_SETUP, .size = max};
 
 		CHECK(raw_addr(o->peer, false, &ai));
 		raw_fd = socket(ai->ai_family, SOCK_STREAM, 0);
@@ -944,7 +953,8 @@ static int client(const struct opts *o)
 		freeaddrinfo(ai);
 		raw_setsock(raw_fd);
 		fprintf(o->parsable ? stderr : stdout,
-			"# raw: plain TCP socket to %s, TCP_NODELAY, one send()/recv() per message\n",
+			"# raw: plain TCP socket to %s, TCP_NODELAY, one "
+			"send()/recv() per message\n",
 			o->peer);
 		raw_io(true, &t, sizeof(t), o->spin);
 	} else {
@@ -989,17 +999,19 @@ static int client(const struct opts *o)
 			continue;
 		if ((d->id == T_ATOMIC_LAT || d->id == T_ATOMIC_RATE) &&
 		    !o->raw && !c.reg.arkey) {
-			fprintf(stderr, "rmca_perf: %s skipped: no atomics on this endpoint\n",
+			fprintf(stderr,
+				"rmca_perf: %s skipped: no atomics on this "
+				"endpoint\n",
 				d->name);
 			continue;
 		}
 		for (int k = 0; k < n; k++) {
 			size_t size = d->sized ? sizes[k] : 8;
 			long iters = iters_for(o, d, size);
-			long warmup = o->warmup >= 0 ? o->warmup :
-						       iters / 10 + 1;
-			struct result r = { .test = d->name, .size = size,
-					    .iters = iters };
+			long warmup =
+				o->warmup >= 0 ? o->warmup : iters / 10 + 1;
+			struct result r = {
+				.test = d->name, .size = size, .iters = iters};
 
 			if (iters > maxiters)
 				iters = r.iters = maxiters;
@@ -1016,7 +1028,7 @@ static int client(const struct opts *o)
 	}
 
 	if (o->raw) {
-		struct ctrl t = { .magic = PERF_MAGIC, .test = T_QUIT };
+		struct ctrl t = {.magic = PERF_MAGIC, .test = T_QUIT};
 
 		raw_io(true, &t, sizeof(t), o->spin);
 		close(raw_fd);
@@ -1040,30 +1052,37 @@ static void usage(FILE *f)
 		"  -t LIST      tests, comma separated, or all (default):\n"
 		"               send_lat put_lat get_lat atomic_lat\n"
 		"               put_bw get_bw send_bw atomic_rate\n"
-		"  -n N         iterations per size (10000; fewer for big sizes)\n"
-		"  -w N         window: ops outstanding in *_bw and *_rate (64)\n"
+		"  -n N         iterations per size (10000; fewer for big "
+		"sizes)\n"
+		"  -w N         window: ops outstanding in *_bw and *_rate "
+		"(64)\n"
 		"  -W N         warm-up ops per size, not timed (iters/10+1)\n"
 		"  -S LIST      sizes, \"8,64,1k\" or \"8:4m\" (doubling)\n"
-		"  --raw        plain TCP socket instead of rmca (send_lat, send_bw)\n"
+		"  --raw        plain TCP socket instead of rmca (send_lat, "
+		"send_bw)\n"
 		"  --spin       busy-poll instead of sleeping in poll()\n"
-		"  --parsable   one line per result: test,size,iters,value,unit\n");
+		"  --parsable   one line per result: "
+		"test,size,iters,value,unit\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "raw", no_argument, NULL, 'R' },
-		{ "spin", no_argument, NULL, 'P' },
-		{ "parsable", no_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{"raw", no_argument, NULL, 'R'},
+		{"spin", no_argument, NULL, 'P'},
+		{"parsable", no_argument, NULL, 'p'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
-	struct opts o = { .listen_at = "127.0.0.1:0", .tests = "all",
-			  .iters = 10000, .window = 64, .warmup = -1 };
+	struct opts o = {.listen_at = "127.0.0.1:0",
+			 .tests = "all",
+			 .iters = 10000,
+			 .window = 64,
+			 .warmup = -1};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "sl:t:n:w:W:S:h", lopts,
-				  NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "sl:t:n:w:W:S:h", lopts, NULL)) !=
+	       -1) {
 		switch (opt) {
 		case 's':
 			o.server = true;
