@@ -62,6 +62,7 @@ struct rmca_verbs_module {
 	struct rmca_conn *conns; /* every live connection */
 	struct rmca_verbs_parked *parked; /* requests waiting for connect() */
 	struct rmca_verbs_op *zombies; /* canceled ops the CQ may still name */
+	struct rmca_verbs_op *op_pool; /* done ops: their memory stays ours */
 	struct rmca_module_mr *mrs;
 	int timer_ms; /* credit re-read backoff */
 	char facts[160]; /* static probed facts; detail = facts + counters */
@@ -120,7 +121,10 @@ enum rmca_verbs_op_kind {
 
 struct rmca_verbs_op {
 	struct rmca_verbs_op *next, *prev; /* outstanding or pending list */
+	struct rmca_verbs_module *mod;
 	struct rmca_conn *conn; /* NULL once canceled (zombie) */
+	uint16_t gen; /* in the wr_id: a completion of an earlier use of
+			 this memory is not this op's (see verbs_cq.c) */
 	enum rmca_verbs_op_kind kind;
 	void *req; /* the core's cookie */
 	bool canceled;
@@ -272,6 +276,10 @@ int rmca_verbs_submit(struct rmca_conn *c, struct rmca_verbs_op *op);
 int rmca_verbs_post(struct rmca_conn *c, struct rmca_verbs_op *op);
 void rmca_verbs_op_done(struct rmca_verbs_op *op, int status, size_t len,
 			uint64_t revoked);
+void rmca_verbs_op_free(struct rmca_verbs_op *op);
+uint64_t rmca_verbs_wr_id(const struct rmca_verbs_op *op);
+struct rmca_verbs_op *rmca_verbs_op_of(uint64_t wr_id);
+void rmca_verbs_op_pool_fini(struct rmca_verbs_module *vm);
 void rmca_verbs_pending_run(struct rmca_conn *c);
 void rmca_verbs_credit_read(struct rmca_conn *c);
 void rmca_verbs_timer_event(void *arg, uint32_t events);

@@ -165,7 +165,8 @@ static void hello_nudge(struct rmca_conn *c)
 	if (!op)
 		return;
 	if (rmca_verbs_post(c, op)) {
-		free(op); /* the SQ is full: the next one will do */
+		/* the SQ is full: the next one will do */
+		rmca_verbs_op_free(op);
 		return;
 	}
 	c->nudges++;
@@ -379,9 +380,10 @@ static int conn_wait(struct rmca_conn *c, long long deadline)
 		rmca_verbs_cq_poll(vm);
 		if (c->state == RMCA_VCONN_UP) {
 			if (c->nudges > 1)
-				vm->m.core->ops->log(vm->m.core, RMCA_LOG_DEBUG,
-						     "%s: hello confirmed after %d READs",
-						     vm->m.device, c->nudges);
+				vm->m.core->ops->log(
+					vm->m.core, RMCA_LOG_DEBUG,
+					"%s: hello confirmed after %d READs",
+					vm->m.device, c->nudges);
 			return 0;
 		}
 		if (c->state == RMCA_VCONN_CONFIRM && now_ms() >= c->nudge_ms)

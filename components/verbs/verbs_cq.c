@@ -66,7 +66,7 @@ void rmca_verbs_op_done(struct rmca_verbs_op *op, int status, size_t len,
 			core->ops->complete(core, op->req, status, len,
 					    revoked);
 	}
-	free(op);
+	rmca_verbs_op_free(op);
 }
 
 static void credit_update(struct rmca_conn *c)
@@ -120,12 +120,21 @@ static void on_success(struct rmca_conn *c, struct rmca_verbs_op *op,
 
 static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
 {
-	struct rmca_verbs_op *op = (void *)(uintptr_t)wc->wr_id;
-	struct rmca_conn *c = op->conn;
+	struct rmca_verbs_op *op = rmca_verbs_op_of(wc->wr_id);
+	struct rmca_conn *c;
 	size_t len = 0;
 	uint64_t revoked = 0;
 	int status;
 
+	if (!op) {
+		vm->m.core->ops->log(vm->m.core, RMCA_LOG_DEBUG,
+				     "%s: completion (%s) of no op now, "
+				     "dropped", vm->m.device,
+				     ibv_wc_status_str(wc->status));
+		return;
+	}
+	c = op->conn;
+	op->posted = false; /* a second completion naming it is dropped */
 	if (!c) { /* canceled by a disconnect that could not wait */
 		if (op->prev)
 			op->prev->next = op->next;
@@ -133,7 +142,7 @@ static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
 			vm->zombies = op->next;
 		if (op->next)
 			op->next->prev = op->prev;
-		free(op);
+		rmca_verbs_op_free(op);
 		return;
 	}
 	if (op->prev)

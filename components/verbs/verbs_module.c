@@ -112,6 +112,7 @@ void rmca_verbs_module_fini(struct rmca_verbs_module *vm)
 		vm->zombies = op->next;
 		free(op);
 	}
+	rmca_verbs_op_pool_fini(vm);
 }
 
 int rmca_verbs_addr(struct rmca_module *m, void *buf, size_t *len)

@@ -205,7 +205,7 @@ static int mw_bind(struct rmca_module_mr *mr, struct rmca_verbs_mw *w)
 	if (!w->mw) { /* deallocated by a revoke */
 		w->mw = ibv_alloc_mw(mr->mod->dev->pd, IBV_MW_TYPE_2);
 		if (!w->mw) {
-			free(op);
+			rmca_verbs_op_free(op);
 			return RMCA_ERR_NO_MEMORY;
 		}
 		w->rkey = w->mw->rkey;
@@ -218,7 +218,7 @@ static int mw_bind(struct rmca_module_mr *mr, struct rmca_verbs_mw *w)
 	op->operand = ib_access(mr->mod, mr->access);
 	op->operand &= ~IBV_ACCESS_LOCAL_WRITE; /* not a window right */
 	if (rmca_verbs_post(c, op)) {
-		free(op);
+		rmca_verbs_op_free(op);
 		return RMCA_ERR_AGAIN;
 	}
 	/* the key must work once the caller has it */

@@ -21,22 +21,83 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "verbs.h"
 
+/*
+ * Op memory is never given back to malloc while the module lives: a device
+ * may name an op in a completion after the op is done (siw flushes a READ
+ * that is queued but not yet sent twice, from the ORQ and as the WQE in
+ * progress: siw_sq_flush()). The wr_id carries a generation besides the
+ * address, so such a completion is recognised and dropped (verbs_cq.c).
+ */
+#define WR_ID_ADDR_BITS 48
+
 struct rmca_verbs_op *rmca_verbs_op_new(struct rmca_conn *c,
 					enum rmca_verbs_op_kind kind, void *req)
 {
-	struct rmca_verbs_op *op = calloc(1, sizeof(*op));
+	struct rmca_verbs_module *vm = c->mod;
+	struct rmca_verbs_op *op = vm->op_pool;
+	uint16_t gen = 0;
 
 	if (op) {
-		op->conn = c;
-		op->kind = kind;
-		op->req = req;
+		vm->op_pool = op->next;
+		gen = op->gen + 1;
+	} else {
+		op = malloc(sizeof(*op));
+		if (!op)
+			return NULL;
+		if ((uintptr_t)op >> WR_ID_ADDR_BITS) {
+			free(op); /* no room for the generation */
+			return NULL;
+		}
 	}
+	memset(op, 0, sizeof(*op));
+	op->mod = vm;
+	op->gen = gen;
+	op->conn = c;
+	op->kind = kind;
+	op->req = req;
 	return op;
+}
+
+void rmca_verbs_op_free(struct rmca_verbs_op *op)
+{
+	struct rmca_verbs_module *vm = op->mod;
+
+	op->posted = false;
+	op->conn = NULL;
+	op->next = vm->op_pool;
+	vm->op_pool = op;
+}
+
+uint64_t rmca_verbs_wr_id(const struct rmca_verbs_op *op)
+{
+	return (uintptr_t)op | (uint64_t)op->gen << WR_ID_ADDR_BITS;
+}
+
+/* The op a completion names, or NULL if it names none now. */
+struct rmca_verbs_op *rmca_verbs_op_of(uint64_t wr_id)
+{
+	struct rmca_verbs_op *op = (void *)(uintptr_t)(wr_id &
+		((1ull << WR_ID_ADDR_BITS) - 1));
+
+	if (!op->posted || op->gen != wr_id >> WR_ID_ADDR_BITS)
+		return NULL;
+	return op;
+}
+
+void rmca_verbs_op_pool_fini(struct rmca_verbs_module *vm)
+{
+	struct rmca_verbs_op *op;
+
+	while ((op = vm->op_pool)) {
+		vm->op_pool = op->next;
+		free(op);
+	}
 }
 
 static bool is_msg(const struct rmca_verbs_op *op)
@@ -57,7 +118,7 @@ static void link_out(struct rmca_conn *c, struct rmca_verbs_op *op)
 
 static int post_recv(struct rmca_conn *c, struct rmca_verbs_op *op)
 {
-	struct ibv_recv_wr wr = { .wr_id = (uintptr_t)op,
+	struct ibv_recv_wr wr = { .wr_id = rmca_verbs_wr_id(op),
 				  .sg_list = &op->sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
 
@@ -76,7 +137,7 @@ static int post_recv(struct rmca_conn *c, struct rmca_verbs_op *op)
 static void fill_send(struct rmca_conn *c, struct rmca_verbs_op *op,
 		      struct ibv_send_wr *wr)
 {
-	wr->wr_id = (uintptr_t)op;
+	wr->wr_id = rmca_verbs_wr_id(op);
 	wr->send_flags = IBV_SEND_SIGNALED;
 	wr->sg_list = &op->sge;
 	wr->num_sge = op->sge.length ? 1 : 0;
@@ -206,7 +267,8 @@ void rmca_verbs_credit_read(struct rmca_conn *c)
 	if (!op)
 		return;
 	if (rmca_verbs_post(c, op)) {
-		free(op); /* the SQ is full: a completion will retry */
+		/* the SQ is full: a completion will retry */
+		rmca_verbs_op_free(op);
 		return;
 	}
 	c->credit_inflight = true;
@@ -326,7 +388,7 @@ int rmca_verbs_submit(struct rmca_conn *c, struct rmca_verbs_op *op)
 	if (op->kind == RMCA_VOP_RECV) {
 		ret = rmca_verbs_post(c, op);
 		if (ret)
-			free(op);
+			rmca_verbs_op_free(op);
 		return ret;
 	}
 	if (c->pending || lacks_credit(c, op)) {
@@ -339,7 +401,7 @@ int rmca_verbs_submit(struct rmca_conn *c, struct rmca_verbs_op *op)
 	}
 	ret = rmca_verbs_post(c, op);
 	if (ret)
-		free(op);
+		rmca_verbs_op_free(op);
 	return ret;
 }
 
