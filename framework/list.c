@@ -40,10 +40,7 @@ static const char *trim_end(const char *s, const char *end)
 	return end;
 }
 
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
+void rmca_set_err(char *err, size_t err_len, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -61,7 +58,7 @@ static int check_name(const char *p, const char *ne, int exclude, char *err,
 	const char *c;
 
 	if (*p == '^') {
-		set_err(err, err_len, "%s",
+		rmca_set_err(err, err_len, "%s",
 			exclude ? "'^' may only start the list (it applies to "
 				  "the whole list)"
 				: "cannot mix include and exclude");
@@ -70,7 +67,7 @@ static int check_name(const char *p, const char *ne, int exclude, char *err,
 	for (c = p; c < ne; c++) {
 		if (*c == '^' || isspace((unsigned char)*c) ||
 		    !isprint((unsigned char)*c)) {
-			set_err(err, err_len, "bad character in name \"%.*s\"",
+			rmca_set_err(err, err_len, "bad character in name \"%.*s\"",
 				(int)(ne - p), p);
 			return RMCA_ERR_INVALID;
 		}
@@ -120,7 +117,7 @@ static int list_walk(const char *list, const char *name, int *exclude,
 	}
 
 	if (!nnames) {
-		set_err(err, err_len, "no names in the list");
+		rmca_set_err(err, err_len, "no names in the list");
 		return RMCA_ERR_INVALID;
 	}
 	return 0;
@@ -130,7 +127,7 @@ int rmca_list_validate(const char *list, char *err, size_t err_len)
 {
 	int exclude;
 
-	set_err(err, err_len, "%s", "");
+	rmca_set_err(err, err_len, "%s", "");
 	return list_walk(list, NULL, &exclude, NULL, err, err_len);
 }
 

@@ -58,19 +58,6 @@ struct rmca_params {
 	size_t nparams, params_cap;
 };
 
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !err_len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, err_len, fmt, ap);
-	va_end(ap);
-}
 
 static char *xasprintf(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
@@ -283,7 +270,7 @@ int rmca_param_parse(const struct rmca_param_def *def, const char *text,
 	size_t i;
 	int ret;
 
-	set_err(err, err_len, "%s", "");
+	rmca_set_err(err, err_len, "%s", "");
 	if (!def || !p)
 		return RMCA_ERR_INVALID;
 	if (!text)
@@ -294,7 +281,7 @@ int rmca_param_parse(const struct rmca_param_def *def, const char *text,
 	case RMCA_PARAM_BOOL:
 		if (!parse_bool(b, e, &p->v.b))
 			return 0;
-		set_err(err, err_len,
+		rmca_set_err(err, err_len,
 			"not a boolean; accepted: "
 			"1|0|yes|no|true|false|on|off");
 		return RMCA_ERR_INVALID;
@@ -307,13 +294,13 @@ int rmca_param_parse(const struct rmca_param_def *def, const char *text,
 			snprintf(accepted, sizeof(accepted), "integer");
 		ret = parse_ll(b, e, &ll);
 		if (ret == RMCA_ERR_INVALID) {
-			set_err(err, err_len, "not an integer; accepted: %s",
+			rmca_set_err(err, err_len, "not an integer; accepted: %s",
 				accepted);
 			return RMCA_ERR_INVALID;
 		}
 		if (ret ||
 		    (def->min < def->max && (ll < def->min || ll > def->max))) {
-			set_err(err, err_len, "out of range; accepted: %s",
+			rmca_set_err(err, err_len, "out of range; accepted: %s",
 				accepted);
 			return RMCA_ERR_INVALID;
 		}
@@ -324,7 +311,7 @@ int rmca_param_parse(const struct rmca_param_def *def, const char *text,
 		ret = parse_size(b, e, &p->v.size);
 		if (!ret)
 			return 0;
-		set_err(err, err_len,
+		rmca_set_err(err, err_len,
 			"%s; accepted: a byte count, optionally with a k, m, g "
 			"or t suffix (1k = 1024)",
 			ret == RMCA_ERR_INVALID ? "not a size" : "too large");
@@ -341,14 +328,14 @@ int rmca_param_parse(const struct rmca_param_def *def, const char *text,
 			}
 		}
 		enum_accepted(def, accepted, sizeof(accepted));
-		set_err(err, err_len, "not an accepted value; accepted: %s",
+		rmca_set_err(err, err_len, "not an accepted value; accepted: %s",
 			accepted);
 		return RMCA_ERR_INVALID;
 
 	case RMCA_PARAM_LIST:
 		if (!rmca_list_validate(text, lerr, sizeof(lerr)))
 			return 0;
-		set_err(err, err_len,
+		rmca_set_err(err, err_len,
 			"%s; accepted: names separated by commas (only those), "
 			"or '^' then names (all but those)",
 			lerr);
@@ -357,7 +344,7 @@ int rmca_param_parse(const struct rmca_param_def *def, const char *text,
 	case RMCA_PARAM_STRING:
 		return 0;
 	}
-	set_err(err, err_len, "unknown parameter type %d", (int)def->type);
+	rmca_set_err(err, err_len, "unknown parameter type %d", (int)def->type);
 	return RMCA_ERR_INVALID;
 }
 
@@ -680,7 +667,7 @@ static int check_def(const struct rmca_param_def *def, char *why,
 	char err[256];
 
 	if (!def->name || !valid_name(def->name, strlen(def->name))) {
-		set_err(why, why_len,
+		rmca_set_err(why, why_len,
 			"the name must be letters, digits and '_'");
 		return RMCA_ERR_INVALID;
 	}
@@ -692,24 +679,24 @@ static int check_def(const struct rmca_param_def *def, char *why,
 		break;
 	case RMCA_PARAM_INT:
 		if (def->min > def->max) {
-			set_err(why, why_len, "min %lld > max %lld", def->min,
+			rmca_set_err(why, why_len, "min %lld > max %lld", def->min,
 				def->max);
 			return RMCA_ERR_INVALID;
 		}
 		break;
 	case RMCA_PARAM_ENUM:
 		if (!def->values || !def->values[0]) {
-			set_err(why, why_len, "an enum needs values");
+			rmca_set_err(why, why_len, "an enum needs values");
 			return RMCA_ERR_INVALID;
 		}
 		break;
 	default:
-		set_err(why, why_len, "unknown type %d", (int)def->type);
+		rmca_set_err(why, why_len, "unknown type %d", (int)def->type);
 		return RMCA_ERR_INVALID;
 	}
 	if (rmca_param_parse(def, rmca_param_default_text(def), &scratch, err,
 			     sizeof(err))) {
-		set_err(why, why_len, "default \"%s\": %s", rmca_param_default_text(def),
+		rmca_set_err(why, why_len, "default \"%s\": %s", rmca_param_default_text(def),
 			err);
 		return RMCA_ERR_INVALID;
 	}

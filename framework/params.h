@@ -88,6 +88,10 @@ int rmca_list_validate(const char *list, char *err, size_t err_len);
 /* 1 if name is selected; a list that does not validate selects nothing. */
 int rmca_list_selects(const char *list, const char *name);
 
+/* Format into err (if any): the "what is accepted" messages. */
+void rmca_set_err(char *err, size_t err_len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Levenshtein distance, for the "did you mean" hints. */
 size_t rmca_edit_distance(const char *a, const char *b);
 
