@@ -182,6 +182,29 @@ static void dev_put(struct rmca_verbs_dev *d)
 	free(d);
 }
 
+/*
+ * Whether the device reaches itself is asked of the device (a connection to
+ * our own listener). One attempt can fail for reasons that are not the
+ * device's (a slow host, siw's accept race): the cap is kept if any of a
+ * few attempts works, and each failure is logged, since a missing loopback
+ * cap reroutes every local peer.
+ */
+static bool loopback_probe(const struct rmca_core *core,
+			   struct rmca_verbs_module *vm)
+{
+	for (int i = 1; i <= 3; i++) {
+		if (rmca_verbs_loopback_probe(vm))
+			return true;
+		core->ops->log(core, RMCA_LOG_INFO,
+			       "%s: loopback probe %d of 3 failed", vm->m.device,
+			       i);
+	}
+	core->ops->log(core, RMCA_LOG_WARN,
+		       "%s: cannot reach itself: no loopback (RMCA_iwarp_loopback=yes overrides)",
+		       vm->m.device);
+	return false;
+}
+
 int rmca_verbs_probe(const struct rmca_core *core,
 		     const struct rmca_verbs_cfg *cfg,
 		     struct rmca_module ***modules, int *count)
@@ -244,7 +267,7 @@ int rmca_verbs_probe(const struct rmca_core *core,
 		}
 		d->mods[d->nmods++] = vm;
 		if (cfg->loopback == 1 ||
-		    (cfg->loopback < 0 && rmca_verbs_loopback_probe(vm)))
+		    (cfg->loopback < 0 && loopback_probe(core, vm)))
 			vm->m.caps |= RMCA_CAP_LOOPBACK;
 		rmca_verbs_detail_update(vm);
 		mods[nmod++] = &vm->m;
