@@ -299,8 +299,12 @@ static int handshake_passive(struct rmca_context *ctx, int fd,
 			 local, 0, reach_cb, &ra, &sel);
 	log_lines("select", who, sel.reasons);
 	if (rc) {
-		rmca_log(0, "%s: no enabled transport reaches the peer (RMCA_verbose=1 tells why)",
-			 who);
+		/* the reasons matter most when nothing is left: say them */
+		for (char *nl = strchr(sel.reasons, '\n'); nl && nl[1];
+		     nl = strchr(nl, '\n'))
+			*nl = ';';
+		rmca_log(0, "%s: no enabled transport reaches the peer: %s",
+			 who, sel.reasons);
 		send_reject(fd, RMCA_ERR_UNREACHABLE,
 			    "no enabled transport reaches the peer", deadline);
 		goto out;

@@ -11,6 +11,7 @@
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <arpa/inet.h>
 
@@ -63,7 +64,16 @@ static int find_ports(enum ibv_transport_type tt, struct found *out, int max)
 		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
 		    (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP))
 			continue;
-		if (bind_probe((struct sockaddr_in *)i->ifa_addr, &ctx, &port))
+		/* rdma_cm may refuse a bind for a moment (ports of ids being
+		 * torn down by processes that just exited): ask again before
+		 * concluding that no device serves the address */
+		for (k = 0; k < 3; k++) {
+			if (!bind_probe((struct sockaddr_in *)i->ifa_addr, &ctx,
+					&port))
+				break;
+			nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+		}
+		if (k == 3)
 			continue;
 		if (ctx->device->transport_type != tt)
 			continue;
@@ -258,7 +268,7 @@ int rmca_verbs_probe(const struct rmca_core *core,
 			 ibv_get_device_name(f[i].ctx->device));
 		probe_caps(vm, cfg);
 		if (rmca_verbs_module_init(vm)) {
-			core->ops->log(core, RMCA_LOG_INFO,
+			core->ops->log(core, RMCA_LOG_WARN,
 				       "%s: %s: cannot set up, skipped",
 				       cfg->name, vm->m.device);
 			dev_put(d);
