@@ -54,21 +54,36 @@ static long long now_ms(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
+/*
+ * The module's listener on its device address. A bind or listen can be
+ * refused for a moment (on iWARP the port comes from the TCP port space,
+ * shared with ids that exiting processes are still tearing down): a few
+ * tries, a little apart, before the device is given up.
+ */
 int rmca_verbs_cm_listen(struct rmca_verbs_module *vm)
 {
+	const struct rmca_core *core = vm->m.core;
 	struct sockaddr_in a = vm->ip;
+	int err = 0;
 
 	a.sin_port = 0;
-	if (rdma_create_id(vm->ec, &vm->listen_id, NULL, RDMA_PS_TCP))
-		return RMCA_ERR_NO_MEMORY;
-	if (rdma_bind_addr(vm->listen_id, (struct sockaddr *)&a) ||
-	    rdma_listen(vm->listen_id, 64)) {
+	for (int i = 0; i < 5; i++) {
+		if (i)
+			nanosleep(&(struct timespec){ 0, 20000000L * i }, NULL);
+		if (rdma_create_id(vm->ec, &vm->listen_id, NULL, RDMA_PS_TCP))
+			return RMCA_ERR_NO_MEMORY;
+		if (!rdma_bind_addr(vm->listen_id, (struct sockaddr *)&a) &&
+		    !rdma_listen(vm->listen_id, 64)) {
+			vm->ip.sin_port = rdma_get_src_port(vm->listen_id);
+			return 0;
+		}
+		err = errno;
 		rdma_destroy_id(vm->listen_id);
 		vm->listen_id = NULL;
-		return RMCA_ERR_UNREACHABLE;
 	}
-	vm->ip.sin_port = rdma_get_src_port(vm->listen_id);
-	return 0;
+	core->ops->log(core, RMCA_LOG_WARN, "%s: cannot listen: %s",
+		       vm->m.device, strerror(err));
+	return RMCA_ERR_UNREACHABLE;
 }
 
 static void pdata_fill(struct rmca_conn *c, struct rmca_verbs_pdata *pd)
