@@ -31,6 +31,7 @@ int rmca_verbs_module_init(struct rmca_verbs_module *vm)
 {
 	const struct rmca_core *core = vm->m.core;
 	struct ibv_context *ctx = vm->dev->ctx;
+	const char *step = "completion queue";
 
 	vm->timer_fd = -1;
 	vm->cq_size = vm->dev->attr.max_cqe < 8192 ? vm->dev->attr.max_cqe :
@@ -43,11 +44,14 @@ int rmca_verbs_module_init(struct rmca_verbs_module *vm)
 		goto err;
 	if (nonblock(vm->chan->fd) || ibv_req_notify_cq(vm->cq, 0))
 		goto err;
+	step = "rdma_cm channel";
 	vm->ec = rdma_create_event_channel();
 	if (!vm->ec || nonblock(vm->ec->fd))
 		goto err;
+	step = "listener";
 	if (rmca_verbs_cm_listen(vm))
 		goto err;
+	step = "event loop";
 	{
 		vm->timer_fd = timerfd_create(CLOCK_MONOTONIC,
 					      TFD_NONBLOCK | TFD_CLOEXEC);
@@ -72,6 +76,8 @@ int rmca_verbs_module_init(struct rmca_verbs_module *vm)
 	}
 	return 0;
 err:
+	core->ops->log(core, RMCA_LOG_WARN, "%s: setting up the %s failed",
+		       vm->m.device, step);
 	if (vm->timer_fd >= 0)
 		close(vm->timer_fd);
 	if (vm->listen_id)
