@@ -3,6 +3,19 @@
 # Results are csv lines "test,size,iters,value,unit", the format of
 # rmca_perf --parsable; the other tools' outputs are converted to it.
 
+# The build tree to measure: the one given, else a build of this source in
+# a scratch directory (configured and built the first time). Prints its path.
+bench_build() { # [build dir]
+	local b=$1
+	if [ -z "$b" ]; then
+		b=${TMPDIR:-/tmp}/rmca-bench-build
+		mkdir -p "$b"
+		(cd "$b" && { [ -f Makefile ] || "$top/configure" -q; } &&
+			make -s -j2 >/dev/null) >&2
+	fi
+	(cd "$b" && pwd)
+}
+
 # Iterations for a size, as rmca_perf chooses them: at most a byte budget
 # per (test, size), at least 16.
 bench_iters_for() { # iters size lat|bw

@@ -32,13 +32,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-if [ -z "$build" ]; then
-	build=${TMPDIR:-/tmp}/rmca-bench-build
-	mkdir -p "$build"
-	(cd "$build" && { [ -f Makefile ] || "$top/configure" -q; } &&
-		make -s -j2 >/dev/null)
-fi
-build=$(cd "$build" && pwd)
+build=$(bench_build "$build")
 [ -x "$build/tools/rmca_perf" ] || { echo "run-vm.sh: no rmca_perf in $build" >&2; exit 1; }
 [ -e "$build/components/ib/.libs/rmca_ib.so" ] ||
 	echo "run-vm.sh: warning: no ib component in $build (rdma-core missing at configure?)" >&2

@@ -39,13 +39,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-if [ -z "$build" ]; then
-	build=${TMPDIR:-/tmp}/rmca-bench-build
-	mkdir -p "$build"
-	(cd "$build" && { [ -f Makefile ] || "$top/configure" -q; } &&
-		make -s -j2 >/dev/null)
-fi
-build=$(cd "$build" && pwd)
+build=$(bench_build "$build")
 perf=$build/tools/rmca_perf
 [ -x "$perf" ] || { echo "run.sh: no $perf (build first)" >&2; exit 1; }
 export RMCA_component_path=$build/components/tcp/.libs
