@@ -232,6 +232,18 @@ static struct tcp_pending *find_token(struct tcp_module *m, uint64_t token)
 	return NULL;
 }
 
+static struct tcp_pending *find_fd(struct tcp_module *m, int fd)
+{
+	for (struct tcp_list *l = m->pending.next; l != &m->pending;
+	     l = l->next) {
+		struct tcp_pending *p = tcp_entry(l, struct tcp_pending, link);
+
+		if (p->fd == fd)
+			return p;
+	}
+	return NULL;
+}
+
 /*
  * Wait until a socket presenting token is parked, serving the listening
  * socket and the other hellos meanwhile. On success *fd is the socket, taken
@@ -241,7 +253,6 @@ int rmca_tcp_accept_match(struct tcp_module *m, uint64_t token,
 			  long long deadline, int *fd)
 {
 	struct pollfd pfd[TCP_MAX_PENDING + 1];
-	struct tcp_pending *pend[TCP_MAX_PENDING + 1];
 	struct tcp_pending *p;
 	int n, ms, r;
 
@@ -268,11 +279,10 @@ int rmca_tcp_accept_match(struct tcp_module *m, uint64_t token,
 		n = 0;
 		pfd[n].fd = m->lfd;
 		pfd[n].events = POLLIN;
-		pend[n++] = NULL;
+		n++;
 		for (struct tcp_list *l = m->pending.next;
 		     l != &m->pending && n <= TCP_MAX_PENDING; l = l->next) {
-			pend[n] = tcp_entry(l, struct tcp_pending, link);
-			pfd[n].fd = pend[n]->fd;
+			pfd[n].fd = tcp_entry(l, struct tcp_pending, link)->fd;
 			pfd[n].events = POLLIN;
 			n++;
 		}
@@ -281,11 +291,16 @@ int rmca_tcp_accept_match(struct tcp_module *m, uint64_t token,
 			return RMCA_ERR_CONNECTION;
 		if (r <= 0)
 			continue;
-		/* Each pending is read once and can free only itself; new
-		 * ones are accepted after, so pend[] stays valid. */
-		for (int i = 1; i < n; i++)
-			if (pfd[i].revents)
-				pending_read(pend[i]);
+		/* Reading one may evict another (a newer hello supersedes
+		 * it): look each one up anew by its socket. No socket is
+		 * opened before the loop ends, so a number is not reused. */
+		for (int i = 1; i < n; i++) {
+			if (!pfd[i].revents)
+				continue;
+			p = find_fd(m, pfd[i].fd);
+			if (p)
+				pending_read(p);
+		}
 		if (pfd[0].revents)
 			accept_all(m);
 	}

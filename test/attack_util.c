@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "api_util.h"
+#include "attack_util.h"
+#include "frame.h"
+
+int atk_connect(const char *host, int port)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
+	struct addrinfo *ai;
+	char ps[16];
+	int fd;
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	API_CHECK(getaddrinfo(host, ps, &hints, &ai) == 0);
+	fd = socket(ai->ai_family, SOCK_STREAM, 0);
+	API_CHECK(fd >= 0);
+	API_CHECK_MSG(connect(fd, ai->ai_addr, ai->ai_addrlen) == 0,
+		      "raw connect to port %d failed", port);
+	freeaddrinfo(ai);
+	return fd;
+}
+
+void atk_write(int fd, const void *buf, size_t len)
+{
+	API_CHECK(send(fd, buf, len, MSG_NOSIGNAL) == (ssize_t)len);
+}
+
+int atk_read(int fd, void *buf, size_t len)
+{
+	long end = api_now_ms() + API_TIMEOUT_MS;
+	char *p = buf;
+
+	while (len) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&pfd, 1, (int)(end - api_now_ms())) <= 0)
+			return -1;
+		n = recv(fd, p, len, 0);
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int atk_hello_encode(uint64_t token, uint8_t role, uint8_t atomic_mode,
+		     uint8_t *buf, size_t cap)
+{
+	static struct rmca_hello h;
+	static const uint8_t blob[8] = {'R', 'T', 'C', 'P', 1, 0, 9, 0};
+	int n;
+
+	memset(&h, 0, sizeof(h));
+	h.version = RMCA_WIRE_VERSION;
+	h.kind = RMCA_WIRE_HELLO;
+	h.token = token;
+	h.role = role;
+	h.atomic_mode = atomic_mode;
+	h.choice_a = h.choice_p = RMCA_WIRE_NO_CHOICE;
+	snprintf(h.boot_id, sizeof(h.boot_id), "attacker");
+	h.nmods = 1;
+	snprintf(h.mods[0].component, sizeof(h.mods[0].component), "tcp");
+	snprintf(h.mods[0].device, sizeof(h.mods[0].device), "lo");
+	h.mods[0].caps = 0x3f;
+	h.mods[0].priority = 10;
+	h.mods[0].addr_len = sizeof(blob);
+	memcpy(h.mods[0].addr, blob, sizeof(blob));
+	n = rmca_hello_encode(&h, buf, cap);
+	API_CHECK(n > 0);
+	return n;
+}
+
+int atk_hello(int fd, uint64_t token, uint8_t role, uint8_t atomic_mode,
+	      struct rmca_hello *answer)
+{
+	static uint8_t buf[4 + RMCA_HELLO_MAX];
+	char why[256];
+	uint32_t n;
+
+	n = (uint32_t)atk_hello_encode(token, role, atomic_mode, buf + 4,
+				       RMCA_HELLO_MAX);
+	buf[0] = (uint8_t)n;
+	buf[1] = (uint8_t)(n >> 8);
+	buf[2] = (uint8_t)(n >> 16);
+	buf[3] = (uint8_t)(n >> 24);
+	atk_write(fd, buf, 4 + n);
+	if (atk_read(fd, buf, 4))
+		return -1;
+	n = buf[0] | buf[1] << 8 | buf[2] << 16 | (uint32_t)buf[3] << 24;
+	API_CHECK_MSG(n <= RMCA_HELLO_MAX, "answer of %u bytes", n);
+	if (atk_read(fd, buf, n))
+		return -1;
+	API_CHECK_MSG(!rmca_hello_decode(buf, n, answer, why, sizeof(why)),
+		      "listener's answer does not decode: %s", why);
+	return 0;
+}
+
+int atk_data_port(const struct rmca_hello *a)
+{
+	const struct rmca_wire_mod *m;
+
+	API_CHECK_MSG(a->kind == RMCA_WIRE_HELLO, "refused: %s", a->reason);
+	API_CHECK(a->choice_p < a->nmods);
+	m = &a->mods[a->choice_p];
+	API_CHECK(!strcmp(m->component, "tcp") && m->addr_len >= 8);
+	return m->addr[6] | m->addr[7] << 8;
+}
+
+void atk_frame_hello(int fd, uint64_t token)
+{
+	struct tcp_frame f = {
+		.type = TCP_F_HELLO, .id = token, .operand = TCP_HELLO_WORD};
+	uint8_t buf[TCP_HDR_LEN];
+
+	rmca_tcp_frame_encode(&f, buf);
+	atk_write(fd, buf, sizeof(buf));
+}
+
+void atk_frame_ack(int fd, uint64_t token)
+{
+	uint8_t buf[TCP_HDR_LEN];
+	struct tcp_frame f;
+	const char *why;
+
+	API_CHECK_MSG(!atk_read(fd, buf, sizeof(buf)),
+		      "no HELLO_ACK on the data connection");
+	API_CHECK(!rmca_tcp_frame_decode(buf, sizeof(buf), &f, &why));
+	API_CHECK(f.type == TCP_F_HELLO_ACK && f.id == token);
+}
+
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	API_CHECK(f != NULL);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	API_CHECK(p && p[1] == ' ');
+	return p[2];
+}
+
+void atk_stop(pid_t pid)
+{
+	API_CHECK(kill(pid, SIGSTOP) == 0);
+	while (proc_state(pid) != 'T')
+		api_sleep_ms(1);
+}
+
+void atk_cont(pid_t pid)
+{
+	API_CHECK(kill(pid, SIGCONT) == 0);
+}

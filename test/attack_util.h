@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A peer that speaks the wire by hand, for the attack tests: the bootstrap
+ * hello (framework/wire.h) and the tcp data port's frames
+ * (components/tcp/frame.h), over plain blocking sockets. Failures end the
+ * child process like the API_CHECK macros do.
+ */
+#ifndef RMCA_ATTACK_UTIL_H
+#define RMCA_ATTACK_UTIL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "wire.h"
+
+/* A blocking TCP connection to host:port; dies when refused. */
+int atk_connect(const char *host, int port);
+/* Write all of buf; dies on error. */
+void atk_write(int fd, const void *buf, size_t len);
+/* Read exactly len bytes within API_TIMEOUT_MS: 0, or -1 on EOF/error. */
+int atk_read(int fd, void *buf, size_t len);
+
+/* An active hello offering one tcp module (fake data port 9), with the
+ * given token, role and atomic mode; returns the encoded length. */
+int atk_hello_encode(uint64_t token, uint8_t role, uint8_t atomic_mode,
+		     uint8_t *buf, size_t cap);
+/* Send a hello (length-prefixed) and decode the answer into *answer:
+ * 0, or -1 when the listener closed without one. */
+int atk_hello(int fd, uint64_t token, uint8_t role, uint8_t atomic_mode,
+	      struct rmca_hello *answer);
+/* The tcp data port named in a passive hello's chosen module. */
+int atk_data_port(const struct rmca_hello *answer);
+
+/* Send a tcp HELLO frame carrying token; read the HELLO_ACK for token
+ * (dies on anything else). */
+void atk_frame_hello(int fd, uint64_t token);
+void atk_frame_ack(int fd, uint64_t token);
+
+/* Stop and resume a process; stop returns once it is stopped, so that
+ * whatever is sent meanwhile is seen by it in one go. */
+void atk_stop(pid_t pid);
+void atk_cont(pid_t pid);
+
+#endif
