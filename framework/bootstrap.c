@@ -74,35 +74,46 @@ static int set_flags(int fd)
 	return fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-int rmca_tcp_connect(const char *host, const char *port, int64_t deadline)
+int rmca_tcp_connect(const char *host, const char *port, int64_t deadline,
+		     char *why, size_t why_len)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG };
 	struct addrinfo *res, *ai;
-	int rc = RMCA_ERR_UNREACHABLE;
+	int rc = RMCA_ERR_CONNECTION, gai, err = ECONNREFUSED;
 
-	if (getaddrinfo(*host ? host : NULL, port, &hints, &res))
-		return RMCA_ERR_UNREACHABLE;
+	gai = getaddrinfo(*host ? host : NULL, port, &hints, &res);
+	if (gai) {
+		snprintf(why, why_len, "'%s' does not resolve: %s", host,
+			 gai == EAI_SYSTEM ? strerror(errno)
+					   : gai_strerror(gai));
+		return gai == EAI_MEMORY ? RMCA_ERR_NO_MEMORY
+					 : RMCA_ERR_INVALID;
+	}
 	for (ai = res; ai; ai = ai->ai_next) {
 		int fd = socket(ai->ai_family,
 				ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
 				ai->ai_protocol);
-		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-		int err = 0;
+		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
 		socklen_t el = sizeof(err);
 
-		if (fd < 0)
+		if (fd < 0) {
+			err = errno;
 			continue;
+		}
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) &&
 		    errno != EINPROGRESS) {
+			err = errno;
 			close(fd);
 			continue;
 		}
 		if (poll(&pfd, 1, rmca_ms_left(deadline)) != 1) {
 			close(fd);
+			snprintf(why, why_len, "no answer in time");
 			rc = RMCA_ERR_TIMEOUT;
 			break;
 		}
+		err = 0;
 		getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
 		if (err) {
 			close(fd);
@@ -113,6 +124,11 @@ int rmca_tcp_connect(const char *host, const char *port, int64_t deadline)
 		return fd;
 	}
 	freeaddrinfo(res);
+	if (rc == RMCA_ERR_CONNECTION)
+		snprintf(why, why_len, "%s (%s)",
+			 err == ECONNREFUSED ? "nothing listening"
+					     : "cannot connect",
+			 strerror(err));
 	return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 /* Split "host:port" or "[v6]:port"; host may be empty (any). */
+#define RMCA_HOST_PORT_HELP "HOST:PORT expected (IPv6 as [addr]:port)"
 int rmca_parse_host_port(const char *hp, char *host, size_t host_len,
 			 char *port, size_t port_len);
 
@@ -18,8 +19,11 @@ int64_t rmca_now_ms(void);
 int rmca_ms_left(int64_t deadline);
 
 /* Connect to host:port (every address getaddrinfo gives, in order) by the
- * deadline. Returns a non-blocking socket, or a negative status. */
-int rmca_tcp_connect(const char *host, const char *port, int64_t deadline);
+ * deadline. Returns a non-blocking socket, or a negative status with why
+ * filled: RMCA_ERR_INVALID (the name does not resolve),
+ * RMCA_ERR_CONNECTION (refused, nothing listening), RMCA_ERR_TIMEOUT. */
+int rmca_tcp_connect(const char *host, const char *port, int64_t deadline,
+		     char *why, size_t why_len);
 /* Listen on host:port; returns the socket or a negative status. */
 int rmca_tcp_listen(const char *host, const char *port, int *bound_port);
 

@@ -284,7 +284,8 @@ static int handshake_passive(struct rmca_context *ctx, int fd,
 	}
 	if (peer->atomic_mode != ctx->atomic_resolved) {
 		snprintf(why, sizeof(why),
-			 "atomic mode differs: this side %s, peer %s (RMCA_atomic_mode)",
+			 "atomic mode differs: listener %s, connecting side %s "
+			 "(RMCA_atomic_mode)",
 			 mode_name(ctx->atomic_resolved),
 			 mode_name(peer->atomic_mode));
 		rmca_log(0, "bootstrap from %s refused: %s", who, why);
@@ -490,7 +491,22 @@ struct active_hs {
 	struct rmca_selection sel;
 	struct rmca_mod *mod;
 	char who[96];
+	char why[320]; /* on failure: the reason, for the log line */
 };
+
+/* The status a listener's reject carries, as this side reports it: only
+ * statuses a listener may give pass through. */
+static int reject_status(int status)
+{
+	switch (status) {
+	case RMCA_ERR_UNREACHABLE:
+	case RMCA_ERR_PROTOCOL:
+	case RMCA_ERR_AGAIN:
+		return status;
+	default:
+		return RMCA_ERR_PROTOCOL;
+	}
+}
 
 static void hs_release(struct active_hs *hs)
 {
@@ -511,15 +527,25 @@ static int handshake_active(struct rmca_context *ctx, const char *host_port,
 
 	memset(hs, 0, sizeof(*hs));
 	hs->fd = -1;
-	if (rmca_parse_host_port(host_port, host, sizeof(host), port, sizeof(port)))
-		return RMCA_ERR_INVALID;
+	if (rmca_parse_host_port(host_port, host, sizeof(host), port,
+				 sizeof(port))) {
+		snprintf(hs->why, sizeof(hs->why), RMCA_HOST_PORT_HELP);
+		rc = RMCA_ERR_INVALID;
+		goto fail;
+	}
+	if (!strtol(port, NULL, 10)) {
+		snprintf(hs->why, sizeof(hs->why), "port 0 names no listener");
+		rc = RMCA_ERR_INVALID;
+		goto fail;
+	}
 	hs->deadline = rmca_now_ms() +
 		       (timeout_ms < 0 ? ctx->connect_timeout_ms : timeout_ms);
-	hs->fd = rmca_tcp_connect(host, port, hs->deadline);
+	hs->fd = rmca_tcp_connect(host, port, hs->deadline, hs->why,
+				  sizeof(hs->why));
 	if (hs->fd < 0) {
 		rc = hs->fd;
-		rmca_log(1, "connect %s: %s", host_port, rmca_strerror(rc));
-		return rc;
+		hs->fd = -1;
+		goto fail;
 	}
 	rmca_peer_name(hs->fd, phost, sizeof(phost), hs->who, sizeof(hs->who));
 	hs->peer = malloc(sizeof(*hs->peer));
@@ -540,20 +566,28 @@ static int handshake_active(struct rmca_context *ctx, const char *host_port,
 		rc = rmca_msg_recv(hs->fd, buf, RMCA_HELLO_MAX, &len,
 				   hs->deadline, why, sizeof(why));
 	if (rc == RMCA_ERR_CONNECTION || rc == RMCA_ERR_TIMEOUT) {
-		rmca_log(0, "connect %s: %s during the hello", hs->who,
-			 rmca_strerror(rc));
+		snprintf(hs->why, sizeof(hs->why), "%s during the hello",
+			 rc == RMCA_ERR_TIMEOUT ? "no answer in time"
+						: "the listener closed");
+		goto out;
+	}
+	if (rc == RMCA_ERR_PROTOCOL && strstr(why, "closed")) {
+		/* A listener at its limits closes before answering. */
+		snprintf(hs->why, sizeof(hs->why),
+			 "the listener closed during the hello (%s)", why);
+		rc = RMCA_ERR_CONNECTION;
 		goto out;
 	}
 	if (!rc)
 		rc = rmca_hello_decode(buf, len, hs->peer, why, sizeof(why));
 	if (rc) {
-		rmca_log(0, "connect %s: bad hello: %s", hs->who, why);
+		snprintf(hs->why, sizeof(hs->why), "bad hello: %s", why);
 		goto out;
 	}
 	if (hs->peer->kind == RMCA_WIRE_REJECT) {
-		rmca_log(0, "connect %s: refused by the peer: %s", hs->who,
+		snprintf(hs->why, sizeof(hs->why), "refused by the peer: %s",
 			 hs->peer->reason);
-		rc = hs->peer->status ? hs->peer->status : RMCA_ERR_PROTOCOL;
+		rc = reject_status(hs->peer->status);
 		goto out;
 	}
 	if (hs->peer->role != RMCA_ROLE_PASSIVE ||
@@ -562,8 +596,8 @@ static int handshake_active(struct rmca_context *ctx, const char *host_port,
 	    hs->peer->choice_p >= hs->peer->nmods ||
 	    strcmp(hs->mine->mods[hs->peer->choice_a].component,
 		   hs->peer->mods[hs->peer->choice_p].component)) {
-		rmca_log(0, "connect %s: the peer's answer names no valid transport",
-			 hs->who);
+		snprintf(hs->why, sizeof(hs->why),
+			 "the peer's answer names no valid transport");
 		rc = RMCA_ERR_PROTOCOL;
 		goto out;
 	}
@@ -582,10 +616,16 @@ static int handshake_active(struct rmca_context *ctx, const char *host_port,
 			 hs->mine->mods[hs->sel.a].device);
 	log_lines("select", hs->who, hs->sel.reasons);
 	hs->mod = offered_mod(ctx, hs->mine, hs->peer->choice_a);
-	if (!hs->mod)
+	if (!hs->mod) {
+		snprintf(hs->why, sizeof(hs->why),
+			 "the peer chose a module this side did not offer");
 		rc = RMCA_ERR_PROTOCOL;
+	}
 out:
 	free(buf);
+fail:
+	if (rc && !hs->why[0])
+		snprintf(hs->why, sizeof(hs->why), "%s", rmca_strerror(rc));
 	return rc;
 }
 
@@ -598,6 +638,8 @@ int rmca_connect(rmca_context_t *ctx, const char *host_port, int timeout_ms,
 	if (!ctx || !out)
 		return RMCA_ERR_INVALID;
 	rc = handshake_active(ctx, host_port, timeout_ms, RMCA_ROLE_ACTIVE, &hs);
+	if (rc)
+		rmca_log(0, "connect %s: %s", host_port, hs.why);
 	if (!rc) {
 		rc = ep_establish(ctx, hs.fd, hs.mod,
 				  &hs.peer->mods[hs.peer->choice_p], 1, hs.token,
@@ -626,7 +668,7 @@ int rmca_info_explain(rmca_context_t *ctx, const char *host_port,
 			 hs.peer->reason);
 	else if (rc)
 		snprintf(out, out_len, "cannot reach the listener: %s\n",
-			 rmca_strerror(rc));
+			 hs.why);
 	if (!rc) {
 		/* Paths come from the same code an endpoint uses. */
 		memset(&probe, 0, sizeof(probe));

@@ -106,7 +106,8 @@ static void listener_refuses_another_protocol_version(void **state)
 	assert_int_equal(rmca_init(&ctx), 0);
 	assert_int_equal(rmca_listen(ctx, "127.0.0.1:0", &l), 0);
 	snprintf(port, sizeof(port), "%d", rmca_listener_port(l));
-	fd = rmca_tcp_connect("127.0.0.1", port, rmca_now_ms() + 2000);
+	fd = rmca_tcp_connect("127.0.0.1", port, rmca_now_ms() + 2000, why,
+			      sizeof(why));
 	assert_true(fd >= 0);
 	n = odd_hello(buf, RMCA_WIRE_VERSION + 1, RMCA_ROLE_ACTIVE);
 	assert_int_equal(rmca_msg_send(fd, buf, n, rmca_now_ms() + 2000), 0);
