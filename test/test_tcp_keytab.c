@@ -135,47 +135,47 @@ static void target_checks_key_bounds_and_permission(void **state)
 	ro = reg(&m, buf, 64, RMCA_ACCESS_REMOTE_READ);
 
 	assert_int_equal(rmca_tcp_access(&m, rw->key, base + 8, 16,
-					 RMCA_ACCESS_REMOTE_WRITE, &p),
+					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 0);
 	assert_ptr_equal(p, (char *)buf + 8);
 	/* the whole region, and an empty access at its very end */
 	assert_int_equal(rmca_tcp_access(&m, rw->key, base, sizeof(buf),
-					 RMCA_ACCESS_REMOTE_WRITE, &p),
+					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 0);
 	assert_int_equal(rmca_tcp_access(&m, rw->key, base + sizeof(buf), 0,
-					 RMCA_ACCESS_REMOTE_WRITE, &p),
+					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 0);
 	/* one byte past either end */
 	assert_int_equal(rmca_tcp_access(&m, rw->key, base + 1, sizeof(buf),
-					 RMCA_ACCESS_REMOTE_WRITE, &p),
+					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
 	assert_int_equal(rmca_tcp_access(&m, rw->key, base - 1, 1,
-					 RMCA_ACCESS_REMOTE_WRITE, &p),
+					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
 	/* a length that wraps raddr + len */
 	assert_int_equal(rmca_tcp_access(&m, rw->key, base + 8, ~0ull - 4,
-					 RMCA_ACCESS_REMOTE_WRITE, &p),
+					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
 	/* permission */
 	assert_int_equal(rmca_tcp_access(&m, rw->key, base, 8,
-					 RMCA_ACCESS_REMOTE_READ, &p),
+					 RMCA_ACCESS_REMOTE_READ, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
 	assert_int_equal(rmca_tcp_access(&m, ro->key, base, 8,
-					 RMCA_ACCESS_REMOTE_WRITE, &p),
+					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
 	assert_int_equal(rmca_tcp_access(&m, ro->key, base, 8,
-					 RMCA_ACCESS_REMOTE_ATOMIC, &p),
+					 RMCA_ACCESS_REMOTE_ATOMIC, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
 	/* atomics: aligned only */
 	assert_int_equal(rmca_tcp_access(&m, rw->key, base + 8, 8,
-					 RMCA_ACCESS_REMOTE_ATOMIC, &p),
+					 RMCA_ACCESS_REMOTE_ATOMIC, &p, NULL),
 			 0);
 	assert_int_equal(rmca_tcp_access(&m, rw->key, base + 4, 8,
-					 RMCA_ACCESS_REMOTE_ATOMIC, &p),
+					 RMCA_ACCESS_REMOTE_ATOMIC, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
 	/* unknown key */
 	assert_int_equal(rmca_tcp_access(&m, rw->key ^ 1, base, 8,
-					 RMCA_ACCESS_REMOTE_WRITE, &p),
+					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
 	free(rw);
 	free(ro);
@@ -197,14 +197,14 @@ static void send_inv_revokes_use_once_keys_only(void **state)
 	assert_true(rmca_tcp_revoke(&m, once->key) == once->key);
 	assert_false(once->in_table);
 	assert_int_equal(rmca_tcp_access(&m, once->key, (uintptr_t)buf, 8,
-					 RMCA_ACCESS_REMOTE_WRITE, &p),
+					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
 	/* revoking again revokes nothing: the receive reports 0 */
 	assert_true(rmca_tcp_revoke(&m, once->key) == 0);
 	/* a key without the use-once bit is never revoked */
 	assert_true(rmca_tcp_revoke(&m, plain->key) == 0);
 	assert_int_equal(rmca_tcp_access(&m, plain->key, (uintptr_t)buf, 8,
-					 RMCA_ACCESS_REMOTE_WRITE, &p),
+					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 0);
 	free(once);
 	free(plain);

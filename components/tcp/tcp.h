@@ -40,6 +40,7 @@ struct tcp_module {
 	struct tcp_keytab keys;
 	struct tcp_list pending; /* struct tcp_pending */
 	int npending;
+	struct tcp_list conns; /* struct rmca_conn, for mr_dereg */
 	char *scratch;
 	/* With an interface list in force, accepts must arrive on one of
 	 * these local addresses. */
@@ -64,6 +65,8 @@ struct tcp_out {
 	size_t len; /* payload bytes */
 	size_t off; /* bytes of hdr + payload already written */
 	bool owned; /* control/response frame: freed once written */
+	/* A GET answer: the registered region its payload is read from. */
+	const struct rmca_module_mr *mr;
 };
 
 enum tcp_op_kind {
@@ -94,6 +97,7 @@ struct tcp_rx {
 	bool payload; /* reading the payload of f */
 	struct tcp_frame f;
 	char *dst; /* payload destination ... */
+	const struct rmca_module_mr *mr; /* ... in this region (PUT) */
 	size_t dst_left; /* ... bytes still to land there */
 	size_t drain_left; /* then bytes to discard */
 	int status; /* outcome of the frame being read */
@@ -103,6 +107,7 @@ struct tcp_rx {
 
 struct rmca_conn {
 	struct tcp_module *mod;
+	struct tcp_list link; /* in mod->conns */
 	int fd; /* -1 once closed */
 	void *cookie;
 	bool registered; /* fd in the core's epoll set */
@@ -164,13 +169,16 @@ void rmca_tcp_op_done(struct rmca_conn *c, struct tcp_op *op, int status,
 		      size_t len, uint64_t revoked);
 void rmca_tcp_complete_all(struct rmca_conn *c, int status);
 void rmca_tcp_discard(struct rmca_conn *c);
+void rmca_tcp_conn_mr_gone(struct rmca_conn *c,
+			   const struct rmca_module_mr *mr);
 
 /* tcp_rx.c */
 void rmca_tcp_rx(struct rmca_conn *c);
 
 /* tcp_target.c */
 int rmca_tcp_access(struct tcp_module *m, uint64_t rkey, uint64_t raddr,
-		    uint64_t len, unsigned need, char **ptr);
+		    uint64_t len, unsigned need, char **ptr,
+		    const struct rmca_module_mr **region);
 uint64_t rmca_tcp_revoke(struct tcp_module *m, uint64_t rkey);
 
 /* tcp_ops.c: the data operations of the ops table */

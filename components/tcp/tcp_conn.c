@@ -59,6 +59,7 @@ int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 	c->mod = m;
 	c->fd = fd;
 	c->cookie = cookie;
+	tcp_list_init(&c->link);
 	tcp_list_init(&c->ops);
 	tcp_list_init(&c->recvs);
 	tcp_list_init(&c->sendq);
@@ -71,6 +72,7 @@ int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 	}
 	c->registered = true;
 	c->events = EPOLLIN;
+	tcp_list_add_tail(&m->conns, &c->link);
 	*out = c;
 	return 0;
 }
@@ -230,12 +232,19 @@ void rmca_tcp_complete_all(struct rmca_conn *c, int status)
 	c->rx.op = NULL;
 }
 
-void rmca_tcp_conn_fail(struct rmca_conn *c, int status,
-			struct tcp_out *final)
+/*
+ * Fail c; final (may be NULL) is the frame that explains why to the peer.
+ * With stop NULL nothing more goes out but final; otherwise the answers
+ * queued before stop go out first, so that the peer's operations before the
+ * refused one end with their own status.
+ */
+static void conn_fail_at(struct rmca_conn *c, int status, struct tcp_out *stop,
+			 struct tcp_out *final)
 {
 	const struct rmca_core *core = c->mod->base.core;
 	struct tcp_out *head = tcp_first(&c->outq, struct tcp_out, link);
 	struct tcp_list *l, *next;
+	bool before = stop != NULL;
 
 	if (c->failed) {
 		if (final)
@@ -246,10 +255,8 @@ void rmca_tcp_conn_fail(struct rmca_conn *c, int status,
 	c->fail_status = status;
 
 	/*
-	 * Nothing more goes out but the final frame (the answer that explains
-	 * the failure to the peer). A frame already half written must end
-	 * first; if it carries a user buffer that is about to be handed back,
-	 * the stream is cut instead.
+	 * A frame already half written must end first; if it carries a user
+	 * buffer that is about to be handed back, the stream is cut instead.
 	 */
 	if (head && head->off && !head->owned) {
 		free(final);
@@ -259,7 +266,9 @@ void rmca_tcp_conn_fail(struct rmca_conn *c, int status,
 		struct tcp_out *o = tcp_entry(l, struct tcp_out, link);
 
 		next = l->next;
-		if (o == head && o->off && o->owned)
+		if (o == stop)
+			before = false;
+		if (o->owned && (before || (o == head && o->off)))
 			continue;
 		out_drop(o);
 	}
@@ -275,6 +284,69 @@ void rmca_tcp_conn_fail(struct rmca_conn *c, int status,
 		conn_close_fd(c);
 	}
 	core->ops->conn_failed(core, c->cookie, status);
+}
+
+void rmca_tcp_conn_fail(struct rmca_conn *c, int status, struct tcp_out *final)
+{
+	conn_fail_at(c, status, NULL, final);
+}
+
+/* The answer to request o (a queued GET answer) becomes a refusal. */
+static struct tcp_out *refusal_of(const struct tcp_out *o)
+{
+	struct tcp_frame f;
+	const char *why;
+
+	if (rmca_tcp_frame_decode(o->hdr, TCP_HDR_LEN, &f, &why))
+		return NULL; /* we encoded it: cannot happen */
+	f.status = RMCA_ERR_REMOTE_ACCESS;
+	f.len = 0;
+	f.operand = 0;
+	return rmca_tcp_out_new(&f, NULL, 0);
+}
+
+/*
+ * mr is being deregistered: once this returns, nothing on c reads or writes
+ * its memory. A put streaming into it drains the rest of its payload and is
+ * refused when it ends. A queued answer that would read from it is refused
+ * as any access to a gone region, and c fails after it (as a verbs QP does
+ * on a remote access error); answers queued before it still go out. An
+ * answer partly on the wire cannot be refused any more: the stream is cut.
+ */
+void rmca_tcp_conn_mr_gone(struct rmca_conn *c, const struct rmca_module_mr *mr)
+{
+	struct tcp_rx *rx = &c->rx;
+	struct tcp_out *o = NULL, *refusal;
+	struct tcp_list *l;
+
+	if (rx->payload && rx->mr == mr) {
+		rx->drain_left += rx->dst_left;
+		rx->dst_left = 0;
+		rx->dst = NULL;
+		rx->mr = NULL;
+		rx->status = RMCA_ERR_REMOTE_ACCESS;
+	}
+	for (l = c->outq.next; l != &c->outq; l = l->next) {
+		o = tcp_entry(l, struct tcp_out, link);
+		if (o->mr == mr)
+			break;
+		o = NULL;
+	}
+	if (!o)
+		return;
+	refusal = o->off || c->failed ? NULL : refusal_of(o);
+	if (!refusal) {
+		while ((o = tcp_first(&c->outq, struct tcp_out, link)))
+			out_drop(o);
+		if (c->failed)
+			conn_close_fd(c);
+		else
+			conn_fail_at(c, RMCA_ERR_REMOTE_ACCESS, NULL, NULL);
+		return;
+	}
+	tcp_log(c->mod, RMCA_LOG_INFO,
+		"refused a read from %s: its region was deregistered", c->peer);
+	conn_fail_at(c, RMCA_ERR_REMOTE_ACCESS, o, refusal);
 }
 
 /* After a failure: read and drop until the peer closes. */
@@ -303,6 +375,7 @@ void rmca_tcp_conn_destroy(struct rmca_conn *c)
 	while ((o = tcp_first(&c->outq, struct tcp_out, link)))
 		out_drop(o);
 	conn_close_fd(c);
+	tcp_list_del(&c->link);
 	free(c->credits);
 	free(c);
 }

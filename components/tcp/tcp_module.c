@@ -78,8 +78,15 @@ static int tcp_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 	return 0;
 }
 
+/* Once this returns, no access in flight touches the region (doc/api.md). */
 static int tcp_mr_dereg(struct rmca_module_mr *mr)
 {
+	struct tcp_list *l, *next;
+
+	for (l = mr->mod->conns.next; l != &mr->mod->conns; l = next) {
+		next = l->next;
+		rmca_tcp_conn_mr_gone(tcp_entry(l, struct rmca_conn, link), mr);
+	}
 	if (mr->in_table)
 		rmca_tcp_keytab_remove(&mr->mod->keys, mr->key);
 	free(mr);
@@ -151,6 +158,7 @@ int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
 	m->sndbuf = core->ops->param_size(core, "tcp_sndbuf");
 	m->rcvbuf = core->ops->param_size(core, "tcp_rcvbuf");
 	tcp_list_init(&m->pending);
+	tcp_list_init(&m->conns);
 	m->scratch = malloc(TCP_SCRATCH_LEN);
 	if (!m->scratch) {
 		free(m);

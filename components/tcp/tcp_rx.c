@@ -23,7 +23,8 @@ static void protocol_error(struct rmca_conn *c, const char *why)
 
 /* Queue the answer to request f; an error answer ends the connection. */
 static void respond(struct rmca_conn *c, const struct tcp_frame *req,
-		    int status, uint64_t operand, const char *pl, size_t len)
+		    int status, uint64_t operand, const char *pl, size_t len,
+		    const struct rmca_module_mr *region)
 {
 	struct tcp_frame f = {
 		.type = TCP_F_RESP,
@@ -46,15 +47,18 @@ static void respond(struct rmca_conn *c, const struct tcp_frame *req,
 		rmca_tcp_conn_fail(c, status, o);
 		return;
 	}
+	/* Read from the region when written out: mr_dereg must know. */
+	o->mr = f.len ? region : NULL;
 	rmca_tcp_out_queue(c, o);
 	rmca_tcp_out_flush(c);
 }
 
 static void expect_payload(struct rmca_conn *c, char *dst, uint64_t dst_len,
-			   uint64_t drain)
+			   uint64_t drain, const struct rmca_module_mr *region)
 {
 	c->rx.payload = true;
 	c->rx.dst = dst;
+	c->rx.mr = region;
 	c->rx.dst_left = (size_t)dst_len;
 	c->rx.drain_left = (size_t)drain;
 }
@@ -72,7 +76,7 @@ static void on_send(struct rmca_conn *c, const struct tcp_frame *f)
 		return;
 	}
 	c->rx.op = r;
-	expect_payload(c, r->buf, f->len, 0);
+	expect_payload(c, r->buf, f->len, 0, NULL);
 }
 
 static void on_atomic(struct rmca_conn *c, const struct tcp_frame *f)
@@ -93,13 +97,13 @@ static void on_atomic(struct rmca_conn *c, const struct tcp_frame *f)
 		a.compare_mask = f->mask1;
 	a.swap_mask = f->mask2;
 	r = rmca_tcp_access(c->mod, f->rkey, f->raddr, 8,
-			    RMCA_ACCESS_REMOTE_ATOMIC, &p);
+			    RMCA_ACCESS_REMOTE_ATOMIC, &p, NULL);
 	if (r) {
-		respond(c, f, r, 0, NULL, 0);
+		respond(c, f, r, 0, NULL, 0, NULL);
 		return;
 	}
-	respond(c, f, 0, rmca_atomic_cpu((uint64_t *)(void *)p, &a),
-		NULL, 0);
+	respond(c, f, 0, rmca_atomic_cpu((uint64_t *)(void *)p, &a), NULL, 0,
+		NULL);
 }
 
 static void on_resp(struct rmca_conn *c, const struct tcp_frame *f)
@@ -127,7 +131,7 @@ static void on_resp(struct rmca_conn *c, const struct tcp_frame *f)
 	switch (op->kind) {
 	case TCP_OP_GET:
 		c->rx.op = op;
-		expect_payload(c, op->buf, f->len, 0);
+		expect_payload(c, op->buf, f->len, 0, NULL);
 		return;
 	case TCP_OP_ATOMIC:
 		*op->result = f->operand;
@@ -142,6 +146,7 @@ static void on_resp(struct rmca_conn *c, const struct tcp_frame *f)
 static void start_frame(struct rmca_conn *c)
 {
 	const struct tcp_frame *f = &c->rx.f;
+	const struct rmca_module_mr *region = NULL;
 	char *p = NULL;
 	int r;
 
@@ -161,17 +166,17 @@ static void start_frame(struct rmca_conn *c)
 		return;
 	case TCP_F_PUT:
 		r = rmca_tcp_access(c->mod, f->rkey, f->raddr, f->len,
-				    RMCA_ACCESS_REMOTE_WRITE, &p);
+				    RMCA_ACCESS_REMOTE_WRITE, &p, &region);
 		c->rx.status = r;
 		if (r)
-			expect_payload(c, NULL, 0, f->len);
+			expect_payload(c, NULL, 0, f->len, NULL);
 		else
-			expect_payload(c, p, f->len, 0);
+			expect_payload(c, p, f->len, 0, region);
 		return;
 	case TCP_F_GET:
 		r = rmca_tcp_access(c->mod, f->rkey, f->raddr, f->len,
-				    RMCA_ACCESS_REMOTE_READ, &p);
-		respond(c, f, r, 0, p, f->len);
+				    RMCA_ACCESS_REMOTE_READ, &p, &region);
+		respond(c, f, r, 0, p, f->len, region);
 		return;
 	case TCP_F_ATOMIC:
 		on_atomic(c, f);
@@ -201,10 +206,10 @@ static void finish_frame(struct rmca_conn *c)
 		st = (f->flags & TCP_FF_TRUNC) ? RMCA_ERR_TRUNCATED : RMCA_OK;
 		rmca_tcp_op_done(c, c->rx.op, st, f->len, revoked);
 		c->rx.op = NULL;
-		respond(c, f, st, 0, NULL, 0);
+		respond(c, f, st, 0, NULL, 0, NULL);
 		return;
 	case TCP_F_PUT:
-		respond(c, f, c->rx.status, 0, NULL, 0);
+		respond(c, f, c->rx.status, 0, NULL, 0, NULL);
 		return;
 	case TCP_F_RESP:
 		rmca_tcp_op_done(c, c->rx.op, RMCA_OK, 0, 0);

@@ -6,7 +6,8 @@
 #include "tcp.h"
 
 int rmca_tcp_access(struct tcp_module *m, uint64_t rkey, uint64_t raddr,
-		    uint64_t len, unsigned need, char **ptr)
+		    uint64_t len, unsigned need, char **ptr,
+		    const struct rmca_module_mr **region)
 {
 	struct rmca_module_mr *mr = rmca_tcp_keytab_find(&m->keys, rkey);
 	uint64_t base, off;
@@ -22,6 +23,8 @@ int rmca_tcp_access(struct tcp_module *m, uint64_t rkey, uint64_t raddr,
 	if (need == RMCA_ACCESS_REMOTE_ATOMIC && (raddr & 7))
 		return RMCA_ERR_REMOTE_ACCESS;
 	*ptr = mr->addr + off;
+	if (region)
+		*region = mr;
 	return 0;
 }
 

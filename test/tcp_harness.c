@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The fake core and the raw peer of tcp_harness.h. Failures end the test
+ * through cmocka's assertions.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tcp_harness.h"
+
+#define TH_MAX_FDS 64
+#define TH_ROUNDS  100000
+
+struct th_fd {
+	int fd; /* -1: free */
+	uint32_t events;
+	rmca_fd_cb cb;
+	void *arg;
+};
+
+static struct th_fd fds[TH_MAX_FDS];
+static int nfds;
+
+struct th_done th_done[TH_MAX_DONE];
+int th_ndone;
+int th_nfailed;
+long long th_max_pending = 16384;
+
+static void th_log(const struct rmca_core *core, int level, const char *fmt,
+		   ...)
+{
+	va_list ap;
+
+	if (!getenv("TH_VERBOSE"))
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int th_param_register(const struct rmca_core *core,
+			     const struct rmca_param_def *def)
+{
+	return 0;
+}
+
+static bool th_param_bool(const struct rmca_core *core, const char *name)
+{
+	return false;
+}
+
+static long long th_param_int(const struct rmca_core *core, const char *name)
+{
+	if (!strcmp(name, "tcp_max_pending_responses"))
+		return th_max_pending;
+	return 0;
+}
+
+static size_t th_param_size(const struct rmca_core *core, const char *name)
+{
+	return 0;
+}
+
+static const char *th_param_string(const struct rmca_core *core,
+				   const char *name)
+{
+	return "";
+}
+
+static int th_param_enum(const struct rmca_core *core, const char *name)
+{
+	return 0;
+}
+
+static int th_list_selects(const char *list, const char *name)
+{
+	return 1;
+}
+
+static struct th_fd *slot_of(int fd)
+{
+	for (int i = 0; i < nfds; i++)
+		if (fds[i].fd == fd)
+			return &fds[i];
+	return NULL;
+}
+
+static int th_fd_add(const struct rmca_core *core, int fd, uint32_t events,
+		     rmca_fd_cb cb, void *arg)
+{
+	struct th_fd *s = slot_of(-1);
+
+	if (!s) {
+		assert_true(nfds < TH_MAX_FDS);
+		s = &fds[nfds++];
+	}
+	*s = (struct th_fd){.fd = fd, .events = events, .cb = cb, .arg = arg};
+	return 0;
+}
+
+static int th_fd_mod(const struct rmca_core *core, int fd, uint32_t events)
+{
+	struct th_fd *s = slot_of(fd);
+
+	assert_non_null(s);
+	s->events = events;
+	return 0;
+}
+
+static void th_fd_del(const struct rmca_core *core, int fd)
+{
+	struct th_fd *s = slot_of(fd);
+
+	if (s)
+		s->fd = -1;
+}
+
+static void th_complete(const struct rmca_core *core, void *req, int status,
+			size_t len, uint64_t revoked)
+{
+	assert_true(th_ndone < TH_MAX_DONE);
+	th_done[th_ndone++] = (struct th_done){req, status, len, revoked};
+}
+
+static void th_conn_failed(const struct rmca_core *core, void *cookie,
+			   int status)
+{
+	th_nfailed++;
+}
+
+static int th_random(void *buf, size_t len)
+{
+	return getrandom(buf, len, 0) == (ssize_t)len ? 0 : -1;
+}
+
+static const struct rmca_core_ops th_ops = {
+	.complete = th_complete,
+	.conn_failed = th_conn_failed,
+	.fd_add = th_fd_add,
+	.fd_del = th_fd_del,
+	.fd_mod = th_fd_mod,
+	.list_selects = th_list_selects,
+	.log = th_log,
+	.param_bool = th_param_bool,
+	.param_enum = th_param_enum,
+	.param_int = th_param_int,
+	.param_register = th_param_register,
+	.param_size = th_param_size,
+	.param_string = th_param_string,
+	.random = th_random,
+};
+
+static const struct rmca_core th_core = {.ops = &th_ops};
+
+struct tcp_module *th_module(void)
+{
+	struct tcp_module *m = NULL;
+
+	th_ndone = 0;
+	th_nfailed = 0;
+	assert_int_equal(rmca_tcp_module_create(&th_core, "lo", &m), 0);
+	return m;
+}
+
+void th_module_free(struct tcp_module *m)
+{
+	rmca_tcp_module_destroy(m);
+	nfds = 0;
+}
+
+struct rmca_conn *th_conn(struct tcp_module *m, int *peer)
+{
+	struct rmca_conn *c = NULL;
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX,
+				    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				    0, sv),
+			 0);
+	assert_int_equal(rmca_tcp_conn_create(m, sv[0], NULL, &c), 0);
+	*peer = sv[1];
+	return c;
+}
+
+bool th_pump(void)
+{
+	bool any = false;
+
+	for (int i = 0; i < nfds; i++) {
+		struct pollfd p = {.fd = fds[i].fd,
+				   .events = (short)fds[i].events};
+
+		if (fds[i].fd < 0 || poll(&p, 1, 0) <= 0)
+			continue;
+		fds[i].cb(fds[i].arg, (uint32_t)p.revents);
+		any = true;
+	}
+	return any;
+}
+
+void th_pump_idle(void)
+{
+	for (int i = 0; i < TH_ROUNDS && th_pump(); i++)
+		;
+}
+
+size_t th_peer_write_some(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = send(fd, p + done, len - done, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		assert_true(n > 0);
+		done += (size_t)n;
+	}
+	return done;
+}
+
+void th_peer_write(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	for (int i = 0; len; i++) {
+		size_t n = th_peer_write_some(fd, p, len);
+
+		p += n;
+		len -= n;
+		/* The target must read for the peer to go on. */
+		if (len && !th_pump() && !n)
+			assert_true(i < TH_ROUNDS);
+	}
+}
+
+void th_peer_frame(int fd, const struct tcp_frame *f)
+{
+	uint8_t hdr[TCP_HDR_LEN];
+
+	rmca_tcp_frame_encode(f, hdr);
+	th_peer_write(fd, hdr, sizeof(hdr));
+}
+
+size_t th_peer_read(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+	size_t got = 0;
+	int idle = 0;
+
+	while (got < n) {
+		ssize_t r = recv(fd, p + got, n - got, 0);
+
+		if (r > 0) {
+			got += (size_t)r;
+			idle = 0;
+			continue;
+		}
+		if (r == 0)
+			break;
+		if (errno == EINTR)
+			continue;
+		assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+		/* Nothing from the target, and it has nothing to do: stuck. */
+		if (!th_pump())
+			assert_true(++idle < TH_ROUNDS);
+	}
+	return got;
+}
+
+bool th_peer_read_frame(int fd, struct tcp_frame *f)
+{
+	uint8_t hdr[TCP_HDR_LEN];
+	const char *why = NULL;
+	size_t n = th_peer_read(fd, hdr, sizeof(hdr));
+
+	if (!n)
+		return false;
+	assert_int_equal(n, sizeof(hdr));
+	if (rmca_tcp_frame_decode(hdr, sizeof(hdr), f, &why))
+		fail_msg("target sent a bad frame: %s", why);
+	return true;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A tcp module driven in-process, with the test as its core and as a raw
+ * peer that speaks the frames itself over a socketpair: the test decides
+ * when the target runs, so races with the peer are replayed step by step.
+ */
+#ifndef RMCA_TCP_HARNESS_H
+#define RMCA_TCP_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tcp.h"
+
+#define TH_MAX_DONE 256
+
+struct th_done {
+	void *req;
+	int status;
+	size_t len;
+	uint64_t revoked;
+};
+
+/* What the fake core saw. */
+extern struct th_done th_done[TH_MAX_DONE];
+extern int th_ndone;
+extern int th_nfailed; /* conn_failed() calls */
+/* RMCA_tcp_max_pending_responses as the fake core answers it. */
+extern long long th_max_pending;
+
+struct tcp_module *th_module(void);
+void th_module_free(struct tcp_module *m);
+
+/* A connection of m; *peer is the raw peer's end (non-blocking). */
+struct rmca_conn *th_conn(struct tcp_module *m, int *peer);
+
+/* Run every connection callback that has an event now; true if any ran. */
+bool th_pump(void);
+/* Pump until nothing more happens (at most a large number of rounds). */
+void th_pump_idle(void);
+
+/* The peer writes all of buf, the target being pumped while it waits. */
+void th_peer_write(int fd, const void *buf, size_t len);
+/* As much as fits without waiting; returns the bytes written. */
+size_t th_peer_write_some(int fd, const void *buf, size_t len);
+void th_peer_frame(int fd, const struct tcp_frame *f);
+/* Read n bytes, pumping the target; returns fewer only at end of stream. */
+size_t th_peer_read(int fd, void *buf, size_t n);
+/* Read one frame header: true, or false at end of stream. */
+bool th_peer_read_frame(int fd, struct tcp_frame *f);
+
+#endif

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The tcp target against a raw peer (tcp_harness.h): once mr_dereg returns
+ * no access in flight touches the region.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tcp_harness.h"
+
+#define MiB (1u << 20)
+
+static char *region_alloc(size_t len, int fill)
+{
+	void *p = NULL;
+
+	assert_int_equal(posix_memalign(&p, 4096, len), 0);
+	memset(p, fill, len);
+	return p;
+}
+
+static struct rmca_module_mr *reg(struct tcp_module *m, void *addr, size_t len,
+				  unsigned access)
+{
+	struct rmca_module_mr *mr = NULL;
+
+	assert_int_equal(m->base.ops->mr_reg(&m->base, addr, len, access, &mr),
+			 0);
+	return mr;
+}
+
+static void dereg(struct rmca_module_mr *mr)
+{
+	assert_int_equal(mr->mod->base.ops->mr_dereg(mr), 0);
+}
+
+static uint64_t rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
+{
+	uint64_t k = mr->mod->base.ops->mr_rkey(mr, c);
+
+	assert_true(k != 0);
+	return k;
+}
+
+/* Offset of the first byte of buf[0, len) that is not v, or -1. */
+static long first_not(const char *buf, size_t len, int v)
+{
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] != (char)v)
+			return (long)i;
+	return -1;
+}
+
+static void get_frame(int peer, uint64_t id, const void *addr, uint64_t len,
+		      uint64_t key)
+{
+	struct tcp_frame f = {.type = TCP_F_GET,
+			      .id = id,
+			      .len = len,
+			      .raddr = (uintptr_t)addr,
+			      .rkey = key};
+
+	th_peer_frame(peer, &f);
+}
+
+/* Does any queued frame of c still read from mr's memory? */
+static bool queued_from(struct rmca_conn *c, const char *addr, size_t len)
+{
+	for (struct tcp_list *l = c->outq.next; l != &c->outq; l = l->next) {
+		struct tcp_out *o = tcp_entry(l, struct tcp_out, link);
+
+		if (o->len && o->payload >= addr && o->payload < addr + len)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A put whose header arrived before the dereg: the rest of its payload goes
+ * nowhere near the region, and the put is refused.
+ */
+static void put_in_flight_at_dereg_is_refused(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	char *region = region_alloc(4 * MiB, 0),
+	     *src = region_alloc(4 * MiB, 0x3c);
+	struct rmca_module_mr *mr =
+		reg(m, region, 4 * MiB, RMCA_ACCESS_REMOTE_WRITE);
+	struct tcp_frame f = {.type = TCP_F_PUT,
+			      .id = 7,
+			      .len = 4 * MiB,
+			      .raddr = (uintptr_t)region,
+			      .rkey = rkey(mr, c)};
+
+	th_peer_frame(peer, &f);
+	th_peer_write(peer, src, 4096);
+	th_pump_idle();
+	/* The put is under way: its first bytes are in. */
+	assert_int_equal(first_not(region, 4096, 0x3c), -1);
+
+	dereg(mr);
+	memset(region, 0xa5, 4 * MiB); /* the application's again */
+	th_peer_write(peer, src + 4096, 4 * MiB - 4096);
+	assert_true(th_peer_read_frame(peer, &f));
+	assert_int_equal(first_not(region, 4 * MiB, 0xa5), -1);
+	assert_int_equal(f.type, TCP_F_RESP);
+	assert_int_equal(f.id, 7);
+	assert_int_equal(f.status, RMCA_ERR_REMOTE_ACCESS);
+	/* A refused access ends the connection. */
+	assert_int_equal(th_nfailed, 1);
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+	free(region);
+	free(src);
+}
+
+/*
+ * Answers to gets that wait behind a large one (another region's) when the
+ * region is deregistered: refused, never read after the dereg; the answer
+ * before them is whole.
+ */
+static void queued_answers_are_refused_at_dereg(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	char *big = region_alloc(8 * MiB, 0x22),
+	     *region = region_alloc(4096, 0x11);
+	char *buf = region_alloc(8 * MiB, 0);
+	struct rmca_module_mr *mbig =
+		reg(m, big, 8 * MiB, RMCA_ACCESS_REMOTE_READ);
+	struct rmca_module_mr *mr =
+		reg(m, region, 4096, RMCA_ACCESS_REMOTE_READ);
+	uint64_t kbig = rkey(mbig, c), key = rkey(mr, c);
+	struct tcp_frame f;
+
+	/* 8 MiB do not fit in the socket buffers: the rest waits. */
+	get_frame(peer, 1, big, 8 * MiB, kbig);
+	for (uint64_t id = 2; id <= 100; id++)
+		get_frame(peer, id, region, 4096, key);
+	th_pump_idle();
+	assert_true(queued_from(c, region, 4096));
+
+	dereg(mr);
+	memset(region, 0xee, 4096); /* a secret, written after the dereg */
+
+	assert_true(th_peer_read_frame(peer, &f));
+	assert_int_equal(f.id, 1);
+	assert_int_equal(f.status, 0);
+	assert_int_equal(th_peer_read(peer, buf, 8 * MiB), 8 * MiB);
+	assert_int_equal(first_not(buf, 8 * MiB, 0x22), -1);
+	/* the first answer behind it is the refusal, then the stream ends */
+	assert_true(th_peer_read_frame(peer, &f));
+	assert_int_equal(f.type, TCP_F_RESP);
+	assert_int_equal(f.id, 2);
+	assert_int_equal(f.status, RMCA_ERR_REMOTE_ACCESS);
+	assert_false(th_peer_read_frame(peer, &f));
+
+	dereg(mbig);
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+	free(big);
+	free(region);
+	free(buf);
+}
+
+/*
+ * An answer partly on the wire when its region is deregistered: the stream
+ * is cut there; no byte written after the dereg goes out.
+ */
+static void answer_on_the_wire_is_cut_at_dereg(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	char *region = region_alloc(8 * MiB, 0x11),
+	     *buf = region_alloc(8 * MiB, 0);
+	struct rmca_module_mr *mr =
+		reg(m, region, 8 * MiB, RMCA_ACCESS_REMOTE_READ);
+	uint64_t key = rkey(mr, c);
+	struct tcp_frame f;
+	size_t got;
+
+	for (uint64_t id = 1; id <= 4; id++)
+		get_frame(peer, id, region, 8 * MiB, key);
+	th_pump_idle();
+	assert_true(queued_from(c, region, 8 * MiB));
+
+	dereg(mr);
+	memset(region, 0xee, 8 * MiB);
+
+	assert_true(th_peer_read_frame(peer, &f));
+	assert_int_equal(f.id, 1);
+	got = th_peer_read(peer, buf, 8 * MiB);
+	assert_int_equal(first_not(buf, got, 0x11), -1);
+	assert_true(got < 8 * MiB);
+	assert_int_equal(th_nfailed, 1);
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+	free(region);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(put_in_flight_at_dereg_is_refused),
+		cmocka_unit_test(queued_answers_are_refused_at_dereg),
+		cmocka_unit_test(answer_on_the_wire_is_cut_at_dereg),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
