@@ -103,22 +103,39 @@ static void zero_key_is_never_handed_out(void **state)
 	rmca_tcp_keytab_fini(&t);
 }
 
-static struct rmca_module_mr *reg(struct tcp_module *m, void *addr,
-				  size_t len, unsigned access)
+/* A region with one key, bound to c if not NULL. */
+static struct rmca_module_mr *reg(struct tcp_module *m, void *addr, size_t len,
+				  unsigned access, struct rmca_conn *c,
+				  uint64_t *key)
 {
 	struct rmca_module_mr *mr = calloc(1, sizeof(*mr));
+	struct tcp_rkey *k;
 
 	assert_non_null(mr);
 	mr->mod = m;
 	mr->addr = addr;
 	mr->len = len;
 	mr->access = access;
-	assert_int_equal(rmca_tcp_keytab_add(&m->keys,
-					     access & RMCA_MR_USE_ONCE, mr,
-					     &mr->key),
-			 0);
-	mr->in_table = true;
+	tcp_list_init(&mr->keys);
+	k = rmca_tcp_rkey_new(mr, c);
+	assert_non_null(k);
+	*key = k->key;
 	return mr;
+}
+
+static void unreg(struct rmca_module_mr *mr)
+{
+	struct tcp_rkey *k;
+
+	while ((k = tcp_first(&mr->keys, struct tcp_rkey, mr_link)))
+		rmca_tcp_rkey_free(k);
+	free(mr);
+}
+
+static void conn_init(struct rmca_conn *c)
+{
+	memset(c, 0, sizeof(*c));
+	tcp_list_init(&c->keys);
 }
 
 static void target_checks_key_bounds_and_permission(void **state)
@@ -126,59 +143,63 @@ static void target_checks_key_bounds_and_permission(void **state)
 	static uint64_t buf[64];
 	struct tcp_module m = { 0 };
 	struct rmca_module_mr *rw, *ro;
-	uint64_t base = (uintptr_t)buf;
+	uint64_t base = (uintptr_t)buf, rwk, rok;
+	struct rmca_conn c;
 	char *p;
 
+	conn_init(&c);
 	assert_int_equal(rmca_tcp_keytab_init(&m.keys, real_random), 0);
 	rw = reg(&m, buf, sizeof(buf),
-		 RMCA_ACCESS_REMOTE_WRITE | RMCA_ACCESS_REMOTE_ATOMIC);
-	ro = reg(&m, buf, 64, RMCA_ACCESS_REMOTE_READ);
+		 RMCA_ACCESS_REMOTE_WRITE | RMCA_ACCESS_REMOTE_ATOMIC, NULL,
+		 &rwk);
+	ro = reg(&m, buf, 64, RMCA_ACCESS_REMOTE_READ, NULL, &rok);
 
-	assert_int_equal(rmca_tcp_access(&m, rw->key, base + 8, 16,
+	assert_int_equal(rmca_tcp_access(&m, &c, rwk, base + 8, 16,
 					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 0);
 	assert_ptr_equal(p, (char *)buf + 8);
 	/* the whole region, and an empty access at its very end */
-	assert_int_equal(rmca_tcp_access(&m, rw->key, base, sizeof(buf),
+	assert_int_equal(rmca_tcp_access(&m, &c, rwk, base, sizeof(buf),
 					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 0);
-	assert_int_equal(rmca_tcp_access(&m, rw->key, base + sizeof(buf), 0,
+	assert_int_equal(rmca_tcp_access(&m, &c, rwk, base + sizeof(buf), 0,
 					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 0);
 	/* one byte past either end */
-	assert_int_equal(rmca_tcp_access(&m, rw->key, base + 1, sizeof(buf),
+	assert_int_equal(rmca_tcp_access(&m, &c, rwk, base + 1, sizeof(buf),
 					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
-	assert_int_equal(rmca_tcp_access(&m, rw->key, base - 1, 1,
+	assert_int_equal(rmca_tcp_access(&m, &c, rwk, base - 1, 1,
 					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
 	/* a length that wraps raddr + len */
-	assert_int_equal(rmca_tcp_access(&m, rw->key, base + 8, ~0ull - 4,
+	assert_int_equal(rmca_tcp_access(&m, &c, rwk, base + 8, ~0ull - 4,
 					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
 	/* permission */
-	assert_int_equal(rmca_tcp_access(&m, rw->key, base, 8,
+	assert_int_equal(rmca_tcp_access(&m, &c, rwk, base, 8,
 					 RMCA_ACCESS_REMOTE_READ, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
-	assert_int_equal(rmca_tcp_access(&m, ro->key, base, 8,
+	assert_int_equal(rmca_tcp_access(&m, &c, rok, base, 8,
 					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
-	assert_int_equal(rmca_tcp_access(&m, ro->key, base, 8,
+	assert_int_equal(rmca_tcp_access(&m, &c, rok, base, 8,
 					 RMCA_ACCESS_REMOTE_ATOMIC, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
 	/* atomics: aligned only */
-	assert_int_equal(rmca_tcp_access(&m, rw->key, base + 8, 8,
+	assert_int_equal(rmca_tcp_access(&m, &c, rwk, base + 8, 8,
 					 RMCA_ACCESS_REMOTE_ATOMIC, &p, NULL),
 			 0);
-	assert_int_equal(rmca_tcp_access(&m, rw->key, base + 4, 8,
+	assert_int_equal(rmca_tcp_access(&m, &c, rwk, base + 4, 8,
 					 RMCA_ACCESS_REMOTE_ATOMIC, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
 	/* unknown key */
-	assert_int_equal(rmca_tcp_access(&m, rw->key ^ 1, base, 8,
+	assert_int_equal(rmca_tcp_access(&m, &c, rwk ^ 1, base, 8,
 					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
-	free(rw);
-	free(ro);
+	unreg(rw);
+	unreg(ro);
+	assert_int_equal(m.keys.count, 0);
 	rmca_tcp_keytab_fini(&m.keys);
 }
 
@@ -187,27 +208,65 @@ static void send_inv_revokes_use_once_keys_only(void **state)
 	static uint64_t buf[8];
 	struct tcp_module m = { 0 };
 	struct rmca_module_mr *once, *plain;
+	uint64_t ok, pk;
+	struct rmca_conn c;
 	char *p;
 
+	conn_init(&c);
 	assert_int_equal(rmca_tcp_keytab_init(&m.keys, real_random), 0);
 	once = reg(&m, buf, sizeof(buf),
-		   RMCA_ACCESS_REMOTE_WRITE | RMCA_MR_USE_ONCE);
-	plain = reg(&m, buf, sizeof(buf), RMCA_ACCESS_REMOTE_WRITE);
+		   RMCA_ACCESS_REMOTE_WRITE | RMCA_MR_USE_ONCE, &c, &ok);
+	plain = reg(&m, buf, sizeof(buf), RMCA_ACCESS_REMOTE_WRITE, NULL, &pk);
 
-	assert_true(rmca_tcp_revoke(&m, once->key) == once->key);
-	assert_false(once->in_table);
-	assert_int_equal(rmca_tcp_access(&m, once->key, (uintptr_t)buf, 8,
+	assert_true(rmca_tcp_revoke(&m, &c, ok) == ok);
+	assert_true(tcp_list_empty(&once->keys));
+	assert_true(tcp_list_empty(&c.keys));
+	assert_int_equal(rmca_tcp_access(&m, &c, ok, (uintptr_t)buf, 8,
 					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
 	/* revoking again revokes nothing: the receive reports 0 */
-	assert_true(rmca_tcp_revoke(&m, once->key) == 0);
+	assert_true(rmca_tcp_revoke(&m, &c, ok) == 0);
 	/* a key without the use-once bit is never revoked */
-	assert_true(rmca_tcp_revoke(&m, plain->key) == 0);
-	assert_int_equal(rmca_tcp_access(&m, plain->key, (uintptr_t)buf, 8,
+	assert_true(rmca_tcp_revoke(&m, &c, pk) == 0);
+	assert_int_equal(rmca_tcp_access(&m, &c, pk, (uintptr_t)buf, 8,
 					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 0);
-	free(once);
-	free(plain);
+	unreg(once);
+	unreg(plain);
+	rmca_tcp_keytab_fini(&m.keys);
+}
+
+/* A use-once key names its region only on the connection it was bound to;
+ * plain keys serve every connection of the module. */
+static void use_once_key_is_bound_to_its_connection(void **state)
+{
+	static uint64_t buf[8];
+	struct tcp_module m = { 0 };
+	struct rmca_module_mr *once, *plain;
+	struct rmca_conn a, b;
+	uint64_t ok, pk;
+	char *p;
+
+	conn_init(&a);
+	conn_init(&b);
+	assert_int_equal(rmca_tcp_keytab_init(&m.keys, real_random), 0);
+	once = reg(&m, buf, sizeof(buf),
+		   RMCA_ACCESS_REMOTE_WRITE | RMCA_MR_USE_ONCE, &a, &ok);
+	plain = reg(&m, buf, sizeof(buf), RMCA_ACCESS_REMOTE_WRITE, NULL, &pk);
+
+	assert_int_equal(rmca_tcp_access(&m, &b, ok, (uintptr_t)buf, 8,
+					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
+			 RMCA_ERR_REMOTE_ACCESS);
+	assert_true(rmca_tcp_revoke(&m, &b, ok) == 0);
+	assert_int_equal(rmca_tcp_access(&m, &a, ok, (uintptr_t)buf, 8,
+					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
+			 0);
+	assert_int_equal(rmca_tcp_access(&m, &b, pk, (uintptr_t)buf, 8,
+					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
+			 0);
+	unreg(once);
+	assert_true(tcp_list_empty(&a.keys));
+	unreg(plain);
 	rmca_tcp_keytab_fini(&m.keys);
 }
 
@@ -219,6 +278,7 @@ int main(void)
 		cmocka_unit_test(zero_key_is_never_handed_out),
 		cmocka_unit_test(target_checks_key_bounds_and_permission),
 		cmocka_unit_test(send_inv_revokes_use_once_keys_only),
+		cmocka_unit_test(use_once_key_is_bound_to_its_connection),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

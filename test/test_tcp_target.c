@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The tcp target against a raw peer (tcp_harness.h): once mr_dereg returns
- * no access in flight touches the region.
+ * no access in flight touches the region; a use-once key serves only the
+ * connection it was handed out on.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -215,12 +216,104 @@ static void answer_on_the_wire_is_cut_at_dereg(void **state)
 	free(buf);
 }
 
+static void put_frame(int peer, uint64_t id, const void *addr, uint64_t len,
+		      uint64_t key, const void *payload)
+{
+	struct tcp_frame f = {.type = TCP_F_PUT,
+			      .id = id,
+			      .len = len,
+			      .raddr = (uintptr_t)addr,
+			      .rkey = key};
+
+	th_peer_frame(peer, &f);
+	th_peer_write(peer, payload, len);
+}
+
+/* The status of the next answer the peer reads. */
+static int answer(int peer, uint64_t id)
+{
+	struct tcp_frame f;
+
+	assert_true(th_peer_read_frame(peer, &f));
+	assert_int_equal(f.type, TCP_F_RESP);
+	assert_int_equal(f.id, id);
+	return f.status;
+}
+
+/*
+ * A use-once key handed out on one connection neither works nor can be
+ * revoked through another one, by a send-with-invalidate or by the core's
+ * revoke message path.
+ */
+static void use_once_key_works_only_where_handed_out(void **state)
+{
+	struct tcp_module *m = th_module();
+	const struct rmca_module_ops *ops = m->base.ops;
+	int p1, p2;
+	struct rmca_conn *c1 = th_conn(m, &p1), *c2 = th_conn(m, &p2);
+	char *region = region_alloc(4096, 0), *rbuf = region_alloc(64, 0);
+	char data[8] = "written", msg[4] = "inv";
+	struct rmca_module_mr *mr = reg(
+		m, region, 4096, RMCA_ACCESS_REMOTE_WRITE | RMCA_MR_USE_ONCE);
+	uint64_t k1 = rkey(mr, c1);
+	struct tcp_frame f;
+
+	assert_true(k1 & RMCA_KEY_USE_ONCE);
+	assert_int_equal(ops->key_match(mr, c1, k1), 1);
+	assert_int_equal(ops->key_match(mr, c2, k1), 0);
+
+	/* send-with-invalidate of k1 arriving on c2 revokes nothing */
+	assert_int_equal(rmca_tcp_recv(c2, rbuf, 64, NULL, rbuf), 0);
+	assert_true(th_peer_read_frame(p2, &f));
+	assert_int_equal(f.type, TCP_F_CREDIT);
+	f = (struct tcp_frame){.type = TCP_F_SEND,
+			       .flags = TCP_FF_INV,
+			       .id = 1,
+			       .len = sizeof(msg),
+			       .rkey = k1};
+	th_peer_frame(p2, &f);
+	th_peer_write(p2, msg, sizeof(msg));
+	assert_int_equal(answer(p2, 1), 0);
+	assert_int_equal(th_ndone, 1);
+	assert_ptr_equal(th_done[0].req, rbuf);
+	assert_int_equal(th_done[0].status, 0);
+	assert_true(th_done[0].revoked == 0);
+
+	/* nor does the core's revoke message path asked through c2 */
+	assert_int_equal(ops->revoke(mr, c2, k1), 0);
+	assert_int_equal(ops->key_match(mr, c1, k1), 1);
+
+	/* the key still works where it was handed out ... */
+	put_frame(p1, 2, region, sizeof(data), k1, data);
+	assert_int_equal(answer(p1, 2), 0);
+	assert_memory_equal(region, data, sizeof(data));
+
+	/* ... and names nothing anywhere else */
+	memset(region, 0, 4096);
+	put_frame(p2, 3, region, sizeof(data), k1, data);
+	assert_int_equal(answer(p2, 3), RMCA_ERR_REMOTE_ACCESS);
+	assert_int_equal(first_not(region, 4096, 0), -1);
+
+	/* c2 has its own key for the same region */
+	assert_true(rkey(mr, c2) != k1);
+
+	dereg(mr);
+	rmca_tcp_conn_destroy(c1);
+	rmca_tcp_conn_destroy(c2);
+	close(p1);
+	close(p2);
+	th_module_free(m);
+	free(region);
+	free(rbuf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(put_in_flight_at_dereg_is_refused),
 		cmocka_unit_test(queued_answers_are_refused_at_dereg),
 		cmocka_unit_test(answer_on_the_wire_is_cut_at_dereg),
+		cmocka_unit_test(use_once_key_works_only_where_handed_out),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,11 +50,23 @@ struct tcp_module {
 
 struct rmca_module_mr {
 	struct tcp_module *mod;
-	uint64_t key;
 	char *addr;
 	size_t len;
 	unsigned access;
-	bool in_table; /* false once revoked by a send-with-invalidate */
+	struct tcp_list keys; /* struct tcp_rkey, live ones only */
+};
+
+/*
+ * A live key of a region. A use-once region's keys are each bound to the
+ * connection they were handed out on, as a verbs memory window to its QP:
+ * through any other they name nothing. Other keys serve every connection.
+ */
+struct tcp_rkey {
+	struct tcp_list mr_link; /* mr->keys */
+	struct tcp_list conn_link; /* conn->keys, when bound */
+	struct rmca_module_mr *mr;
+	const struct rmca_conn *conn; /* NULL: not bound */
+	uint64_t key;
 };
 
 /* One frame on a connection's output queue. */
@@ -108,6 +120,7 @@ struct tcp_rx {
 struct rmca_conn {
 	struct tcp_module *mod;
 	struct tcp_list link; /* in mod->conns */
+	struct tcp_list keys; /* struct tcp_rkey bound to this connection */
 	int fd; /* -1 once closed */
 	void *cookie;
 	bool registered; /* fd in the core's epoll set */
@@ -176,10 +189,15 @@ void rmca_tcp_conn_mr_gone(struct rmca_conn *c,
 void rmca_tcp_rx(struct rmca_conn *c);
 
 /* tcp_target.c */
-int rmca_tcp_access(struct tcp_module *m, uint64_t rkey, uint64_t raddr,
-		    uint64_t len, unsigned need, char **ptr,
-		    const struct rmca_module_mr **region);
-uint64_t rmca_tcp_revoke(struct tcp_module *m, uint64_t rkey);
+int rmca_tcp_access(struct tcp_module *m, const struct rmca_conn *c,
+		    uint64_t rkey, uint64_t raddr, uint64_t len, unsigned need,
+		    char **ptr, const struct rmca_module_mr **region);
+uint64_t rmca_tcp_revoke(struct tcp_module *m, const struct rmca_conn *c,
+			 uint64_t rkey);
+/* A fresh key of mr, bound to c if not NULL; NULL without memory or key. */
+struct tcp_rkey *rmca_tcp_rkey_new(struct rmca_module_mr *mr,
+				   struct rmca_conn *c);
+void rmca_tcp_rkey_free(struct tcp_rkey *k);
 
 /* tcp_ops.c: the data operations of the ops table */
 int rmca_tcp_credit_push(struct rmca_conn *c, uint64_t len);

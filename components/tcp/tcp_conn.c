@@ -60,6 +60,7 @@ int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 	c->fd = fd;
 	c->cookie = cookie;
 	tcp_list_init(&c->link);
+	tcp_list_init(&c->keys);
 	tcp_list_init(&c->ops);
 	tcp_list_init(&c->recvs);
 	tcp_list_init(&c->sendq);
@@ -369,12 +370,16 @@ void rmca_tcp_discard(struct rmca_conn *c)
 
 void rmca_tcp_conn_destroy(struct rmca_conn *c)
 {
+	struct tcp_rkey *k;
 	struct tcp_out *o;
 
 	rmca_tcp_complete_all(c, RMCA_ERR_CANCELED);
 	while ((o = tcp_first(&c->outq, struct tcp_out, link)))
 		out_drop(o);
 	conn_close_fd(c);
+	/* Keys bound to c die with it. */
+	while ((k = tcp_first(&c->keys, struct tcp_rkey, conn_link)))
+		rmca_tcp_rkey_free(k);
 	tcp_list_del(&c->link);
 	free(c->credits);
 	free(c);

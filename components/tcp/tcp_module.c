@@ -59,7 +59,6 @@ static int tcp_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 {
 	struct tcp_module *m = tcp_entry(mod, struct tcp_module, base);
 	struct rmca_module_mr *mr = calloc(1, sizeof(*mr));
-	int r;
 
 	if (!mr)
 		return RMCA_ERR_NO_MEMORY;
@@ -67,13 +66,12 @@ static int tcp_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 	mr->addr = addr;
 	mr->len = len;
 	mr->access = access;
-	r = rmca_tcp_keytab_add(&m->keys, access & RMCA_MR_USE_ONCE, mr,
-				&mr->key);
-	if (r) {
+	tcp_list_init(&mr->keys);
+	/* A use-once region gets a key per connection when one is asked. */
+	if (!(access & RMCA_MR_USE_ONCE) && !rmca_tcp_rkey_new(mr, NULL)) {
 		free(mr);
-		return r;
+		return RMCA_ERR_NO_MEMORY;
 	}
-	mr->in_table = true;
 	*out = mr;
 	return 0;
 }
@@ -82,42 +80,58 @@ static int tcp_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 static int tcp_mr_dereg(struct rmca_module_mr *mr)
 {
 	struct tcp_list *l, *next;
+	struct tcp_rkey *k;
 
 	for (l = mr->mod->conns.next; l != &mr->mod->conns; l = next) {
 		next = l->next;
 		rmca_tcp_conn_mr_gone(tcp_entry(l, struct rmca_conn, link), mr);
 	}
-	if (mr->in_table)
-		rmca_tcp_keytab_remove(&mr->mod->keys, mr->key);
+	while ((k = tcp_first(&mr->keys, struct tcp_rkey, mr_link)))
+		rmca_tcp_rkey_free(k);
 	free(mr);
 	return 0;
 }
 
-/* A use-once key serves one transaction: once revoked, the region gets a
- * fresh key the next time one is handed out. */
+/* mr's live key for c, or NULL. */
+static struct tcp_rkey *key_for(struct rmca_module_mr *mr,
+				const struct rmca_conn *c)
+{
+	for (struct tcp_list *l = mr->keys.next; l != &mr->keys; l = l->next) {
+		struct tcp_rkey *k = tcp_entry(l, struct tcp_rkey, mr_link);
+
+		if (!k->conn || k->conn == c)
+			return k;
+	}
+	return NULL;
+}
+
+/* A use-once key serves one transaction on one connection: once revoked,
+ * the region gets a fresh key the next time one is handed out there. */
 static uint64_t tcp_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
 {
-	if (!mr->in_table &&
-	    !rmca_tcp_keytab_add(&mr->mod->keys, mr->access & RMCA_MR_USE_ONCE,
-				 mr, &mr->key))
-		mr->in_table = true;
-	return mr->in_table ? mr->key : 0;
+	struct tcp_rkey *k = key_for(mr, c);
+
+	if (!k && c && (mr->access & RMCA_MR_USE_ONCE))
+		k = rmca_tcp_rkey_new(mr, c);
+	return k ? k->key : 0;
 }
 
 static int tcp_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
 			 uint64_t rkey)
 {
-	return mr->in_table && mr->key == rkey;
+	struct tcp_rkey *k = key_for(mr, c);
+
+	return k && k->key == rkey;
 }
 
 /* The core's revoke message path (send_inv masked away). */
 static int tcp_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
 		      uint64_t rkey)
 {
-	if (mr->in_table && mr->key == rkey) {
-		rmca_tcp_keytab_remove(&mr->mod->keys, rkey);
-		mr->in_table = false;
-	}
+	struct tcp_rkey *k = key_for(mr, c);
+
+	if (k && k->conn && k->key == rkey)
+		rmca_tcp_rkey_free(k);
 	return 0;
 }
 

@@ -96,7 +96,7 @@ static void on_atomic(struct rmca_conn *c, const struct tcp_frame *f)
 	else
 		a.compare_mask = f->mask1;
 	a.swap_mask = f->mask2;
-	r = rmca_tcp_access(c->mod, f->rkey, f->raddr, 8,
+	r = rmca_tcp_access(c->mod, c, f->rkey, f->raddr, 8,
 			    RMCA_ACCESS_REMOTE_ATOMIC, &p, NULL);
 	if (r) {
 		respond(c, f, r, 0, NULL, 0, NULL);
@@ -165,7 +165,7 @@ static void start_frame(struct rmca_conn *c)
 		on_send(c, f);
 		return;
 	case TCP_F_PUT:
-		r = rmca_tcp_access(c->mod, f->rkey, f->raddr, f->len,
+		r = rmca_tcp_access(c->mod, c, f->rkey, f->raddr, f->len,
 				    RMCA_ACCESS_REMOTE_WRITE, &p, &region);
 		c->rx.status = r;
 		if (r)
@@ -174,7 +174,7 @@ static void start_frame(struct rmca_conn *c)
 			expect_payload(c, p, f->len, 0, region);
 		return;
 	case TCP_F_GET:
-		r = rmca_tcp_access(c->mod, f->rkey, f->raddr, f->len,
+		r = rmca_tcp_access(c->mod, c, f->rkey, f->raddr, f->len,
 				    RMCA_ACCESS_REMOTE_READ, &p, &region);
 		respond(c, f, r, 0, p, f->len, region);
 		return;
@@ -202,7 +202,7 @@ static void finish_frame(struct rmca_conn *c)
 	case TCP_F_SEND:
 		/* The key is dead before the receive is reported. */
 		if (f->flags & TCP_FF_INV)
-			revoked = rmca_tcp_revoke(c->mod, f->rkey);
+			revoked = rmca_tcp_revoke(c->mod, c, f->rkey);
 		st = (f->flags & TCP_FF_TRUNC) ? RMCA_ERR_TRUNCATED : RMCA_OK;
 		rmca_tcp_op_done(c, c->rx.op, st, f->len, revoked);
 		c->rx.op = NULL;

@@ -1,15 +1,57 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The target's side of one-sided operations: every remote access is checked
- * against the key table before a byte is read or written.
+ * against the key table, and against the connection a use-once key is bound
+ * to, before a byte is read or written.
  */
+#include <stdlib.h>
+
 #include "tcp.h"
 
-int rmca_tcp_access(struct tcp_module *m, uint64_t rkey, uint64_t raddr,
-		    uint64_t len, unsigned need, char **ptr,
-		    const struct rmca_module_mr **region)
+struct tcp_rkey *rmca_tcp_rkey_new(struct rmca_module_mr *mr,
+				   struct rmca_conn *c)
 {
-	struct rmca_module_mr *mr = rmca_tcp_keytab_find(&m->keys, rkey);
+	struct tcp_rkey *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return NULL;
+	if (rmca_tcp_keytab_add(&mr->mod->keys, mr->access & RMCA_MR_USE_ONCE,
+				k, &k->key)) {
+		free(k);
+		return NULL;
+	}
+	k->mr = mr;
+	k->conn = c;
+	tcp_list_add_tail(&mr->keys, &k->mr_link);
+	tcp_list_init(&k->conn_link);
+	if (c)
+		tcp_list_add_tail(&c->keys, &k->conn_link);
+	return k;
+}
+
+void rmca_tcp_rkey_free(struct tcp_rkey *k)
+{
+	rmca_tcp_keytab_remove(&k->mr->mod->keys, k->key);
+	tcp_list_del(&k->mr_link);
+	tcp_list_del(&k->conn_link);
+	free(k);
+}
+
+/* The live key rkey as seen from c, or NULL. */
+static struct tcp_rkey *key_on(struct tcp_module *m, const struct rmca_conn *c,
+			       uint64_t rkey)
+{
+	struct tcp_rkey *k = rmca_tcp_keytab_find(&m->keys, rkey);
+
+	return k && (!k->conn || k->conn == c) ? k : NULL;
+}
+
+int rmca_tcp_access(struct tcp_module *m, const struct rmca_conn *c,
+		    uint64_t rkey, uint64_t raddr, uint64_t len, unsigned need,
+		    char **ptr, const struct rmca_module_mr **region)
+{
+	struct tcp_rkey *k = key_on(m, c, rkey);
+	struct rmca_module_mr *mr = k ? k->mr : NULL;
 	uint64_t base, off;
 
 	if (!mr || (mr->access & need) != need)
@@ -28,14 +70,14 @@ int rmca_tcp_access(struct tcp_module *m, uint64_t rkey, uint64_t raddr,
 	return 0;
 }
 
-/* Revoke a use-once key named by a send-with-invalidate. */
-uint64_t rmca_tcp_revoke(struct tcp_module *m, uint64_t rkey)
+/* Revoke a use-once key named by a send-with-invalidate arriving on c. */
+uint64_t rmca_tcp_revoke(struct tcp_module *m, const struct rmca_conn *c,
+			 uint64_t rkey)
 {
-	struct rmca_module_mr *mr = rmca_tcp_keytab_find(&m->keys, rkey);
+	struct tcp_rkey *k = key_on(m, c, rkey);
 
-	if (!mr || !(mr->access & RMCA_MR_USE_ONCE))
+	if (!k || !(k->mr->access & RMCA_MR_USE_ONCE))
 		return 0; /* revoked nothing: the completion says 0 */
-	rmca_tcp_keytab_remove(&m->keys, rkey);
-	mr->in_table = false;
+	rmca_tcp_rkey_free(k);
 	return rkey;
 }
