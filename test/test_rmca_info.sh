@@ -175,14 +175,14 @@ for args in "--no-such-option" "--param" "--param no_such_component" \
 	"extra-argument" "--explain" "--json --parsable"; do
 	# shellcheck disable=SC2086 # word splitting wanted
 	run $args
-	if [ "$rc" -ne 2 ] || ! grep -q '^Usage: rmca_info' "$tmp/err" ||
+	if [ "$rc" -ne 2 ] || ! grep -q "^Try 'rmca_info --help'" "$tmp/err" ||
 		[ -s "$tmp/out" ]; then
 		echo "# rmca_info $args: exit $rc"
 		st=1
 	fi
 done
 [ "$st" -eq 0 ]
-ok $? "bad usage prints usage on stderr and exits 2"
+ok $? "bad usage: one line and a hint on stderr, exit 2"
 
 # 14
 run --help

@@ -14,6 +14,8 @@
 #include <rmca.h>
 #include <rmca/info.h>
 
+#include "cli.h"
+
 enum format { FMT_HUMAN, FMT_PARSABLE, FMT_JSON };
 
 struct options {
@@ -51,35 +53,71 @@ static const char *const format_names[] = { "human", "parsable", "json" };
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: rmca_info [--parsable | --json] [--param all|framework|COMPONENT]...\n"
-		"Show what rmca finds here: build, components, modules, parameters.\n"
+		"Usage: rmca_info [--parsable | --json] [--param "
+		"all|framework|COMPONENT]...\n"
+		"       rmca_info [--parsable | --json] --explain HOST:PORT\n"
+		"       rmca_info -h | --help | -V | --version\n"
+		"Show what rmca finds here: build, components, modules, "
+		"parameters.\n"
 		"\n"
-		"  -p, --param WHAT  also show parameters: all, the framework's, or a\n"
-		"                    component's (may be repeated)\n"
+		"  -p, --param WHAT  also show parameters: all, the "
+		"framework's, or a\n"
+		"                    component's (may be repeated); Open "
+		"MPI's\n"
+		"                    \"--param all all\" and \"--param all "
+		"tcp\" work too\n"
 		"      --parsable    one fact per line, colon-separated keys\n"
 		"      --json        one JSON object\n"
-		"      --explain HOST:PORT  ask the rmca listener there which transport\n"
-		"                    and which path per operation an endpoint would\n"
+		"      --explain HOST:PORT  ask the rmca listener there which "
+		"transport\n"
+		"                    and which path per operation an endpoint "
+		"would\n"
 		"                    get, and why (nothing is connected)\n"
 		"  -h, --help        this text\n"
+		"  -V, --version     the version of rmca_info and of librmca\n"
 		"\n"
-		"Components are searched in RMCA_component_path (colon list), then in the\n"
-		"build's pkglibdir. Exit status: 0 fine, 1 rmca could not start, 2 bad usage.\n");
+		"Components are searched in RMCA_component_path (colon list), "
+		"then in the\n"
+		"build's pkglibdir. Exit status: 0 fine, 1 rmca could not "
+		"start, 2 bad usage.\n");
 }
 
 static const struct option long_options[] = {
-	{ "help", no_argument, NULL, 'h' },
-	{ "json", no_argument, NULL, 'j' },
-	{ "param", required_argument, NULL, 'p' },
-	{ "parsable", no_argument, NULL, 'P' },
-	{ "explain", required_argument, NULL, 'e' },
-	{ NULL, 0, NULL, 0 },
+	{"help", no_argument, NULL, 'h'},
+	{"json", no_argument, NULL, 'j'},
+	{"param", required_argument, NULL, 'p'},
+	{"parsable", no_argument, NULL, 'P'},
+	{"explain", required_argument, NULL, 'e'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
 };
 
-/* 0, or 2 after printing usage. */
+/*
+ * ompi_info's "--param TYPE COMPONENT": the word after a --param value
+ * narrows it. "all all" is all, "all tcp" is tcp; a word after anything
+ * else is answered with what to type.
+ */
+static int param_second_word(struct options *o, const char *word)
+{
+	const char **last = &o->params[o->nparams - 1];
+
+	if (!strcmp(*last, "all")) {
+		if (strcmp(word, "all"))
+			*last = word;
+		return 0;
+	}
+	fprintf(stderr,
+		"rmca_info: unexpected argument '%s' after --param %s; type "
+		"rmca_info --param %s for its parameters, rmca_info --param "
+		"all for every one\n",
+		word, *last, *last);
+	return -1;
+}
+
+/* 0, or 2 after saying what is wrong. */
 static int parse_options(int argc, char **argv, struct options *o)
 {
-	int c;
+	int c, prev_param = -1;
 
 	memset(o, 0, sizeof(*o));
 	o->params = calloc((size_t)argc, sizeof(*o->params));
@@ -87,11 +125,28 @@ static int parse_options(int argc, char **argv, struct options *o)
 		fprintf(stderr, "rmca_info: out of memory\n");
 		return 1;
 	}
-	while ((c = getopt_long(argc, argv, "hp:", long_options, NULL)) != -1) {
+	/* '-' keeps arguments in place: a word right after a --param value
+	 * is its second word (ompi_info's habit). */
+	while ((c = getopt_long(argc, argv, "-hp:V", long_options, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case 'V':
+			cli_version("rmca_info");
+			exit(0);
+		case 1: /* a word that is no option */
+			if (!o->nparams || prev_param != optind - 1) {
+				fprintf(stderr,
+					"rmca_info: unexpected argument '%s'\n",
+					optarg);
+				goto bad;
+			}
+			if (param_second_word(o, optarg))
+				goto bad;
+			prev_param = -1;
+			break;
 		case 'j':
 		case 'P':
 			if (o->format != FMT_HUMAN &&
@@ -104,6 +159,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'p':
 			o->params[o->nparams++] = optarg;
+			prev_param =
+				optind; /* the next word would be at optind */
 			break;
 		case 'e':
 			o->explain = optarg;
@@ -112,15 +169,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			goto bad; /* getopt said why */
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "rmca_info: unexpected argument '%s'\n",
-			argv[optind]);
-		goto bad;
-	}
 	return 0;
 bad:
-	usage(stderr);
-	return 2;
+	return cli_hint("rmca_info");
 }
 
 /* "/x/rmca_tcp.so" -> "tcp": a refused file has no component name. */
@@ -165,7 +216,9 @@ static bool params_known(rmca_context_t *ctx, const struct options *o)
 			found = !strcmp(p.owner, want);
 		if (!found) {
 			fprintf(stderr,
-				"rmca_info: --param %s: no such component\n",
+				"rmca_info: --param '%s': no such component; "
+				"components with parameters are listed by: "
+				"rmca_info --param all\n",
 				want);
 			ok = false;
 		}
@@ -642,8 +695,10 @@ int main(int argc, char **argv)
 	int ret;
 
 	ret = parse_options(argc, argv, &o);
-	if (ret)
+	if (ret) {
+		free(o.params);
 		return ret;
+	}
 
 	ret = rmca_init_inspect(&ctx);
 	if (ret) {
@@ -653,8 +708,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (!params_known(ctx, &o)) {
-		usage(stderr);
-		ret = 2;
+		ret = cli_hint("rmca_info");
 		goto out;
 	}
 	if (o.explain) {

@@ -30,6 +30,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,8 @@
 #include <unistd.h>
 
 #include <rmca.h>
+
+#include "cli.h"
 
 #define PERF_MAGIC   0x726d6361u /* "rmca" */
 #define WAIT_LIMIT_S 30.0	 /* a peer silent for this long: give up */
@@ -175,18 +178,29 @@ static void print_result(const struct opts *o, const struct result *r)
 	fflush(stdout);
 }
 
-static void die(const char *what, int rc)
+/* Who is at the other end, for messages: HOST:PORT, or "the client". */
+static const char *peer_name = "the client";
+
+/* "rmca_perf: <what was being done>: <why>"; rc < 0 is an rmca status,
+ * rc > 0 an errno. */
+static void __attribute__((noreturn, format(printf, 2, 3)))
+die(int rc, const char *fmt, ...)
 {
-	fprintf(stderr, "rmca_perf: %s: %s\n", what,
-		rc < 0 ? rmca_strerror(rc) : strerror(rc));
+	va_list ap;
+
+	fprintf(stderr, "rmca_perf: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, ": %s\n", rc < 0 ? rmca_strerror(rc) : strerror(rc));
 	exit(1);
 }
 
-#define CHECK(call)                                                            \
+#define CHECK(call, ...)                                                       \
 	do {                                                                   \
 		int rc_ = (call);                                              \
 		if (rc_)                                                       \
-			die(#call, rc_);                                       \
+			die(rc_, __VA_ARGS__);                                 \
 	} while (0)
 
 /* ---- progress ---- */
@@ -210,13 +224,11 @@ struct bench {
 static void complete(struct bench *b, const struct rmca_completion *c)
 {
 	if (c->status && !b->closing) {
-		static const char *const op[] = {"send", "recv",   "put",
-						 "get",	 "atomic", "flush"};
+		static const char *const op[] = {"send", "receive", "put",
+						 "get",	 "atomic",  "flush"};
 
-		fprintf(stderr, "rmca_perf: %s completed: %s\n",
-			(unsigned)c->op < 6 ? op[c->op] : "?",
-			rmca_strerror(c->status));
-		exit(1);
+		die(c->status, "a %s with %s completed with an error",
+		    (unsigned)c->op < 6 ? op[c->op] : "operation", peer_name);
 	}
 	switch (c->op) {
 	case RMCA_OP_SEND:
@@ -251,7 +263,7 @@ static void pump(struct bench *b)
 	int n = rmca_poll(b->ctx, c, MAX_POLL);
 
 	if (n < 0)
-		die("rmca_poll", n);
+		die(n, "progressing the connection with %s", peer_name);
 	for (int i = 0; i < n; i++)
 		complete(b, &c[i]);
 	if (!n && !b->spin) {
@@ -277,14 +289,24 @@ static void wait_count(struct bench *b, const long *counter, long want)
 	}
 }
 
-/* Post; while the transport says AGAIN, progress and retry. */
-#define POST(b, call)                                                          \
+static void __attribute__((noreturn))
+post_failed(int rc, const char *what, size_t size)
+{
+	if (size)
+		die(rc, "posting %s of %zu bytes, peer %s", what, size,
+		    peer_name);
+	die(rc, "posting %s, peer %s", what, peer_name);
+}
+
+/* Post; while the transport says AGAIN, progress and retry. what names the
+ * operation ("a put"), size its bytes (0: none). */
+#define POST(b, call, what, size)                                              \
 	do {                                                                   \
 		int rc_;                                                       \
 		while ((rc_ = (call)) == RMCA_ERR_AGAIN)                       \
 			pump(b);                                               \
 		if (rc_)                                                       \
-			die(#call, rc_);                                       \
+			post_failed(rc_, what, (size_t)(size));                \
 	} while (0)
 
 static const char *path_name(enum rmca_path p)
@@ -329,7 +351,7 @@ static void *xalloc(size_t len)
 	void *p;
 
 	if (posix_memalign(&p, 4096, len ? len : 8))
-		die("posix_memalign", ENOMEM);
+		die(ENOMEM, "allocating %zu bytes", len);
 	memset(p, 0, len);
 	return p;
 }
@@ -353,9 +375,12 @@ static void setup_buffers(struct bench *b, struct server_bufs *s, size_t max,
 	s->sbuf = xalloc(max);
 	s->rbuf = xalloc(max);
 	s->word = xalloc(64);
-	CHECK(rmca_mr_reg(b->ctx, s->rma, max, rw, &s->rma_mr));
-	CHECK(rmca_mr_reg(b->ctx, s->sbuf, max, RMCA_ACCESS_LOCAL, &s->smr));
-	CHECK(rmca_mr_reg(b->ctx, s->rbuf, max, RMCA_ACCESS_LOCAL, &s->rmr));
+	CHECK(rmca_mr_reg(b->ctx, s->rma, max, rw, &s->rma_mr),
+	      "registering %zu bytes for the client's puts and gets", max);
+	CHECK(rmca_mr_reg(b->ctx, s->sbuf, max, RMCA_ACCESS_LOCAL, &s->smr),
+	      "registering %zu bytes to send from", max);
+	CHECK(rmca_mr_reg(b->ctx, s->rbuf, max, RMCA_ACCESS_LOCAL, &s->rmr),
+	      "registering %zu bytes to receive into", max);
 	*out = (struct region){.addr = (uintptr_t)s->rma,
 			       .rkey = rmca_mr_rkey(s->rma_mr, b->ep)};
 	/* A transport without any atomics path refuses the region: the
@@ -376,13 +401,17 @@ static void serve_send_lat(struct bench *b, struct server_bufs *s,
 	long r0 = b->recvs, s0 = b->sends;
 
 	for (; posted < total && posted < depth; posted++)
-		POST(b, rmca_recv(b->ep, s->rbuf, t->size, s->rmr, &tag_data));
+		POST(b, rmca_recv(b->ep, s->rbuf, t->size, s->rmr, &tag_data),
+		     "a receive", t->size);
 	for (long i = 0; i < total; i++) {
 		wait_count(b, &b->recvs, r0 + i + 1);
-		POST(b, rmca_send(b->ep, s->sbuf, t->size, s->smr, &tag_data));
+		POST(b, rmca_send(b->ep, s->sbuf, t->size, s->smr, &tag_data),
+		     "a send", t->size);
 		if (posted < total) {
-			POST(b, rmca_recv(b->ep, s->rbuf, t->size, s->rmr,
-					  &tag_data));
+			POST(b,
+			     rmca_recv(b->ep, s->rbuf, t->size, s->rmr,
+				       &tag_data),
+			     "a receive", t->size);
 			posted++;
 		}
 	}
@@ -401,19 +430,24 @@ static void serve_send_bw(struct bench *b, struct server_bufs *s,
 		long r0 = b->recvs, s0 = b->sends, posted = 0;
 
 		for (; posted < phase[p] && posted < depth; posted++)
-			POST(b, rmca_recv(b->ep, s->rbuf, t->size, s->rmr,
-					  &tag_data));
+			POST(b,
+			     rmca_recv(b->ep, s->rbuf, t->size, s->rmr,
+				       &tag_data),
+			     "a receive", t->size);
 		while (b->recvs - r0 < phase[p]) {
 			long before = b->recvs;
 
 			pump(b);
 			for (long k = before; k < b->recvs && posted < phase[p];
 			     k++, posted++)
-				POST(b, rmca_recv(b->ep, s->rbuf, t->size,
-						  s->rmr, &tag_data));
+				POST(b,
+				     rmca_recv(b->ep, s->rbuf, t->size, s->rmr,
+					       &tag_data),
+				     "a receive", t->size);
 		}
 		*ack = (uint64_t)phase[p];
-		POST(b, rmca_send(b->ep, ack, sizeof(*ack), ack_mr, &tag_ctrl));
+		POST(b, rmca_send(b->ep, ack, sizeof(*ack), ack_mr, &tag_ctrl),
+		     "a send", sizeof(*ack));
 		wait_count(b, &b->sends, s0 + 1);
 	}
 }
@@ -428,41 +462,53 @@ static int serve(const struct opts *o)
 	uint64_t ack;
 	rmca_mr_t *tmr, *regmr, *ackmr;
 
-	CHECK(rmca_init(&b.ctx));
-	CHECK(rmca_listen(b.ctx, o->listen_at, &l));
+	CHECK(rmca_init(&b.ctx), "rmca could not start");
+	CHECK(rmca_listen(b.ctx, o->listen_at, &l), "listening on %s",
+	      o->listen_at);
 	printf("listening on port %d\n", rmca_listener_port(l));
 	fflush(stdout);
-	CHECK(rmca_accept(l, -1, &b.ep));
+	CHECK(rmca_accept(l, -1, &b.ep), "accepting a client on %s",
+	      o->listen_at);
 	show_ep(o, b.ep);
-	CHECK(rmca_mr_reg(b.ctx, &t, sizeof(t), RMCA_ACCESS_LOCAL, &tmr));
-	CHECK(rmca_mr_reg(b.ctx, &reg, sizeof(reg), RMCA_ACCESS_LOCAL, &regmr));
-	CHECK(rmca_mr_reg(b.ctx, &ack, sizeof(ack), RMCA_ACCESS_LOCAL, &ackmr));
+	CHECK(rmca_mr_reg(b.ctx, &t, sizeof(t), RMCA_ACCESS_LOCAL, &tmr),
+	      "registering the control buffer");
+	CHECK(rmca_mr_reg(b.ctx, &reg, sizeof(reg), RMCA_ACCESS_LOCAL, &regmr),
+	      "registering the region buffer");
+	CHECK(rmca_mr_reg(b.ctx, &ack, sizeof(ack), RMCA_ACCESS_LOCAL, &ackmr),
+	      "registering the acknowledgement buffer");
 	for (;;) {
 		/* While waiting here the server keeps progressing: the
 		 * client's puts, gets and atomics are executed inside these
 		 * rmca_poll calls on tcp. */
 		long c0 = b.ctrl_recvs;
 
-		POST(&b, rmca_recv(b.ep, &t, sizeof(t), tmr, &tag_ctrl));
+		POST(&b, rmca_recv(b.ep, &t, sizeof(t), tmr, &tag_ctrl),
+		     "a receive", sizeof(t));
 		while (b.ctrl_recvs == c0)
 			pump(&b);
 		if (t.magic != PERF_MAGIC)
-			die("control message", RMCA_ERR_PROTOCOL);
+			die(RMCA_ERR_PROTOCOL,
+			    "reading a control message from %s", peer_name);
 		if (t.test == T_QUIT)
 			break;
 		if (t.test == T_SETUP) {
 			long s0 = b.sends;
 
 			if (s.max || !t.size || t.size > (1ull << 34))
-				die("setup", RMCA_ERR_PROTOCOL);
+				die(RMCA_ERR_PROTOCOL,
+				    "setting up the buffers %s asked for",
+				    peer_name);
 			setup_buffers(&b, &s, t.size, &reg);
-			POST(&b, rmca_send(b.ep, &reg, sizeof(reg), regmr,
-					   &tag_ctrl));
+			POST(&b,
+			     rmca_send(b.ep, &reg, sizeof(reg), regmr,
+				       &tag_ctrl),
+			     "a send", sizeof(reg));
 			wait_count(&b, &b.sends, s0 + 1);
 			continue;
 		}
 		if (!s.max || t.size > s.max)
-			die("control message", RMCA_ERR_PROTOCOL);
+			die(RMCA_ERR_PROTOCOL,
+			    "reading a control message from %s", peer_name);
 		if (t.test == T_SEND_LAT)
 			serve_send_lat(&b, &s, &t);
 		else if (t.test == T_SEND_BW)
@@ -499,7 +545,8 @@ static void tell(struct client *c, enum test_id id, size_t size, long iters,
 			     .warmup = (uint64_t)warmup,
 			     .window = (uint64_t)c->o->window};
 	POST(&c->b,
-	     rmca_send(c->b.ep, &c->t, sizeof(c->t), c->ctrl_mr, &tag_ctrl));
+	     rmca_send(c->b.ep, &c->t, sizeof(c->t), c->ctrl_mr, &tag_ctrl),
+	     "a send", sizeof(c->t));
 	wait_count(&c->b, &c->b.sends, s0 + 1);
 }
 
@@ -510,17 +557,23 @@ static void post_op(struct client *c, enum test_id id, size_t size)
 
 	switch (id) {
 	case T_PUT_LAT:
-		POST(b, rmca_put(b->ep, c->src, size, c->src_mr, r->addr,
-				 r->rkey, RMCA_DELIVERED, &tag_data));
+		POST(b,
+		     rmca_put(b->ep, c->src, size, c->src_mr, r->addr, r->rkey,
+			      RMCA_DELIVERED, &tag_data),
+		     "a put", size);
 		break;
 	case T_PUT_BW:
-		POST(b, rmca_put(b->ep, c->src, size, c->src_mr, r->addr,
-				 r->rkey, 0, &tag_data));
+		POST(b,
+		     rmca_put(b->ep, c->src, size, c->src_mr, r->addr, r->rkey,
+			      0, &tag_data),
+		     "a put", size);
 		break;
 	case T_GET_LAT:
 	case T_GET_BW:
-		POST(b, rmca_get(b->ep, c->dst, size, c->dst_mr, r->addr,
-				 r->rkey, &tag_data));
+		POST(b,
+		     rmca_get(b->ep, c->dst, size, c->dst_mr, r->addr, r->rkey,
+			      &tag_data),
+		     "a get", size);
 		break;
 	case T_ATOMIC_LAT:
 	case T_ATOMIC_RATE: {
@@ -533,7 +586,8 @@ static void post_op(struct client *c, enum test_id id, size_t size)
 		while (!b->nfree)
 			pump(b);
 		res = &b->res[b->free_slots[--b->nfree]];
-		POST(b, rmca_atomic(b->ep, &a, res, c->res_mr, res));
+		POST(b, rmca_atomic(b->ep, &a, res, c->res_mr, res),
+		     "an atomic", 8);
 		break;
 	}
 	default:
@@ -590,19 +644,23 @@ static void run_send_lat(struct client *c, size_t size, long iters, long warmup,
 
 	tell(c, T_SEND_LAT, size, iters, warmup);
 	for (; posted < total && posted < depth; posted++)
-		POST(b, rmca_recv(b->ep, c->dst, size, c->dst_mr, &tag_data));
+		POST(b, rmca_recv(b->ep, c->dst, size, c->dst_mr, &tag_data),
+		     "a receive", size);
 	for (long i = 0; i < total; i++) {
 		double t = now_us();
 
 		if (i == warmup)
 			t0 = t;
-		POST(b, rmca_send(b->ep, c->src, size, c->src_mr, &tag_data));
+		POST(b, rmca_send(b->ep, c->src, size, c->src_mr, &tag_data),
+		     "a send", size);
 		wait_count(b, &b->recvs, r0 + i + 1);
 		if (i >= warmup)
 			c->lat[i - warmup] = (now_us() - t) / 2;
 		if (posted < total) {
-			POST(b, rmca_recv(b->ep, c->dst, size, c->dst_mr,
-					  &tag_data));
+			POST(b,
+			     rmca_recv(b->ep, c->dst, size, c->dst_mr,
+				       &tag_data),
+			     "a receive", size);
 			posted++;
 		}
 	}
@@ -620,8 +678,10 @@ static void stream(struct client *c, enum test_id id, size_t size, long n)
 	while (*done - d0 < n) {
 		while (posted < n && posted - (*done - d0) < c->o->window) {
 			if (id == T_SEND_BW)
-				POST(b, rmca_send(b->ep, c->src, size,
-						  c->src_mr, &tag_data));
+				POST(b,
+				     rmca_send(b->ep, c->src, size, c->src_mr,
+					       &tag_data),
+				     "a send", size);
 			else
 				post_op(c, id, size);
 			posted++;
@@ -641,8 +701,10 @@ static void run_bw(struct client *c, enum test_id id, size_t size, long iters,
 
 		tell(c, T_SEND_BW, size, iters, warmup);
 		for (int p = 0; p < 2; p++)
-			POST(b, rmca_recv(b->ep, &c->ack, sizeof(c->ack),
-					  c->ack_mr, &tag_data));
+			POST(b,
+			     rmca_recv(b->ep, &c->ack, sizeof(c->ack),
+				       c->ack_mr, &tag_data),
+			     "a receive", sizeof(c->ack));
 		stream(c, id, size, warmup);
 		wait_count(b, &b->recvs, r0 + 1);
 		t0 = now_us();
@@ -655,7 +717,7 @@ static void run_bw(struct client *c, enum test_id id, size_t size, long iters,
 		if (id == T_PUT_BW) { /* in the target's memory, all of it */
 			long f0 = b->flushes;
 
-			POST(b, rmca_flush(b->ep, &tag_data));
+			POST(b, rmca_flush(b->ep, &tag_data), "a flush", 0);
 			wait_count(b, &b->flushes, f0 + 1);
 		}
 	}
@@ -686,11 +748,14 @@ static void raw_io(bool out, void *buf, size_t len, bool spin)
 			continue;
 		}
 		if (!n)
-			die(out ? "send" : "recv", ECONNRESET);
+			die(ECONNRESET, "%s %s",
+			    out ? "sending to" : "receiving from", peer_name);
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			die(out ? "send" : "recv", errno);
+			die(errno, "%s %s",
+			    out ? "sending to" : "receiving from", peer_name);
 		if (now_us() > limit)
-			die(out ? "send" : "recv", ETIMEDOUT);
+			die(ETIMEDOUT, "%s %s",
+			    out ? "sending to" : "receiving from", peer_name);
 	}
 }
 
@@ -733,14 +798,14 @@ static int raw_serve(const struct opts *o)
 	int lfd, one = 1;
 	struct ctrl t;
 
-	CHECK(raw_addr(o->listen_at, true, &ai));
+	CHECK(raw_addr(o->listen_at, true, &ai), "resolving %s", o->listen_at);
 	lfd = socket(ai->ai_family, SOCK_STREAM, 0);
 	if (lfd < 0)
-		die("socket", errno);
+		die(errno, "creating a socket to listen on %s", o->listen_at);
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(lfd, ai->ai_addr, ai->ai_addrlen) || listen(lfd, 1) ||
 	    getsockname(lfd, (struct sockaddr *)&sa, &sl))
-		die("bind", errno);
+		die(errno, "listening on %s", o->listen_at);
 	freeaddrinfo(ai);
 	printf("listening on port %d\n",
 	       ntohs(sa.ss_family == AF_INET6
@@ -749,23 +814,27 @@ static int raw_serve(const struct opts *o)
 	fflush(stdout);
 	raw_fd = accept(lfd, NULL, NULL);
 	if (raw_fd < 0)
-		die("accept", errno);
+		die(errno, "accepting a client on %s", o->listen_at);
 	close(lfd);
 	raw_setsock(raw_fd);
 	for (;;) {
 		raw_io(false, &t, sizeof(t), o->spin);
 		if (t.magic != PERF_MAGIC)
-			die("control message", RMCA_ERR_PROTOCOL);
+			die(RMCA_ERR_PROTOCOL,
+			    "reading a control message from %s", peer_name);
 		if (t.test == T_QUIT)
 			break;
 		if (t.test == T_SETUP) {
 			if (buf || !t.size || t.size > (1ull << 34))
-				die("setup", RMCA_ERR_PROTOCOL);
+				die(RMCA_ERR_PROTOCOL,
+				    "setting up the buffers %s asked for",
+				    peer_name);
 			buf = xalloc(t.size);
 			continue;
 		}
 		if (!buf)
-			die("control message", RMCA_ERR_PROTOCOL);
+			die(RMCA_ERR_PROTOCOL,
+			    "reading a control message from %s", peer_name);
 		if (t.test == T_SEND_LAT) {
 			for (uint64_t i = 0; i < t.iters + t.warmup; i++) {
 				raw_io(false, buf, t.size, o->spin);
@@ -837,49 +906,45 @@ static const char default_lat_sizes[] = "8,64,512,4096,32768";
 static const char default_bw_sizes[] =
 	"8,64,512,4096,32768,262144,1048576,4194304";
 
-static size_t parse_size(const char *s, char **end)
-{
-	unsigned long long v = strtoull(s, end, 0);
-
-	switch (**end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		(*end)++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		(*end)++;
-		break;
-	}
-	return (size_t)v;
-}
-
-/* "8,64,1k" or "8:4m" (powers of two from 8 to 4 MiB), mixed freely. */
-static int parse_sizes(const char *s, size_t *out)
+/* "8,64,1k" or "8:4m" (powers of two from 8 to 4 MiB), mixed freely.
+ * Returns the count, or -1 with *why saying what is wrong. */
+static int parse_sizes(const char *s, size_t *out, const char **why)
 {
 	int n = 0;
 
 	while (*s) {
-		char *end;
-		size_t a = parse_size(s, &end), b = a;
+		size_t l = strcspn(s, ",");
+		char item[64], *colon;
+		uint64_t a, b;
 
-		if (end == s || !a)
+		if (!l || l >= sizeof(item)) {
+			*why = "an empty or overlong element; give sizes as "
+			       "8,64,1k or a range 8:4m";
 			return -1;
-		if (*end == ':') {
-			s = end + 1;
-			b = parse_size(s, &end);
-			if (end == s || b < a)
-				return -1;
 		}
-		for (size_t v = a; v <= b && n < MAX_SIZES; v *= 2)
-			out[n++] = v;
-		if (*end == ',')
-			end++;
-		else if (*end)
+		memcpy(item, s, l);
+		item[l] = '\0';
+		colon = strchr(item, ':');
+		if (colon)
+			*colon = '\0';
+		if (cli_size(item, &a, why) ||
+		    (colon && cli_size(colon + 1, &b, why)))
 			return -1;
-		s = end;
+		if (!colon)
+			b = a;
+		if (!a || b < a || b > (1ull << 34)) {
+			*why = "sizes run from 1 byte to 16g, and a range A:B "
+			       "from small to large";
+			return -1;
+		}
+		for (uint64_t v = a; v <= b; v *= 2) {
+			if (n == MAX_SIZES) {
+				*why = "more than 64 sizes";
+				return -1;
+			}
+			out[n++] = (size_t)v;
+		}
+		s += l + (s[l] == ',');
 	}
 	return n;
 }
@@ -919,13 +984,16 @@ static int client(const struct opts *o)
 	struct client c = {.o = o, .b = {.spin = o->spin}};
 	struct bench *b = &c.b;
 	long maxiters = o->iters < 16 ? 16 : o->iters;
+	const char *why = NULL;
 
-	nlat = parse_sizes(o->sizes ? o->sizes : default_lat_sizes, lat_sizes);
-	nbw = parse_sizes(o->sizes ? o->sizes : default_bw_sizes, bw_sizes);
-	if (nlat <= 0 || nbw <= 0) {
-		fprintf(stderr, "rmca_perf: bad size list\n");
-		return 2;
-	}
+	nlat = parse_sizes(o->sizes ? o->sizes : default_lat_sizes, lat_sizes,
+			   &why);
+	nbw = nlat > 0 ? parse_sizes(o->sizes ? o->sizes : default_bw_sizes,
+				     bw_sizes, &why)
+		       : nlat;
+	if (nlat <= 0 || nbw <= 0)
+		return cli_bad("rmca_perf", "-S", o->sizes ? o->sizes : "",
+			       why);
 	for (int i = 0; i < nlat; i++)
 		max = lat_sizes[i] > max ? lat_sizes[i] : max;
 	for (int i = 0; i < nbw; i++)
@@ -936,7 +1004,7 @@ static int client(const struct opts *o)
 	b->res = xalloc((size_t)o->window * sizeof(*b->res));
 	b->free_slots = calloc((size_t)o->window, sizeof(*b->free_slots));
 	if (!c.lat || !b->free_slots)
-		die("calloc", ENOMEM);
+		die(ENOMEM, "allocating the result arrays");
 	for (long i = 0; i < o->window; i++)
 		b->free_slots[b->nfree++] = i;
 	memset(c.src, 0x5a, max);
@@ -946,10 +1014,10 @@ static int client(const struct opts *o)
 		struct ctrl t = {
 			.magic = PERF_MAGIC, .test = T_SETUP, .size = max};
 
-		CHECK(raw_addr(o->peer, false, &ai));
+		CHECK(raw_addr(o->peer, false, &ai), "resolving %s", o->peer);
 		raw_fd = socket(ai->ai_family, SOCK_STREAM, 0);
 		if (raw_fd < 0 || connect(raw_fd, ai->ai_addr, ai->ai_addrlen))
-			die("connect", errno);
+			die(errno, "connecting to %s", o->peer);
 		freeaddrinfo(ai);
 		raw_setsock(raw_fd);
 		fprintf(o->parsable ? stderr : stdout,
@@ -960,29 +1028,38 @@ static int client(const struct opts *o)
 	} else {
 		long r0;
 
-		CHECK(rmca_init(&b->ctx));
-		CHECK(rmca_connect(b->ctx, o->peer, 10000, &b->ep));
+		CHECK(rmca_init(&b->ctx), "rmca could not start");
+		CHECK(rmca_connect(b->ctx, o->peer, 10000, &b->ep),
+		      "connecting to %s", o->peer);
 		show_ep(o, b->ep);
 		CHECK(rmca_mr_reg(b->ctx, c.src, max, RMCA_ACCESS_LOCAL,
-				  &c.src_mr));
+				  &c.src_mr),
+		      "registering %zu bytes to send from", max);
 		CHECK(rmca_mr_reg(b->ctx, c.dst, max, RMCA_ACCESS_LOCAL,
-				  &c.dst_mr));
+				  &c.dst_mr),
+		      "registering %zu bytes to receive into", max);
 		CHECK(rmca_mr_reg(b->ctx, b->res,
 				  (size_t)o->window * sizeof(*b->res),
-				  RMCA_ACCESS_LOCAL, &c.res_mr));
+				  RMCA_ACCESS_LOCAL, &c.res_mr),
+		      "registering the atomic results");
 		CHECK(rmca_mr_reg(b->ctx, &c.t, sizeof(c.t), RMCA_ACCESS_LOCAL,
-				  &c.ctrl_mr));
+				  &c.ctrl_mr),
+		      "registering the control buffer");
 		CHECK(rmca_mr_reg(b->ctx, &c.ack, sizeof(c.ack),
-				  RMCA_ACCESS_LOCAL, &c.ack_mr));
+				  RMCA_ACCESS_LOCAL, &c.ack_mr),
+		      "registering the acknowledgement buffer");
 		/* The region reply reuses the ack buffer's neighbour: c.reg. */
 		{
 			rmca_mr_t *regmr;
 
 			CHECK(rmca_mr_reg(b->ctx, &c.reg, sizeof(c.reg),
-					  RMCA_ACCESS_LOCAL, &regmr));
+					  RMCA_ACCESS_LOCAL, &regmr),
+			      "registering the region buffer");
 			r0 = b->recvs;
-			POST(b, rmca_recv(b->ep, &c.reg, sizeof(c.reg), regmr,
-					  &tag_data));
+			POST(b,
+			     rmca_recv(b->ep, &c.reg, sizeof(c.reg), regmr,
+				       &tag_data),
+			     "a receive", sizeof(c.reg));
 			tell(&c, T_SETUP, max, 0, 0);
 			wait_count(b, &b->recvs, r0 + 1);
 		}
@@ -1046,32 +1123,84 @@ static int client(const struct opts *o)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: rmca_perf -s [-l HOST:PORT] [--raw] [--spin]\n"
-		"       rmca_perf [options] HOST:PORT\n"
-		"  -t LIST      tests, comma separated, or all (default):\n"
-		"               send_lat put_lat get_lat atomic_lat\n"
-		"               put_bw get_bw send_bw atomic_rate\n"
-		"  -n N         iterations per size (10000; fewer for big "
-		"sizes)\n"
-		"  -w N         window: ops outstanding in *_bw and *_rate "
-		"(64)\n"
-		"  -W N         warm-up ops per size, not timed (iters/10+1)\n"
-		"  -S LIST      sizes, \"8,64,1k\" or \"8:4m\" (doubling)\n"
-		"  --raw        plain TCP socket instead of rmca (send_lat, "
-		"send_bw)\n"
-		"  --spin       busy-poll instead of sleeping in poll()\n"
-		"  --parsable   one line per result: "
-		"test,size,iters,value,unit\n");
+	fprintf(f, "Usage: rmca_perf -s [-l HOST:PORT] [--raw] [--spin]\n"
+		   "       rmca_perf [-t TESTS] [-n N] [-w N] [-W N] [-S "
+		   "SIZES] [--raw] [--spin]\n"
+		   "                 [--parsable] HOST:PORT\n"
+		   "       rmca_perf -h | --help | -V | --version\n"
+		   "Latency, bandwidth and message rate of rmca operations "
+		   "between two\n"
+		   "processes (doc/bench.md).\n"
+		   "\n"
+		   "  -s, --server        serve one client; prints \"listening "
+		   "on port N\"\n"
+		   "  -l, --listen HOST:PORT  where to listen (127.0.0.1:0: "
+		   "any free port)\n"
+		   "  -t, --tests LIST    tests, comma separated, or all "
+		   "(default):\n"
+		   "                      send_lat put_lat get_lat atomic_lat\n"
+		   "                      put_bw get_bw send_bw atomic_rate\n"
+		   "  -n, --iterations N  iterations per size (10000; fewer "
+		   "for big sizes)\n"
+		   "  -w, --window N      ops outstanding in *_bw and *_rate "
+		   "(64)\n"
+		   "  -W, --warmup N      warm-up ops per size, not timed "
+		   "(iters/10+1)\n"
+		   "  -S, --sizes LIST    sizes, \"8,64,1k\" or \"8:4m\" "
+		   "(doubling);\n"
+		   "                      suffixes k, m, g (1024-based)\n"
+		   "      --raw           plain TCP socket instead of rmca "
+		   "(send_lat, send_bw)\n"
+		   "      --spin          busy-poll instead of sleeping in "
+		   "poll()\n"
+		   "      --parsable      one line per result: "
+		   "test,size,iters,value,unit\n"
+		   "  -h, --help          this text\n"
+		   "  -V, --version       the version of rmca_perf and of "
+		   "librmca\n"
+		   "\n"
+		   "Exit status: 0 done, 1 a failure, 2 bad usage.\n");
+}
+
+/* The tests named in a comma list all exist; else an error that names one. */
+static int check_tests(const char *list)
+{
+	for (const char *p = list; *p;) {
+		size_t l = strcspn(p, ",");
+		bool ok = l == 3 && !strncmp(p, "all", 3);
+		char bad[192];
+
+		for (size_t i = 0; i < NTESTS && !ok; i++)
+			ok = strlen(tests[i].name) == l &&
+			     !strncmp(p, tests[i].name, l);
+		if (!ok) {
+			snprintf(bad, sizeof(bad),
+				 "no test '%.*s': try send_lat, put_lat, "
+				 "get_lat, atomic_lat, put_bw, get_bw, "
+				 "send_bw, atomic_rate or all",
+				 (int)(l < 32 ? l : 32), p);
+			return cli_bad("rmca_perf", "-t", list, bad);
+		}
+		p += l + (p[l] == ',');
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{"raw", no_argument, NULL, 'R'},
-		{"spin", no_argument, NULL, 'P'},
-		{"parsable", no_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
+		{"iterations", required_argument, NULL, 'n'},
+		{"listen", required_argument, NULL, 'l'},
+		{"parsable", no_argument, NULL, 'p'},
+		{"raw", no_argument, NULL, 'R'},
+		{"server", no_argument, NULL, 's'},
+		{"sizes", required_argument, NULL, 'S'},
+		{"spin", no_argument, NULL, 'P'},
+		{"tests", required_argument, NULL, 't'},
+		{"version", no_argument, NULL, 'V'},
+		{"warmup", required_argument, NULL, 'W'},
+		{"window", required_argument, NULL, 'w'},
 		{0},
 	};
 	struct opts o = {.listen_at = "127.0.0.1:0",
@@ -1079,10 +1208,11 @@ int main(int argc, char **argv)
 			 .iters = 10000,
 			 .window = 64,
 			 .warmup = -1};
+	const char *why;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "sl:t:n:w:W:S:h", lopts, NULL)) !=
-	       -1) {
+	while ((opt = getopt_long(argc, argv, "sl:t:n:w:W:S:hV", lopts,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			o.server = true;
@@ -1094,13 +1224,16 @@ int main(int argc, char **argv)
 			o.tests = optarg;
 			break;
 		case 'n':
-			o.iters = atol(optarg);
+			if (cli_long(optarg, 1, 1000000000, &o.iters, &why))
+				return cli_bad("rmca_perf", "-n", optarg, why);
 			break;
 		case 'w':
-			o.window = atol(optarg);
+			if (cli_long(optarg, 1, 65536, &o.window, &why))
+				return cli_bad("rmca_perf", "-w", optarg, why);
 			break;
 		case 'W':
-			o.warmup = atol(optarg);
+			if (cli_long(optarg, 0, 1000000000, &o.warmup, &why))
+				return cli_bad("rmca_perf", "-W", optarg, why);
 			break;
 		case 'S':
 			o.sizes = optarg;
@@ -1117,32 +1250,36 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'V':
+			cli_version("rmca_perf");
+			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return cli_hint("rmca_perf"); /* getopt said why */
 		}
 	}
-	if ((o.server && optind != argc) || (!o.server && optind != argc - 1) ||
-	    o.iters < 1 || o.window < 1 || o.window > 65536) {
-		usage(stderr);
-		return 2;
+	if (o.server && optind != argc) {
+		fprintf(stderr,
+			"rmca_perf: -s takes no HOST:PORT ('%s'); use -l %s to "
+			"choose where to listen\n",
+			argv[optind], argv[optind]);
+		return cli_hint("rmca_perf");
 	}
-	for (const char *p = o.tests; *p;) {
-		size_t l = strcspn(p, ",");
-		bool ok = l == 3 && !strncmp(p, "all", 3);
-
-		for (size_t i = 0; i < NTESTS && !ok; i++)
-			ok = strlen(tests[i].name) == l &&
-			     !strncmp(p, tests[i].name, l);
-		if (!ok) {
-			fprintf(stderr, "rmca_perf: unknown test in \"%s\"\n",
-				o.tests);
-			return 2;
-		}
-		p += l + (p[l] == ',');
+	if (!o.server && optind == argc) {
+		fprintf(stderr, "rmca_perf: missing HOST:PORT of a server "
+				"started with rmca_perf -s\n");
+		return cli_hint("rmca_perf");
 	}
+	if (!o.server && optind != argc - 1) {
+		fprintf(stderr,
+			"rmca_perf: one HOST:PORT only ('%s' is one too "
+			"many)\n",
+			argv[optind + 1]);
+		return cli_hint("rmca_perf");
+	}
+	if (check_tests(o.tests))
+		return CLI_USAGE;
 	if (!o.server)
-		o.peer = argv[optind];
+		o.peer = peer_name = argv[optind];
 	if (o.server)
 		return o.raw ? raw_serve(&o) : serve(&o);
 	return client(&o);

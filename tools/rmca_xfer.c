@@ -3,7 +3,7 @@
  * rmca_xfer - move a buffer between two processes and check it.
  *
  *   rmca_xfer -s [-l HOST:PORT]             serve (prints the port it got)
- *   rmca_xfer [-n BYTES] [-i ITERS] HOST:PORT
+ *   rmca_xfer [-n BYTES] [-i ITERS] HOST:PORT   BYTES may say 64k, 4m, 1g
  *
  * The server registers a region and sends its address and key; the client
  * writes a pattern into it with RMCA_DELIVERED puts, reads it back with a
@@ -14,12 +14,15 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <rmca.h>
+
+#include "cli.h"
 
 struct region_msg {
 	uint64_t addr, rkey, len;
@@ -109,14 +112,16 @@ static void show(rmca_ep_t *ep)
 	       path_name(a.masked_atomic), path_name(a.send_inv));
 }
 
-#define CHECK(call)                                                        \
-	do {                                                               \
-		int rc_ = (call);                                          \
-		if (rc_) {                                                 \
-			fprintf(stderr, "rmca_xfer: %s: %s\n", #call,      \
-				rmca_strerror(rc_));                       \
-			return 1;                                          \
-		}                                                          \
+/* On failure: "rmca_xfer: <what was being done>: <why>", and give up. */
+#define CHECK(call, ...)                                                       \
+	do {                                                                   \
+		int rc_ = (call);                                              \
+		if (rc_) {                                                     \
+			fprintf(stderr, "rmca_xfer: ");                        \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fprintf(stderr, ": %s\n", rmca_strerror(rc_));         \
+			return 1;                                              \
+		}                                                              \
 	} while (0)
 
 static int serve(rmca_context_t *ctx, const char *where)
@@ -128,34 +133,45 @@ static int serve(rmca_context_t *ctx, const char *where)
 	unsigned char *buf;
 	int iters;
 
-	CHECK(rmca_listen(ctx, where, &l));
+	CHECK(rmca_listen(ctx, where, &l), "listening on %s", where);
 	printf("listening on port %d\n", rmca_listener_port(l));
 	fflush(stdout);
-	CHECK(rmca_accept(l, -1, &ep));
+	CHECK(rmca_accept(l, -1, &ep), "accepting a client on %s", where);
 	show(ep);
-	CHECK(rmca_mr_reg(ctx, &req, sizeof(req), RMCA_ACCESS_LOCAL, &cmr));
-	CHECK(rmca_mr_reg(ctx, &rm, sizeof(rm), RMCA_ACCESS_LOCAL, &rmr));
-	CHECK(rmca_recv(ep, &req, sizeof(req), cmr, &req));
-	CHECK(wait_for(ctx, &req, NULL));
+	CHECK(rmca_mr_reg(ctx, &req, sizeof(req), RMCA_ACCESS_LOCAL, &cmr),
+	      "registering the request buffer");
+	CHECK(rmca_mr_reg(ctx, &rm, sizeof(rm), RMCA_ACCESS_LOCAL, &rmr),
+	      "registering the reply buffer");
+	CHECK(rmca_recv(ep, &req, sizeof(req), cmr, &req),
+	      "posting the receive for the client's request");
+	CHECK(wait_for(ctx, &req, NULL), "receiving the client's request");
 	buf = calloc(1, req.len);
 	if (!buf)
 		return 1;
 	CHECK(rmca_mr_reg(ctx, buf, req.len,
-			  RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE, &mr));
+			  RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE,
+			  &mr),
+	      "registering %zu bytes for the client's puts and gets",
+	      (size_t)req.len);
 	rm = (struct region_msg){ .addr = (uintptr_t)buf,
 				  .rkey = rmca_mr_rkey(mr, ep), .len = req.len };
 	iters = (int)req.addr;
-	CHECK(rmca_recv(ep, &req, sizeof(req), cmr, &req));
-	CHECK(rmca_send(ep, &rm, sizeof(rm), rmr, &rm));
-	CHECK(wait_for(ctx, &rm, NULL));
+	CHECK(rmca_recv(ep, &req, sizeof(req), cmr, &req),
+	      "posting the receive for the client's next message");
+	CHECK(rmca_send(ep, &rm, sizeof(rm), rmr, &rm),
+	      "sending the region's address and key");
+	CHECK(wait_for(ctx, &rm, NULL), "sending the region's address and key");
 	for (int i = 0; i < iters; i++) {
 		/* the client says "written", we check, and answer */
-		CHECK(wait_for(ctx, &req, NULL));
+		CHECK(wait_for(ctx, &req, NULL),
+		      "waiting for the client's round %d", i);
 		if (check(buf, rm.len, (unsigned)i))
 			return 1;
-		CHECK(rmca_recv(ep, &req, sizeof(req), cmr, &req));
-		CHECK(rmca_send(ep, &rm, sizeof(rm), rmr, &rm));
-		CHECK(wait_for(ctx, &rm, NULL));
+		CHECK(rmca_recv(ep, &req, sizeof(req), cmr, &req),
+		      "posting the receive for round %d", i + 1);
+		CHECK(rmca_send(ep, &rm, sizeof(rm), rmr, &rm),
+		      "answering round %d", i);
+		CHECK(wait_for(ctx, &rm, NULL), "answering round %d", i);
 	}
 	printf("server: %d x %zu bytes received and checked\n", iters,
 	       (size_t)rm.len);
@@ -178,29 +194,47 @@ static int client(rmca_context_t *ctx, const char *where, size_t len, int iters)
 	back = malloc(len);
 	if (!src || !back)
 		return 1;
-	CHECK(rmca_connect(ctx, where, 10000, &ep));
+	CHECK(rmca_connect(ctx, where, 10000, &ep), "connecting to %s", where);
 	show(ep);
-	CHECK(rmca_mr_reg(ctx, &rm, sizeof(rm), RMCA_ACCESS_LOCAL, &cmr));
-	CHECK(rmca_mr_reg(ctx, &req, sizeof(req), RMCA_ACCESS_LOCAL, &qmr));
-	CHECK(rmca_recv(ep, &rm, sizeof(rm), cmr, &rm));
-	CHECK(rmca_send(ep, &req, sizeof(req), qmr, &req));
-	CHECK(wait_for(ctx, &req, NULL));
-	CHECK(wait_for(ctx, &rm, NULL));
-	CHECK(rmca_mr_reg(ctx, src, len, RMCA_ACCESS_LOCAL, &mr));
-	CHECK(rmca_mr_reg(ctx, back, len, RMCA_ACCESS_LOCAL, &bmr));
+	CHECK(rmca_mr_reg(ctx, &rm, sizeof(rm), RMCA_ACCESS_LOCAL, &cmr),
+	      "registering the reply buffer");
+	CHECK(rmca_mr_reg(ctx, &req, sizeof(req), RMCA_ACCESS_LOCAL, &qmr),
+	      "registering the request buffer");
+	CHECK(rmca_recv(ep, &rm, sizeof(rm), cmr, &rm),
+	      "posting the receive for %s's region", where);
+	CHECK(rmca_send(ep, &req, sizeof(req), qmr, &req),
+	      "asking %s for %zu bytes", where, len);
+	CHECK(wait_for(ctx, &req, NULL), "asking %s for %zu bytes", where, len);
+	CHECK(wait_for(ctx, &rm, NULL), "waiting for %s's region", where);
+	CHECK(rmca_mr_reg(ctx, src, len, RMCA_ACCESS_LOCAL, &mr),
+	      "registering %zu bytes to put from", len);
+	CHECK(rmca_mr_reg(ctx, back, len, RMCA_ACCESS_LOCAL, &bmr),
+	      "registering %zu bytes to get into", len);
 	t0 = now_s();
 	for (int i = 0; i < iters; i++) {
 		fill(src, len, (unsigned)i);
-		CHECK(rmca_put(ep, src, len, mr, rm.addr, rm.rkey, RMCA_DELIVERED, src));
-		CHECK(wait_for(ctx, src, NULL));
-		CHECK(rmca_get(ep, back, len, bmr, rm.addr, rm.rkey, back));
-		CHECK(wait_for(ctx, back, NULL));
+		CHECK(rmca_put(ep, src, len, mr, rm.addr, rm.rkey,
+			       RMCA_DELIVERED, src),
+		      "putting %zu bytes to %s (round %d)", len, where, i);
+		CHECK(wait_for(ctx, src, NULL),
+		      "putting %zu bytes to %s (round %d)", len, where, i);
+		CHECK(rmca_get(ep, back, len, bmr, rm.addr, rm.rkey, back),
+		      "reading %zu bytes back from %s (round %d)", len, where,
+		      i);
+		CHECK(wait_for(ctx, back, NULL),
+		      "reading %zu bytes back from %s (round %d)", len, where,
+		      i);
 		if (check(back, len, (unsigned)i))
 			return 1;
-		CHECK(rmca_recv(ep, &rm, sizeof(rm), cmr, &rm));
-		CHECK(rmca_send(ep, &req, sizeof(req), qmr, &req));
-		CHECK(wait_for(ctx, &req, NULL));
-		CHECK(wait_for(ctx, &rm, NULL));
+		CHECK(rmca_recv(ep, &rm, sizeof(rm), cmr, &rm),
+		      "posting the receive for %s's answer (round %d)", where,
+		      i);
+		CHECK(rmca_send(ep, &req, sizeof(req), qmr, &req),
+		      "telling %s that round %d is written", where, i);
+		CHECK(wait_for(ctx, &req, NULL),
+		      "telling %s that round %d is written", where, i);
+		CHECK(wait_for(ctx, &rm, NULL),
+		      "waiting for %s's check of round %d", where, i);
 	}
 	t = now_s() - t0;
 	printf("client: %d x %zu bytes put, read back and checked in %.3f s (%.1f MB/s put+get)\n",
@@ -215,18 +249,49 @@ static int client(rmca_context_t *ctx, const char *where, size_t len, int iters)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: rmca_xfer -s [-l HOST:PORT]\n"
-		   "       rmca_xfer [-n BYTES] [-i ITERATIONS] HOST:PORT\n");
+	fprintf(f, "Usage: rmca_xfer -s [-l HOST:PORT]\n"
+		   "       rmca_xfer [-n BYTES] [-i ITERATIONS] HOST:PORT\n"
+		   "       rmca_xfer -h | --help | -V | --version\n"
+		   "Move a buffer between two processes with puts, gets and "
+		   "messages,\n"
+		   "check every byte, and show the transport and paths rmca "
+		   "chose.\n"
+		   "\n"
+		   "  -s, --server          serve one client; prints "
+		   "\"listening on port N\"\n"
+		   "  -l, --listen HOST:PORT  where to listen (127.0.0.1:0: "
+		   "any free port)\n"
+		   "  -n, --size BYTES      buffer size (1m); suffixes k, m, "
+		   "g: 64k, 4m\n"
+		   "  -i, --iterations N    rounds of put, get and check (4)\n"
+		   "  -h, --help            this text\n"
+		   "  -V, --version         the version of rmca_xfer and of "
+		   "librmca\n"
+		   "\n"
+		   "Exit status: 0 all bytes checked, 1 a failure, 2 bad "
+		   "usage.\n");
 }
 
 int main(int argc, char **argv)
 {
-	const char *listen_at = "127.0.0.1:0";
+	static const struct option lopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"iterations", required_argument, NULL, 'i'},
+		{"listen", required_argument, NULL, 'l'},
+		{"server", no_argument, NULL, 's'},
+		{"size", required_argument, NULL, 'n'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *listen_at = "127.0.0.1:0", *why;
 	size_t len = 1 << 20;
 	int iters = 4, server = 0, rc, opt;
 	rmca_context_t *ctx;
+	uint64_t size;
+	long n;
 
-	while ((opt = getopt(argc, argv, "sl:n:i:h")) != -1) {
+	while ((opt = getopt_long(argc, argv, "sl:n:i:hV", lopts, NULL)) !=
+	       -1) {
 		switch (opt) {
 		case 's':
 			server = 1;
@@ -235,27 +300,52 @@ int main(int argc, char **argv)
 			listen_at = optarg;
 			break;
 		case 'n':
-			len = strtoull(optarg, NULL, 0);
+			if (cli_size(optarg, &size, &why))
+				return cli_bad("rmca_xfer", "-n", optarg, why);
+			if (!size || size > SIZE_MAX / 2)
+				return cli_bad("rmca_xfer", "-n", optarg,
+					       "the buffer must hold at least "
+					       "one byte and fit in memory");
+			len = (size_t)size;
 			break;
 		case 'i':
-			iters = atoi(optarg);
+			if (cli_long(optarg, 1, 1000000000, &n, &why))
+				return cli_bad("rmca_xfer", "-i", optarg, why);
+			iters = (int)n;
 			break;
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'V':
+			cli_version("rmca_xfer");
+			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return cli_hint("rmca_xfer"); /* getopt said why */
 		}
 	}
-	if ((server && optind != argc) || (!server && optind != argc - 1) ||
-	    !len || iters < 1) {
-		usage(stderr);
-		return 2;
+	if (server && optind != argc) {
+		fprintf(stderr,
+			"rmca_xfer: -s takes no HOST:PORT ('%s'); use -l %s to "
+			"choose where to listen\n",
+			argv[optind], argv[optind]);
+		return cli_hint("rmca_xfer");
+	}
+	if (!server && optind == argc) {
+		fprintf(stderr, "rmca_xfer: missing HOST:PORT of a server "
+				"started with rmca_xfer -s\n");
+		return cli_hint("rmca_xfer");
+	}
+	if (!server && optind != argc - 1) {
+		fprintf(stderr,
+			"rmca_xfer: one HOST:PORT only ('%s' is one too "
+			"many)\n",
+			argv[optind + 1]);
+		return cli_hint("rmca_xfer");
 	}
 	rc = rmca_init(&ctx);
 	if (rc) {
-		fprintf(stderr, "rmca_xfer: rmca_init: %s\n", rmca_strerror(rc));
+		fprintf(stderr, "rmca_xfer: rmca could not start: %s\n",
+			rmca_strerror(rc));
 		return 1;
 	}
 	rc = server ? serve(ctx, listen_at) : client(ctx, argv[optind], len, iters);
