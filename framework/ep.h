@@ -16,7 +16,7 @@ enum rmca_req_kind {
 };
 
 struct rmca_req {
-	struct rmca_req *prev, *next; /* ep->reqs, in post order */
+	struct rmca_req *prev, *next; /* ep->reqs or ep->recvs, post order */
 	struct rmca_ep *ep;
 	void *user_ctx;
 	enum rmca_op op;
@@ -78,7 +78,10 @@ struct rmca_ep {
 	struct rmca_ep_attr attr;
 	char peer[96]; /* host:port, for logs */
 
-	struct rmca_req *reqs_head, *reqs_tail; /* outstanding, post order */
+	/* outstanding, in post order: every op a flush waits for, and apart
+	 * the receives, which never hold a flush back */
+	struct rmca_req *reqs_head, *reqs_tail;
+	struct rmca_req *recvs_head, *recvs_tail;
 	unsigned nflushes; /* user flushes outstanding */
 	struct rmca_req *unflushed; /* DELIVERED puts not yet covered */
 

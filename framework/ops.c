@@ -2,7 +2,9 @@
 /*
  * Data operations: argument checks, the request each one owes a completion
  * through, and the order rules the contract adds on top of the modules:
- *  - a flush is reported after every operation posted before it;
+ *  - a flush is reported after every send, put, get, atomic and flush
+ *    posted before it; receives are kept apart and never hold it back (a
+ *    receive completes when a message comes, which may be never);
  *  - a DELIVERED put on a module without remote completion is held until a
  *    delivery flush that covers it completes (one flush covers every such
  *    put posted since the last one), and carries that flush's error.
@@ -12,10 +14,23 @@
 
 #include "ep.h"
 
+/* The list r belongs on: receives apart from what a flush orders. */
+static struct rmca_req **req_list(struct rmca_ep *ep, enum rmca_op op,
+				  struct rmca_req ***tail)
+{
+	if (op == RMCA_OP_RECV) {
+		*tail = &ep->recvs_tail;
+		return &ep->recvs_head;
+	}
+	*tail = &ep->reqs_tail;
+	return &ep->reqs_head;
+}
+
 struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
 			      enum rmca_req_kind kind, void *user_ctx)
 {
 	struct rmca_req *r = calloc(1, sizeof(*r));
+	struct rmca_req **head, **tail;
 
 	if (!r)
 		return NULL;
@@ -23,12 +38,13 @@ struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
 	r->op = op;
 	r->kind = kind;
 	r->user_ctx = user_ctx;
-	r->prev = ep->reqs_tail;
-	if (ep->reqs_tail)
-		ep->reqs_tail->next = r;
+	head = req_list(ep, op, &tail);
+	r->prev = *tail;
+	if (*tail)
+		(*tail)->next = r;
 	else
-		ep->reqs_head = r;
-	ep->reqs_tail = r;
+		*head = r;
+	*tail = r;
 	if (op == RMCA_OP_FLUSH && r->kind == RMCA_REQ_USER)
 		ep->nflushes++;
 	return r;
@@ -36,16 +52,17 @@ struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
 
 static void req_unlink(struct rmca_req *r)
 {
-	struct rmca_ep *ep = r->ep;
+	struct rmca_req **head, **tail;
 
+	head = req_list(r->ep, r->op, &tail);
 	if (r->prev)
 		r->prev->next = r->next;
 	else
-		ep->reqs_head = r->next;
+		*head = r->next;
 	if (r->next)
 		r->next->prev = r->prev;
 	else
-		ep->reqs_tail = r->prev;
+		*tail = r->prev;
 	r->prev = r->next = NULL;
 }
 
@@ -111,7 +128,8 @@ static void req_emit(struct rmca_req *r)
 }
 
 /* Report what may be reported: anything ready, but a flush only once every
- * request posted before it has been reported. */
+ * request posted before it has been reported (receives are not on this
+ * list: they go as soon as they are ready). */
 void rmca_ep_advance(struct rmca_ep *ep)
 {
 	bool blocked = false;
@@ -180,7 +198,9 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 		flush_resolve(r, status);
 		req_unlink(r);
 		free(r);
-	} else if (req_ready(r) && !ep->nflushes && r->op != RMCA_OP_FLUSH) {
+	} else if (req_ready(r) &&
+		   (r->op == RMCA_OP_RECV ||
+		    (!ep->nflushes && r->op != RMCA_OP_FLUSH))) {
 		req_emit(r); /* the common case: nothing to order against */
 		return;
 	}
@@ -244,8 +264,7 @@ void rmca_ep_cancel_all(struct rmca_ep *ep, int status)
 	for (r = ep->reqs_head; r; r = r->next)
 		if (r->kind == RMCA_REQ_DELIVERY_FLUSH && !r->done)
 			flush_resolve(r, status);
-	while (ep->reqs_head) {
-		r = ep->reqs_head;
+	while ((r = ep->reqs_head) || (r = ep->recvs_head)) {
 		if (r->kind == RMCA_REQ_DELIVERY_FLUSH) {
 			req_unlink(r);
 			free(r);

@@ -10,7 +10,7 @@
 set -u
 
 builddir=${RMCATEST_BUILDDIR:-.}
-progs="test_api_sendrecv test_api_rma test_api_atomic test_api_use_once test_api_errors test_api_wait_fd"
+progs="test_api_sendrecv test_api_rma test_api_flush test_api_atomic test_api_use_once test_api_errors test_api_wait_fd"
 masks="^atomic ^masked_atomic ^atomic,masked_atomic ^send_inv ^remote_completion ^atomic,masked_atomic,send_inv,remote_completion"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rmca-matrix.XXXXXX") || exit 99
