@@ -2,7 +2,8 @@
 /*
  * The tcp target against a raw peer (tcp_harness.h): once mr_dereg returns
  * no access in flight touches the region; a use-once key serves only the
- * connection it was handed out on.
+ * connection it was handed out on; a peer that does not read its answers
+ * queues no more than the bound of them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -307,6 +308,95 @@ static void use_once_key_works_only_where_handed_out(void **state)
 	free(rbuf);
 }
 
+/* Answers queued on c, unsent (counted by walking the queue). */
+static int answers_queued(struct rmca_conn *c)
+{
+	int n = 0;
+
+	for (struct tcp_list *l = c->outq.next; l != &c->outq; l = l->next)
+		n += tcp_entry(l, struct tcp_out, link)->owned;
+	return n;
+}
+
+#define FLOOD 100000
+
+/*
+ * A peer that floods gets and never reads its answers: the target queues
+ * answers up to RMCA_tcp_max_pending_responses, then stops reading from it
+ * (its requests wait in the socket, TCP pushes back), serves another peer
+ * meanwhile, and answers every request once the peer reads.
+ */
+static void flood_of_unread_gets_is_bounded(void **state)
+{
+	struct tcp_module *m = th_module();
+	int p1, p2;
+	struct rmca_conn *c1 = th_conn(m, &p1), *c2 = th_conn(m, &p2);
+	char *region = region_alloc(4096, 0x5a), *one = region_alloc(1, 0);
+	struct rmca_module_mr *mr =
+		reg(m, region, 4096,
+		    RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE);
+	uint64_t key = rkey(mr, c1);
+	uint8_t *gets = calloc(FLOOD, TCP_HDR_LEN);
+	size_t len = (size_t)FLOOD * TCP_HDR_LEN, sent = 0, n;
+	struct tcp_frame f;
+	char data[8] = "other";
+	int bound = m->max_answers;
+	bool pumped;
+
+	assert_non_null(gets);
+	assert_int_equal(bound, 16384);
+	for (int i = 0; i < FLOOD; i++) {
+		f = (struct tcp_frame){.type = TCP_F_GET,
+				       .id = (uint64_t)i + 1,
+				       .len = 1,
+				       .raddr = (uintptr_t)region + (i & 4095),
+				       .rkey = key};
+		rmca_tcp_frame_encode(&f, gets + (size_t)i * TCP_HDR_LEN);
+	}
+	/* Write until neither side can go on. */
+	do {
+		n = th_peer_write_some(p1, gets + sent, len - sent);
+		sent += n;
+		pumped = th_pump();
+		assert_true(answers_queued(c1) <= bound);
+	} while (sent < len && (n || pumped));
+	assert_true(sent < len); /* pushed back: the rest cannot be sent */
+	assert_int_equal(answers_queued(c1), bound);
+	assert_int_equal(c1->nanswers, bound);
+
+	/* another peer is served meanwhile */
+	put_frame(p2, 1, region, sizeof(data), rkey(mr, c2), data);
+	assert_int_equal(answer(p2, 1), 0);
+	assert_memory_equal(region, data, sizeof(data));
+	memset(region, 0x5a, 4096);
+
+	/* once the peer reads, every request is answered, in order */
+	for (int i = 0; i < FLOOD; i++) {
+		if (sent < len)
+			sent += th_peer_write_some(p1, gets + sent, len - sent);
+		assert_true(th_peer_read_frame(p1, &f));
+		assert_int_equal(f.type, TCP_F_RESP);
+		assert_int_equal(f.status, 0);
+		assert_int_equal(f.id, (uint64_t)i + 1);
+		assert_int_equal(f.len, 1);
+		assert_int_equal(th_peer_read(p1, one, 1), 1);
+		assert_int_equal(*one, 0x5a);
+		assert_true(answers_queued(c1) <= bound);
+	}
+	assert_int_equal(sent, len);
+	assert_int_equal(th_nfailed, 0);
+
+	dereg(mr);
+	rmca_tcp_conn_destroy(c1);
+	rmca_tcp_conn_destroy(c2);
+	close(p1);
+	close(p2);
+	th_module_free(m);
+	free(region);
+	free(one);
+	free(gets);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +404,7 @@ int main(void)
 		cmocka_unit_test(queued_answers_are_refused_at_dereg),
 		cmocka_unit_test(answer_on_the_wire_is_cut_at_dereg),
 		cmocka_unit_test(use_once_key_works_only_where_handed_out),
+		cmocka_unit_test(flood_of_unread_gets_is_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,9 @@
 #define TCP_MAX_PENDING 64 /* accepted sockets awaiting their connect() */
 #define TCP_SCRATCH_LEN 65536 /* where refused payloads are drained */
 #define TCP_RX_BUDGET 64 /* frames read per wakeup, for fairness */
+/* Least RMCA_tcp_max_pending_responses: a peer's outstanding requests never
+ * reach it, so two peers never both stop reading from each other. */
+#define TCP_MIN_PENDING_RESP TCP_MAX_OPS
 
 /* The addr() blob: versioned, little-endian. */
 struct tcp_addr_blob {
@@ -41,6 +44,7 @@ struct tcp_module {
 	struct tcp_list pending; /* struct tcp_pending */
 	int npending;
 	struct tcp_list conns; /* struct rmca_conn, for mr_dereg */
+	int max_answers; /* RMCA_tcp_max_pending_responses */
 	char *scratch;
 	/* With an interface list in force, accepts must arrive on one of
 	 * these local addresses. */
@@ -77,6 +81,7 @@ struct tcp_out {
 	size_t len; /* payload bytes */
 	size_t off; /* bytes of hdr + payload already written */
 	bool owned; /* control/response frame: freed once written */
+	bool answer; /* counted in the connection's nanswers */
 	/* A GET answer: the registered region its payload is read from. */
 	const struct rmca_module_mr *mr;
 };
@@ -130,6 +135,9 @@ struct rmca_conn {
 	uint32_t events;
 	uint64_t next_id;
 	int nops;
+	/* Answers to the peer's requests not yet written; at max_answers the
+	 * connection stops reading until some are. */
+	int nanswers;
 	struct tcp_list ops; /* send/put/get/atomic/flush, post order */
 	struct tcp_list recvs; /* posted receives, oldest first */
 	struct tcp_list sendq; /* sends waiting for a credit */
@@ -175,6 +183,9 @@ void rmca_tcp_conn_destroy(struct rmca_conn *c);
 void rmca_tcp_conn_fail(struct rmca_conn *c, int status,
 			struct tcp_out *final);
 void rmca_tcp_out_queue(struct rmca_conn *c, struct tcp_out *o);
+void rmca_tcp_answer_queue(struct rmca_conn *c, struct tcp_out *o);
+/* True while c holds off reading: too many answers wait to be written. */
+bool rmca_tcp_rx_held(const struct rmca_conn *c);
 struct tcp_out *rmca_tcp_out_new(const struct tcp_frame *f, const void *pl,
 				 size_t len);
 void rmca_tcp_out_flush(struct rmca_conn *c);

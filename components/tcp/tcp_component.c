@@ -29,6 +29,14 @@ static const struct rmca_param_def tcp_params[] = {
 	  .type = RMCA_PARAM_SIZE,
 	  .def = "0",
 	  .help = "Socket receive buffer size (SO_RCVBUF); 0: kernel default" },
+	{ .name = "tcp_max_pending_responses",
+	  .type = RMCA_PARAM_INT,
+	  .def = "16384",
+	  .help = "Answers to a peer's requests queued unsent before its "
+		  "connection stops reading from it (at least 16384, what a "
+		  "peer may have outstanding)",
+	  .min = TCP_MIN_PENDING_RESP,
+	  .max = 1 << 24 },
 };
 
 static int tcp_register_params(const struct rmca_core *core)

@@ -42,7 +42,9 @@ static void conn_cb(void *arg, uint32_t events)
 {
 	struct rmca_conn *c = arg;
 
-	if (events & EPOLLOUT)
+	/* An error or hang-up fails the connection here even while it holds
+	 * off reading (EPOLLIN off). */
+	if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
 		rmca_tcp_out_flush(c);
 	if (c->fd >= 0 && (events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
 		rmca_tcp_rx(c);
@@ -98,8 +100,23 @@ void rmca_tcp_out_queue(struct rmca_conn *c, struct tcp_out *o)
 	tcp_list_add_tail(&c->outq, &o->link);
 }
 
-static void out_drop(struct tcp_out *o)
+bool rmca_tcp_rx_held(const struct rmca_conn *c)
 {
+	return !c->failed && c->nanswers >= c->mod->max_answers;
+}
+
+/* An answer to the peer: counted, so that the peer cannot queue more. */
+void rmca_tcp_answer_queue(struct rmca_conn *c, struct tcp_out *o)
+{
+	o->answer = true;
+	c->nanswers++;
+	rmca_tcp_out_queue(c, o);
+}
+
+static void out_drop(struct rmca_conn *c, struct tcp_out *o)
+{
+	if (o->answer)
+		c->nanswers--;
 	tcp_list_del(&o->link);
 	if (o->owned)
 		free(o);
@@ -118,12 +135,12 @@ static void out_advance(struct rmca_conn *c, size_t n)
 			return;
 		}
 		n -= left;
-		out_drop(o);
+		out_drop(c, o);
 	}
 	/* Zero-payload frames fully covered by an earlier write. */
 	while ((o = tcp_first(&c->outq, struct tcp_out, link)) &&
 	       o->off == TCP_HDR_LEN + o->len)
-		out_drop(o);
+		out_drop(c, o);
 }
 
 static int out_iov(struct rmca_conn *c, struct iovec *iov)
@@ -184,7 +201,8 @@ void rmca_tcp_out_flush(struct rmca_conn *c)
 		shutdown(c->fd, SHUT_WR);
 		c->closing = false;
 	}
-	set_events(c, EPOLLIN | (tcp_list_empty(&c->outq) ? 0 : EPOLLOUT));
+	set_events(c, (rmca_tcp_rx_held(c) ? 0 : EPOLLIN) |
+			      (tcp_list_empty(&c->outq) ? 0 : EPOLLOUT));
 }
 
 static void op_release(struct tcp_op *op)
@@ -271,7 +289,7 @@ static void conn_fail_at(struct rmca_conn *c, int status, struct tcp_out *stop,
 			before = false;
 		if (o->owned && (before || (o == head && o->off)))
 			continue;
-		out_drop(o);
+		out_drop(c, o);
 	}
 	rmca_tcp_complete_all(c, status == RMCA_ERR_PROTOCOL ?
 					 RMCA_ERR_PROTOCOL :
@@ -338,7 +356,7 @@ void rmca_tcp_conn_mr_gone(struct rmca_conn *c, const struct rmca_module_mr *mr)
 	refusal = o->off || c->failed ? NULL : refusal_of(o);
 	if (!refusal) {
 		while ((o = tcp_first(&c->outq, struct tcp_out, link)))
-			out_drop(o);
+			out_drop(c, o);
 		if (c->failed)
 			conn_close_fd(c);
 		else
@@ -375,7 +393,7 @@ void rmca_tcp_conn_destroy(struct rmca_conn *c)
 
 	rmca_tcp_complete_all(c, RMCA_ERR_CANCELED);
 	while ((o = tcp_first(&c->outq, struct tcp_out, link)))
-		out_drop(o);
+		out_drop(c, o);
 	conn_close_fd(c);
 	/* Keys bound to c die with it. */
 	while ((k = tcp_first(&c->keys, struct tcp_rkey, conn_link)))

@@ -171,6 +171,10 @@ int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
 	m->lfd = -1;
 	m->sndbuf = core->ops->param_size(core, "tcp_sndbuf");
 	m->rcvbuf = core->ops->param_size(core, "tcp_rcvbuf");
+	m->max_answers = (int)core->ops->param_int(core,
+						   "tcp_max_pending_responses");
+	if (m->max_answers < TCP_MIN_PENDING_RESP)
+		m->max_answers = TCP_MIN_PENDING_RESP;
 	tcp_list_init(&m->pending);
 	tcp_list_init(&m->conns);
 	m->scratch = malloc(TCP_SCRATCH_LEN);

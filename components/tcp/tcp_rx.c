@@ -49,7 +49,7 @@ static void respond(struct rmca_conn *c, const struct tcp_frame *req,
 	}
 	/* Read from the region when written out: mr_dereg must know. */
 	o->mr = f.len ? region : NULL;
-	rmca_tcp_out_queue(c, o);
+	rmca_tcp_answer_queue(c, o);
 	rmca_tcp_out_flush(c);
 }
 
@@ -246,6 +246,12 @@ static bool rx_step(struct rmca_conn *c)
 	ssize_t n;
 
 	if (!rx->payload) {
+		/* Each request gets one answer: none is read while the peer
+		 * leaves the answers it has unread (out_flush reads on). */
+		if (rmca_tcp_rx_held(c)) {
+			rmca_tcp_out_flush(c);
+			return false;
+		}
 		n = rx_read(c, rx->hdr + rx->got, TCP_HDR_LEN - rx->got);
 		if (n <= 0)
 			return false;
