@@ -61,15 +61,23 @@ void rmca_paths_choose(struct rmca_ep *ep)
 int rmca_emul_atomic(struct rmca_ep *ep, struct rmca_req *r)
 {
 	struct rmca_ctrl_msg m = { .type = RMCA_CTRL_ATOMIC_REQ,
-				   .id = ++ep->am_next_id,
+				   .id = ep->am_next_id + 1,
 				   .op = r->aop };
-	int rc = rmca_ctrl_send(ep, &m);
+	int rc;
 
+	if (ep->nheld >= RMCA_EP_MAX_HELD)
+		return RMCA_ERR_AGAIN;
+	rc = rmca_ctrl_send(ep, &m);
 	if (rc)
 		return rc;
+	ep->am_next_id++;
 	r->am_id = m.id;
-	r->am_next = ep->am_wait;
-	ep->am_wait = r;
+	if (ep->am_wait_tail)
+		ep->am_wait_tail->am_next = r;
+	else
+		ep->am_wait = r;
+	ep->am_wait_tail = r;
+	ep->nheld++;
 	return 0;
 }
 
@@ -113,17 +121,18 @@ static void atomic_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req)
 	rmca_ctrl_send(ep, &resp);
 }
 
+/* The answer is for the oldest atomic: the peer's core answers in order. */
 static int atomic_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 {
-	struct rmca_req **pp, *r;
+	struct rmca_req *r = ep->am_wait;
 
-	for (pp = &ep->am_wait; (r = *pp); pp = &r->am_next)
-		if (r->am_id == m->id)
-			break;
-	if (!r)
+	if (!r || r->am_id != m->id)
 		return RMCA_ERR_PROTOCOL;
-	*pp = r->am_next;
+	ep->am_wait = r->am_next;
+	if (!ep->am_wait)
+		ep->am_wait_tail = NULL;
 	r->am_next = NULL;
+	ep->nheld--;
 	if (!m->status)
 		*r->result = m->old;
 	rmca_req_done(r, m->status, 0, 0);
@@ -188,6 +197,54 @@ int rmca_revoke_send(struct rmca_ep *ep, struct rmca_req *r)
 	return rmca_ctrl_send(ep, &m);
 }
 
+/*
+ * Hold r, a send, behind the revoke messages not yet acknowledged; a
+ * send_inv by revoke message (r->inv_rkey) sends its REVOKE now, naming
+ * the message it rides on, and waits for the ack itself. Bounded: past
+ * RMCA_EP_MAX_HELD nothing is held and the caller says RMCA_ERR_AGAIN.
+ */
+int rmca_deferred_add(struct rmca_ep *ep, struct rmca_req *r)
+{
+	int rc;
+
+	if (ep->nheld >= RMCA_EP_MAX_HELD)
+		return RMCA_ERR_AGAIN;
+	r->seq = ep->send_seq + 1;
+	if (r->inv_rkey) {
+		rc = rmca_revoke_send(ep, r);
+		if (rc)
+			return rc;
+		if (ep->unacked_tail)
+			ep->unacked_tail->unacked_next = r;
+		else
+			ep->unacked = r;
+		ep->unacked_tail = r;
+	}
+	ep->send_seq++;
+	r->defer_prev = ep->deferred_tail;
+	if (ep->deferred_tail)
+		ep->deferred_tail->defer_next = r;
+	else
+		ep->deferred = r;
+	ep->deferred_tail = r;
+	ep->nheld++;
+	return 0;
+}
+
+static void deferred_unlink(struct rmca_ep *ep, struct rmca_req *r)
+{
+	if (r->defer_prev)
+		r->defer_prev->defer_next = r->defer_next;
+	else
+		ep->deferred = r->defer_next;
+	if (r->defer_next)
+		r->defer_next->defer_prev = r->defer_prev;
+	else
+		ep->deferred_tail = r->defer_prev;
+	r->defer_prev = r->defer_next = NULL;
+	ep->nheld--;
+}
+
 /* Post the held sends in order, up to the first revoke not yet acked. */
 void rmca_deferred_post(struct rmca_ep *ep)
 {
@@ -203,10 +260,7 @@ void rmca_deferred_post(struct rmca_ep *ep)
 
 		if (rc == RMCA_ERR_AGAIN)
 			return; /* the next progress retries */
-		ep->deferred = r->defer_next;
-		if (!ep->deferred)
-			ep->deferred_tail = NULL;
-		r->defer_next = NULL;
+		deferred_unlink(ep, r);
 		if (rc)
 			rmca_req_done(r, rc, 0, 0);
 	}
@@ -246,25 +300,21 @@ static void revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	rmca_ctrl_send(ep, &ack);
 }
 
+/* The peer answers REVOKEs in the order it read them: an ack is for the
+ * oldest revoke unacknowledged, or the peer breaks the protocol. */
 static int revoke_acked(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 {
-	struct rmca_req *r, **pp;
+	struct rmca_req *r = ep->unacked;
 
-	for (r = ep->deferred; r; r = r->defer_next)
-		if (r->inv_rkey && r->seq == m->id && !r->acked)
-			break;
-	if (!r)
+	if (!r || r->seq != m->id)
 		return RMCA_ERR_PROTOCOL;
+	ep->unacked = r->unacked_next;
+	if (!ep->unacked)
+		ep->unacked_tail = NULL;
+	r->unacked_next = NULL;
 	if (m->status) {
 		/* The receiver refused: the message is not sent. */
-		for (pp = &ep->deferred; *pp != r; pp = &(*pp)->defer_next)
-			;
-		*pp = r->defer_next;
-		if (ep->deferred_tail == r) {
-			ep->deferred_tail = NULL;
-			for (struct rmca_req *t = ep->deferred; t; t = t->defer_next)
-				ep->deferred_tail = t;
-		}
+		deferred_unlink(ep, r);
 		rmca_req_done(r, m->status, 0, 0);
 	} else {
 		r->acked = true;
@@ -403,14 +453,19 @@ void rmca_emul_ctrl_lost(struct rmca_ep *ep, int status)
 	while ((r = ep->am_wait)) {
 		ep->am_wait = r->am_next;
 		r->am_next = NULL;
+		ep->nheld--;
 		rmca_req_done(r, status, 0, 0);
 	}
+	ep->am_wait_tail = NULL;
+	for (r = ep->unacked; r; r = ep->unacked) {
+		ep->unacked = r->unacked_next;
+		r->unacked_next = NULL;
+	}
+	ep->unacked_tail = NULL;
 	while ((r = ep->deferred)) {
-		ep->deferred = r->defer_next;
-		r->defer_next = NULL;
+		deferred_unlink(ep, r);
 		rmca_req_done(r, status, 0, 0);
 	}
-	ep->deferred_tail = NULL;
 	if (ep->verify_wait) {
 		while ((r = ep->verify_wait))
 			verify_end(ep, r, 0);

@@ -51,7 +51,8 @@ struct rmca_req {
 	uint64_t native_inv; /* a native send_inv held behind one */
 	uint64_t seq; /* its message number */
 	bool acked;
-	struct rmca_req *defer_next;
+	struct rmca_req *defer_prev, *defer_next; /* ep->deferred */
+	struct rmca_req *unacked_next; /* ep->unacked: revokes, in seq order */
 
 	/* a put or get that failed as a lost connection: the peer's core is
 	 * asked whether the access itself was refused (ep->verify_wait) */
@@ -61,6 +62,13 @@ struct rmca_req {
 	int64_t verify_deadline;
 	struct rmca_req *verify_next;
 };
+
+/*
+ * Requests the core itself holds for an endpoint (atomics its peer's core
+ * executes, sends behind a revoke message) stop at the modules' own limit
+ * of outstanding operations: past it a post returns RMCA_ERR_AGAIN.
+ */
+#define RMCA_EP_MAX_HELD 16384
 
 struct rmca_revoke_note {
 	struct rmca_revoke_note *next;
@@ -88,11 +96,15 @@ struct rmca_ep {
 	uint32_t peer_caps; /* of the peer's module, from its hello */
 	struct rmca_ctrl *ctrl; /* the core's channel to the peer's core */
 	uint64_t am_next_id;
-	struct rmca_req *am_wait; /* atomics the peer's core executes */
+	/* atomics the peer's core executes, in post order (it answers them
+	 * in that order) */
+	struct rmca_req *am_wait, *am_wait_tail;
 	uint64_t send_seq; /* messages posted (sends and send_invs) */
 	uint64_t recv_seq; /* messages received */
 	struct rmca_revoke_note *revokes; /* keys revoked for messages to come */
 	struct rmca_req *deferred, *deferred_tail; /* sends behind a revoke */
+	struct rmca_req *unacked, *unacked_tail; /* revokes the peer owes acks */
+	unsigned nheld; /* on am_wait or deferred: at most RMCA_EP_MAX_HELD */
 	struct rmca_req *verify_wait; /* failed accesses being checked */
 };
 
@@ -136,6 +148,7 @@ int rmca_emul_atomic(struct rmca_ep *ep, struct rmca_req *r);
 int rmca_cas_start(struct rmca_ep *ep, struct rmca_req *r);
 bool rmca_cas_step_done(struct rmca_req *r, int status);
 int rmca_revoke_send(struct rmca_ep *ep, struct rmca_req *r);
+int rmca_deferred_add(struct rmca_ep *ep, struct rmca_req *r);
 void rmca_deferred_post(struct rmca_ep *ep);
 void rmca_recv_revoked(struct rmca_ep *ep, struct rmca_req *r);
 struct rmca_ctrl_msg;

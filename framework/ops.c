@@ -316,18 +316,13 @@ static int post_on_failed(struct rmca_ep *ep, enum rmca_op op, void *user_ctx)
 
 /* Hold a send behind a revoke message still unacknowledged: messages keep
  * their order. */
-static void send_defer(struct rmca_ep *ep, struct rmca_req *r, const void *buf,
-		       size_t len, struct rmca_module_mr *mmr)
+static int send_defer(struct rmca_ep *ep, struct rmca_req *r, const void *buf,
+		      size_t len, struct rmca_module_mr *mmr)
 {
 	r->buf = buf;
 	r->buf_len = len;
 	r->mmr = mmr;
-	r->seq = ++ep->send_seq;
-	if (ep->deferred_tail)
-		ep->deferred_tail->defer_next = r;
-	else
-		ep->deferred = r;
-	ep->deferred_tail = r;
+	return rmca_deferred_add(ep, r);
 }
 
 /*
@@ -369,10 +364,8 @@ int rmca_send(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 
 	if (rc != 1)
 		return rc;
-	if (ep->deferred) {
-		send_defer(ep, r, buf, len, mmr);
-		return 0;
-	}
+	if (ep->deferred)
+		return op_end(r, send_defer(ep, r, buf, len, mmr));
 	rc = op_end(r, ep_ops(ep)->send(ep->conn, buf, len, mmr, r));
 	if (!rc)
 		ep->send_seq++;
@@ -396,19 +389,14 @@ int rmca_send_inv(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 	if (rc != 1)
 		return rc;
 	if (ep->attr.send_inv == RMCA_PATH_REVOKE_MSG) {
-		/* the revoke names the message it rides on: the next one */
+		/* the revoke goes first; the message follows its ack */
 		r->inv_rkey = rkey_to_revoke;
-		r->seq = ep->send_seq + 1;
-		rc = op_end(r, rmca_revoke_send(ep, r));
-		if (!rc)
-			send_defer(ep, r, buf, len, mmr);
-		return rc;
+		return op_end(r, send_defer(ep, r, buf, len, mmr));
 	}
 	if (ep->deferred) {
 		/* native, but behind held sends: keep the order */
 		r->native_inv = rkey_to_revoke;
-		send_defer(ep, r, buf, len, mmr);
-		return 0;
+		return op_end(r, send_defer(ep, r, buf, len, mmr));
 	}
 	rc = op_end(r, ep_ops(ep)->send_inv(ep->conn, buf, len, mmr,
 					    rkey_to_revoke, r));

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * What the core holds for an endpoint is bounded like what a module holds:
+ * emulated atomics and send_invs over revoke messages stop at 16,384
+ * outstanding with RMCA_ERR_AGAIN, and a refused post posted nothing.
+ * Counts, not times: the target does not progress while the initiator
+ * fills up, then serves everything, and every count must match.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "api_util.h"
+
+#define BOUND	   16384 /* the modules' limit of outstanding operations */
+#define TOKEN_FULL 0xf011
+#define TOKEN_DONE 0xd0e
+#define MSG	   8
+#define WINDOW	   512 /* receives the target keeps posted */
+
+/* Wait for a token without progressing: the target stays deaf. */
+static void deaf_expect_token(struct api_peer *p, uint64_t token)
+{
+	struct pollfd pf = {.fd = p->link[0].rd, .events = POLLIN};
+	uint64_t v;
+
+	API_CHECK_MSG(poll(&pf, 1, API_RUN_TIMEOUT_MS) == 1,
+		      "no token from the client");
+	API_CHECK(read(p->link[0].rd, &v, sizeof(v)) == sizeof(v));
+	API_CHECK_MSG(v == token, "token %#llx", (unsigned long long)v);
+}
+
+struct tally {
+	long n[RMCA_OP_FLUSH + 1];
+	long errors, revoked;
+};
+
+/* Poll without keeping completions (more than the api stash holds). */
+static void drain(struct api_peer *p, struct tally *t)
+{
+	struct rmca_completion c[64];
+	int n = rmca_poll(p->ctx, c, 64);
+
+	API_CHECK_MSG(n >= 0, "rmca_poll: %s", api_strerror(n));
+	for (int i = 0; i < n; i++) {
+		API_CHECK_MSG(c[i].status == RMCA_OK, "op %d completed with %s",
+			      c[i].op, api_strerror(c[i].status));
+		t->n[c[i].op]++;
+		if (c[i].revoked_rkey)
+			t->revoked++;
+	}
+}
+
+static void drain_until(struct api_peer *p, struct tally *t, enum rmca_op op,
+			long want)
+{
+	long end = api_now_ms() + API_RUN_TIMEOUT_MS;
+
+	while (t->n[op] < want) {
+		struct pollfd pf = {.fd = rmca_wait_fd(p->ctx),
+				    .events = POLLIN};
+
+		API_CHECK_MSG(api_now_ms() < end, "%ld of %ld completions",
+			      t->n[op], want);
+		drain(p, t);
+		if (t->n[op] < want)
+			poll(&pf, 1, 10);
+	}
+}
+
+static void set_caps(const char *caps)
+{
+	setenv("RMCA_transports", "tcp", 1);
+	setenv("RMCA_tcp_caps", caps, 1);
+}
+
+/* ---- atomics executed by the target's core ---- */
+
+static void atomic_server(struct api_peer *p)
+{
+	uint64_t *w = api_alloc(4096);
+	rmca_mr_t *mr;
+	struct rmca_ep_attr a;
+
+	API_CHECK_OK(rmca_ep_query(p->ep, &a));
+	API_CHECK(a.atomic == RMCA_PATH_EMULATED);
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, w, 4096, RMCA_ACCESS_REMOTE_ATOMIC, &mr));
+	api_put_region(p, 0, w, 4096, mr, p->ep);
+	deaf_expect_token(p, TOKEN_FULL);
+	api_expect_token(p, 0, TOKEN_DONE); /* serves meanwhile */
+	API_CHECK_MSG(w[0] == BOUND, "the word is %llu, expected %d",
+		      (unsigned long long)w[0], BOUND);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+}
+
+static void atomic_client(struct api_peer *p)
+{
+	uint64_t *res = api_alloc(4096);
+	struct tally t = {0};
+	struct api_region r;
+	struct rmca_atomic op = {.kind = RMCA_ATOMIC_FADD, .operand = 1};
+	rmca_mr_t *mr;
+	long n;
+	int rc = 0;
+
+	api_get_region(p, 0, &r);
+	op.raddr = r.addr;
+	op.rkey = r.rkey;
+	API_CHECK_OK(rmca_mr_reg(p->ctx, res, 4096, RMCA_ACCESS_LOCAL, &mr));
+	for (n = 0; n < 2 * BOUND; n++) {
+		rc = rmca_atomic(p->ep, &op, res, mr, API_CTX(1));
+		if (rc)
+			break;
+	}
+	API_CHECK_MSG(rc == RMCA_ERR_AGAIN && n == BOUND,
+		      "%ld atomics held, then %s (expected AGAIN at %d)", n,
+		      api_strerror(rc), BOUND);
+	API_CHECK_RC(rmca_atomic(p->ep, &op, res, mr, API_CTX(1)),
+		     RMCA_ERR_AGAIN);
+	api_token(p, 0, TOKEN_FULL);
+	drain_until(p, &t, RMCA_OP_ATOMIC, BOUND);
+	/* the refused posts produced nothing */
+	drain(p, &t);
+	API_CHECK(t.n[RMCA_OP_ATOMIC] == BOUND);
+	/* and the endpoint takes atomics again */
+	API_CHECK_OK(rmca_atomic(p->ep, &op, res, mr, API_CTX(2)));
+	api_wait_status(p, API_CTX(2), RMCA_OK);
+	API_CHECK(*res == BOUND);
+	op.operand = (uint64_t)-1; /* leave BOUND in the word */
+	API_CHECK_OK(rmca_atomic(p->ep, &op, res, mr, API_CTX(3)));
+	api_wait_status(p, API_CTX(3), RMCA_OK);
+	api_token(p, 0, TOKEN_DONE);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+}
+
+static void test_emulated_atomics_stop_at_the_bound(void **state)
+{
+	const struct api_test t = {.server = atomic_server,
+				   .client = atomic_client};
+
+	(void)state;
+	set_caps("^atomic,masked_atomic");
+	api_run(&t);
+}
+
+/* ---- send with invalidate by revoke message ---- */
+
+static void inv_server(struct api_peer *p)
+{
+	char *once = api_alloc(4096), *msg = api_alloc(WINDOW * MSG);
+	struct tally t = {0};
+	struct rmca_ep_attr a;
+	rmca_mr_t *mr, *mm;
+	long posted = 0;
+
+	API_CHECK_OK(rmca_ep_query(p->ep, &a));
+	API_CHECK(a.send_inv == RMCA_PATH_REVOKE_MSG);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, once, 4096,
+				 RMCA_ACCESS_REMOTE_WRITE | RMCA_MR_USE_ONCE,
+				 &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, msg, WINDOW * MSG, RMCA_ACCESS_LOCAL, &mm));
+	api_put_region(p, 0, once, 4096, mr, p->ep);
+	deaf_expect_token(p, TOKEN_FULL);
+	/* Receive every message, WINDOW receives posted at a time. */
+	while (t.n[RMCA_OP_RECV] < BOUND) {
+		while (posted < BOUND && posted - t.n[RMCA_OP_RECV] < WINDOW) {
+			API_CHECK_OK(API_POST(
+				p, rmca_recv(p->ep, msg + posted % WINDOW * MSG,
+					     MSG, mm, API_CTX(1))));
+			posted++;
+		}
+		drain_until(p, &t, RMCA_OP_RECV, t.n[RMCA_OP_RECV] + 1);
+	}
+	/* The key was revoked once; the other revokes named nothing. */
+	API_CHECK_MSG(t.revoked == 1, "%ld receives revoked a key", t.revoked);
+	api_expect_token(p, 0, TOKEN_DONE);
+	drain(p, &t);
+	API_CHECK(t.n[RMCA_OP_RECV] == BOUND);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	API_CHECK_OK(rmca_mr_dereg(mm));
+}
+
+static void inv_client(struct api_peer *p)
+{
+	char *buf = api_alloc(4096);
+	struct tally t = {0};
+	struct api_region r;
+	rmca_mr_t *mr;
+	long n;
+	int rc = 0;
+
+	api_get_region(p, 0, &r);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 4096, RMCA_ACCESS_LOCAL, &mr));
+	for (n = 0; n < 2 * BOUND; n++) {
+		rc = rmca_send_inv(p->ep, buf, MSG, mr, r.rkey, API_CTX(1));
+		if (rc)
+			break;
+	}
+	API_CHECK_MSG(rc == RMCA_ERR_AGAIN && n == BOUND,
+		      "%ld send_invs held, then %s (expected AGAIN at %d)", n,
+		      api_strerror(rc), BOUND);
+	/* a plain send behind them is held too, and refused alike */
+	API_CHECK_RC(rmca_send(p->ep, buf, MSG, mr, API_CTX(2)),
+		     RMCA_ERR_AGAIN);
+	api_token(p, 0, TOKEN_FULL);
+	drain_until(p, &t, RMCA_OP_SEND, BOUND);
+	drain(p, &t);
+	API_CHECK(t.n[RMCA_OP_SEND] == BOUND);
+	api_token(p, 0, TOKEN_DONE);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+}
+
+static void test_revoke_sends_stop_at_the_bound(void **state)
+{
+	const struct api_test t = {.server = inv_server, .client = inv_client};
+
+	(void)state;
+	set_caps("^send_inv");
+	api_run(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_emulated_atomics_stop_at_the_bound),
+		cmocka_unit_test(test_revoke_sends_stop_at_the_bound),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
