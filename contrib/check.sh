@@ -3,12 +3,13 @@
 # as root, from a clone:
 #
 #   dependencies, autoreconf, an out-of-tree --enable-werror build in _build/,
-#   make check, make distcheck, make check-vm (rxe0 and siw0 in a qemu guest)
+#   make check, make check-fuzz (one minute per fuzz target), make distcheck,
+#   make check-vm (rxe0 and siw0 in a qemu guest)
 #
 # A failing step does not stop the later ones, except that nothing can be
 # tested when the build fails. Test cases are counted from automake's
 # test/test-suite.log (the TAP driver counts each case) and from check-vm's
-# summary; distcheck counts as one case. The last line is always
+# summary; check-fuzz and distcheck count as one case each. The last line is always
 #
 #   N passed, N failed, N skipped
 #
@@ -74,6 +75,13 @@ fi
 # make check can fail before any test ran (a test does not build).
 if [ $check != 0 ] && [ $suite_failed = 0 ]; then
 	echo "ci: make check failed with no failing test counted"
+	failed=$((failed + 1))
+fi
+
+# The fuzz targets under libFuzzer, a bounded time each (test/fuzz.am).
+if phase fuzz make -C test check-fuzz FUZZ_SECONDS=60; then
+	passed=$((passed + 1))
+else
 	failed=$((failed + 1))
 fi
 
