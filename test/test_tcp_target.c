@@ -11,13 +11,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "tcp_harness.h"
 
-#define MiB (1u << 20)
+#define MiB    (1u << 20)
+#define REQ(n) ((void *)(uintptr_t)(n))
 
 static char *region_alloc(size_t len, int fill)
 {
@@ -397,12 +399,75 @@ static void flood_of_unread_gets_is_bounded(void **state)
 	free(gets);
 }
 
+/* The peer sends, whether or not the target still listens. */
+static void peer_send_blind(int peer, const void *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(peer, buf, len, MSG_NOSIGNAL);
+
+		if (n <= 0)
+			return;
+		buf = (const char *)buf + n;
+		len -= (size_t)n;
+	}
+}
+
+/*
+ * The target's own operations on a region deregistered under them: the
+ * connection fails there and they end; a message or an answer arriving
+ * later lands nowhere.
+ */
+static void own_ops_on_deregistered_region_end(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	char *region = region_alloc(4096, 0), *data = region_alloc(1024, 0x3c);
+	struct rmca_module_mr *mr = reg(m, region, 4096, RMCA_ACCESS_LOCAL);
+	struct tcp_frame credit, get, f;
+	uint8_t hdr[TCP_HDR_LEN];
+
+	assert_int_equal(rmca_tcp_recv(c, region, 1024, mr, REQ(1)), 0);
+	assert_int_equal(rmca_tcp_get(c, region + 2048, 1024, mr, 0x1000,
+				      0x2222, REQ(2)),
+			 0);
+	assert_true(th_peer_read_frame(peer, &credit));
+	assert_int_equal(credit.type, TCP_F_CREDIT);
+	assert_true(th_peer_read_frame(peer, &get));
+	assert_int_equal(get.type, TCP_F_GET);
+
+	dereg(mr);
+	memset(region, 0xa5, 4096);
+	f = (struct tcp_frame){.type = TCP_F_SEND, .id = 1, .len = 1024};
+	rmca_tcp_frame_encode(&f, hdr);
+	peer_send_blind(peer, hdr, sizeof(hdr));
+	peer_send_blind(peer, data, 1024);
+	f = (struct tcp_frame){.type = TCP_F_RESP, .id = get.id, .len = 1024};
+	rmca_tcp_frame_encode(&f, hdr);
+	peer_send_blind(peer, hdr, sizeof(hdr));
+	peer_send_blind(peer, data, 1024);
+	th_pump_idle();
+
+	assert_int_equal(first_not(region, 4096, 0xa5), -1);
+	assert_int_equal(th_ndone, 2);
+	assert_int_equal(th_done[0].status, RMCA_ERR_CONNECTION);
+	assert_int_equal(th_done[1].status, RMCA_ERR_CONNECTION);
+	assert_int_equal(th_nfailed, 1);
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+	free(region);
+	free(data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(put_in_flight_at_dereg_is_refused),
 		cmocka_unit_test(queued_answers_are_refused_at_dereg),
 		cmocka_unit_test(answer_on_the_wire_is_cut_at_dereg),
+		cmocka_unit_test(own_ops_on_deregistered_region_end),
 		cmocka_unit_test(use_once_key_works_only_where_handed_out),
 		cmocka_unit_test(flood_of_unread_gets_is_bounded),
 	};

@@ -105,6 +105,7 @@ struct tcp_op {
 	size_t len;
 	uint64_t inv_rkey; /* send_inv */
 	uint64_t *result; /* atomic */
+	const struct rmca_module_mr *mr; /* region of buf or result */
 	struct tcp_out out; /* the request frame */
 };
 

@@ -324,6 +324,15 @@ static struct tcp_out *refusal_of(const struct tcp_out *o)
 	return rmca_tcp_out_new(&f, NULL, 0);
 }
 
+/* Does an op of list h use mr's memory? */
+static bool ops_use(const struct tcp_list *h, const struct rmca_module_mr *mr)
+{
+	for (const struct tcp_list *l = h->next; l != h; l = l->next)
+		if (tcp_entry(l, struct tcp_op, link)->mr == mr)
+			return true;
+	return false;
+}
+
 /*
  * mr is being deregistered: once this returns, nothing on c reads or writes
  * its memory. A put streaming into it drains the rest of its payload and is
@@ -337,6 +346,22 @@ void rmca_tcp_conn_mr_gone(struct rmca_conn *c, const struct rmca_module_mr *mr)
 	struct tcp_rx *rx = &c->rx;
 	struct tcp_out *o = NULL, *refusal;
 	struct tcp_list *l;
+
+	/*
+	 * Our own operations on its memory cannot go on either: as a verbs
+	 * QP whose work request meets a deregistered region, the connection
+	 * fails, cut where it stands, and every op ends.
+	 */
+	if (!c->failed && (ops_use(&c->ops, mr) || ops_use(&c->recvs, mr))) {
+		tcp_log(c->mod, RMCA_LOG_INFO,
+			"closing connection to %s: a region deregistered "
+			"under its operations",
+			c->peer);
+		while ((o = tcp_first(&c->outq, struct tcp_out, link)))
+			out_drop(c, o);
+		conn_fail_at(c, RMCA_ERR_CONNECTION, NULL, NULL);
+		return;
+	}
 
 	if (rx->payload && rx->mr == mr) {
 		rx->drain_left += rx->dst_left;

@@ -124,7 +124,7 @@ static struct tcp_op *op_new(struct rmca_conn *c, enum tcp_op_kind kind,
 }
 
 static int post_send(struct rmca_conn *c, const void *buf, size_t len,
-		     uint64_t rkey, void *req)
+		     const struct rmca_module_mr *mr, uint64_t rkey, void *req)
 {
 	struct tcp_op *op;
 	int err;
@@ -136,6 +136,7 @@ static int post_send(struct rmca_conn *c, const void *buf, size_t len,
 		return err;
 	op->buf = (char *)buf;
 	op->len = len;
+	op->mr = mr;
 	op->inv_rkey = rkey;
 	tcp_list_add_tail(&c->sendq, &op->qlink);
 	rmca_tcp_pump_sends(c);
@@ -146,7 +147,7 @@ static int post_send(struct rmca_conn *c, const void *buf, size_t len,
 int rmca_tcp_send(struct rmca_conn *c, const void *buf, size_t len,
 		  struct rmca_module_mr *mr, void *req)
 {
-	return post_send(c, buf, len, 0, req);
+	return post_send(c, buf, len, mr, 0, req);
 }
 
 int rmca_tcp_send_inv(struct rmca_conn *c, const void *buf, size_t len,
@@ -154,7 +155,7 @@ int rmca_tcp_send_inv(struct rmca_conn *c, const void *buf, size_t len,
 {
 	if (!(rkey & RMCA_KEY_USE_ONCE))
 		return RMCA_ERR_INVALID;
-	return post_send(c, buf, len, rkey, req);
+	return post_send(c, buf, len, mr, rkey, req);
 }
 
 int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
@@ -178,13 +179,15 @@ int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
 	}
 	op->buf = buf;
 	op->len = (size_t)f.len;
+	op->mr = mr;
 	rmca_tcp_out_queue(c, o);
 	rmca_tcp_out_flush(c);
 	return 0;
 }
 
 static int post_rdma(struct rmca_conn *c, enum tcp_op_kind kind, void *buf,
-		     size_t len, uint64_t raddr, uint64_t rkey, void *req)
+		     size_t len, const struct rmca_module_mr *mr, uint64_t raddr,
+		     uint64_t rkey, void *req)
 {
 	struct tcp_frame f = {
 		.type = kind == TCP_OP_PUT ? TCP_F_PUT : TCP_F_GET,
@@ -202,6 +205,7 @@ static int post_rdma(struct rmca_conn *c, enum tcp_op_kind kind, void *buf,
 		return err;
 	op->buf = buf;
 	op->len = len;
+	op->mr = mr;
 	f.id = op->id;
 	op_queue(c, op, &f, kind == TCP_OP_PUT ? buf : NULL,
 		 kind == TCP_OP_PUT ? len : 0);
@@ -213,14 +217,15 @@ int rmca_tcp_put(struct rmca_conn *c, const void *buf, size_t len,
 		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
 		 void *req)
 {
-	return post_rdma(c, TCP_OP_PUT, (void *)buf, len, raddr, rkey, req);
+	return post_rdma(c, TCP_OP_PUT, (void *)buf, len, mr, raddr, rkey,
+			 req);
 }
 
 int rmca_tcp_get(struct rmca_conn *c, void *buf, size_t len,
 		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
 		 void *req)
 {
-	return post_rdma(c, TCP_OP_GET, buf, len, raddr, rkey, req);
+	return post_rdma(c, TCP_OP_GET, buf, len, mr, raddr, rkey, req);
 }
 
 int rmca_tcp_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
@@ -258,6 +263,7 @@ int rmca_tcp_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
 	if (!op)
 		return err;
 	op->result = result;
+	op->mr = mr;
 	f.id = op->id;
 	op_queue(c, op, &f, NULL, 0);
 	rmca_tcp_out_flush(c);
