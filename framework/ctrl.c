@@ -3,6 +3,11 @@
  * Control channel I/O: non-blocking, framed, on the context's event loop.
  * A malformed frame closes the channel of that one endpoint, with a logged
  * reason; what waited on it completes with RMCA_ERR_PROTOCOL.
+ *
+ * A peer is never trusted to read what it asks for: once the bytes queued
+ * for it reach RMCA_CTRL_TX_MAX, its channel is not read any more until
+ * they drain below half of that (pushback), so a peer that sends requests
+ * and never reads the answers costs a bounded amount of memory.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +20,16 @@
 #include "ctrl.h"
 #include "ep.h"
 
+/*
+ * A well-behaved peer never reaches the bound: what it can make us queue is
+ * one answer (at most 23 bytes with its prefix) per request it holds, and it
+ * holds at most RMCA_EP_MAX_HELD atomics, as many revokes and a module's
+ * worth of verifications; our own requests to it are bounded alike (at most
+ * 70 bytes each). That is under 4 MiB, so two honest peers never both stop
+ * reading each other.
+ */
+#define RMCA_CTRL_TX_MAX (4u << 20)
+
 struct rmca_ctrl {
 	int fd;
 	uint8_t rx[4 + RMCA_CTRL_MAX];
@@ -22,7 +37,13 @@ struct rmca_ctrl {
 	uint8_t *tx;
 	size_t tx_len, tx_off, tx_cap;
 	bool want_out;
+	bool deaf; /* not reading: too much queued for the peer */
 };
+
+static size_t ctrl_queued(const struct rmca_ctrl *c)
+{
+	return c->tx_len - c->tx_off;
+}
 
 static void ctrl_lost(struct rmca_ep *ep, int status, const char *why)
 {
@@ -43,15 +64,22 @@ static void ctrl_lost(struct rmca_ep *ep, int status, const char *why)
 	rmca_emul_ctrl_lost(ep, status);
 }
 
-static void ctrl_want_out(struct rmca_ep *ep, bool on)
+static void ctrl_events(struct rmca_ep *ep, bool want_out, bool deaf)
 {
 	struct rmca_ctrl *c = ep->ctrl;
 
-	if (c->want_out == on)
+	if (c->want_out == want_out && c->deaf == deaf)
 		return;
-	c->want_out = on;
+	c->want_out = want_out;
+	c->deaf = deaf;
 	ep->ctx->core.ops->fd_mod(&ep->ctx->core, c->fd,
-				  EPOLLIN | (on ? EPOLLOUT : 0));
+				  (deaf ? 0 : EPOLLIN) |
+					  (want_out ? EPOLLOUT : 0));
+}
+
+static void ctrl_want_out(struct rmca_ep *ep, bool on)
+{
+	ctrl_events(ep, on, ep->ctrl->deaf);
 }
 
 static int ctrl_flush_tx(struct rmca_ep *ep)
@@ -90,6 +118,11 @@ static int ctrl_parse(struct rmca_ep *ep, char *why, size_t why_len)
 		struct rmca_ctrl_msg m;
 		int rc;
 
+		if (ctrl_queued(c) >= RMCA_CTRL_TX_MAX) {
+			/* the rest waits until the peer reads */
+			ctrl_events(ep, c->want_out, true);
+			return 0;
+		}
 		if (!n || n > RMCA_CTRL_MAX) {
 			snprintf(why, why_len, "frame of %zu bytes", n);
 			return RMCA_ERR_PROTOCOL;
@@ -123,14 +156,33 @@ static void ctrl_event(void *arg, uint32_t events)
 			ctrl_lost(ep, RMCA_ERR_CONNECTION, "send failed");
 			return;
 		}
+		if (ep->ctrl->deaf &&
+		    ctrl_queued(ep->ctrl) < RMCA_CTRL_TX_MAX / 2) {
+			/* the peer read: listen again, frames held first */
+			ctrl_events(ep, ep->ctrl->want_out, false);
+			rc = ctrl_parse(ep, why, sizeof(why));
+			if (rc) {
+				ctrl_lost(ep, rc, why);
+				return;
+			}
+			events |= EPOLLIN;
+		}
 	}
 	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		return;
-	for (;;) {
+	if (ep->ctrl->deaf) {
+		/* not reading: only a hang-up or an error is news */
+		if (events & (EPOLLHUP | EPOLLERR))
+			ctrl_lost(ep, RMCA_ERR_CONNECTION, "connection lost");
+		return;
+	}
+	/* A bounded number of reads: a peer that keeps writing does not keep
+	 * this progress call from the others (the fd stays readable). */
+	for (int budget = 64; budget; budget--) {
 		struct rmca_ctrl *c = ep->ctrl;
 		ssize_t n;
 
-		if (!c)
+		if (!c || c->deaf)
 			return;
 		n = recv(c->fd, c->rx + c->rx_len, sizeof(c->rx) - c->rx_len,
 			 MSG_DONTWAIT);
@@ -188,6 +240,15 @@ int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 
 	if (!c)
 		return RMCA_ERR_CONNECTION;
+	if (c->tx_cap - c->tx_len < 4 + RMCA_CTRL_MAX &&
+	    c->tx_off >= ctrl_queued(c)) {
+		/* what was sent makes room (moving no more than it frees):
+		 * the buffer grows with what is queued, not with what went
+		 * through it */
+		memmove(c->tx, c->tx + c->tx_off, ctrl_queued(c));
+		c->tx_len -= c->tx_off;
+		c->tx_off = 0;
+	}
 	if (c->tx_cap - c->tx_len < 4 + RMCA_CTRL_MAX) {
 		size_t cap = c->tx_cap ? c->tx_cap * 2 : 1024;
 		uint8_t *t = realloc(c->tx, cap);

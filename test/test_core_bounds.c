@@ -5,14 +5,21 @@
  * outstanding with RMCA_ERR_AGAIN, and a refused post posted nothing.
  * Counts, not times: the target does not progress while the initiator
  * fills up, then serves everything, and every count must match.
+ *
+ * The control channel is bounded at the target too: a peer that floods it
+ * with requests and never reads the answers is no longer read (pushback)
+ * while the target keeps serving its other peers.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -228,11 +235,153 @@ static void test_revoke_sends_stop_at_the_bound(void **state)
 	api_run(&t);
 }
 
+/* ---- a peer that floods the control channel and never reads ---- */
+
+#define FLOOD	    4000000L /* REVOKEs: 84 MB of frames */
+#define FRAME	    21	     /* u32 length, u8 type, u64 seq, u64 rkey */
+#define BATCH	    3120
+#define TOKEN_STUCK 0x57c
+
+/* The control channel is the bootstrap socket: the one to the listener. */
+static int ctrl_fd(int port)
+{
+	for (int fd = 3; fd < 1024; fd++) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int type, peer_port;
+		socklen_t tl = sizeof(type);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) ||
+		    type != SOCK_STREAM ||
+		    getpeername(fd, (struct sockaddr *)&ss, &sl))
+			continue;
+		if (ss.ss_family == AF_INET)
+			peer_port =
+				ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		else if (ss.ss_family == AF_INET6)
+			peer_port =
+				ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		else
+			continue;
+		if (peer_port == port)
+			return fd;
+	}
+	return -1;
+}
+
+/* Progress until a token comes on link 0, however long the flood takes
+ * (the harness still ends a test that hangs). */
+static void serve_until_token(struct api_peer *p, uint64_t token)
+{
+	struct pollfd pf[2] = {
+		{.fd = p->link[0].rd, .events = POLLIN},
+		{.fd = rmca_wait_fd(p->ctx), .events = POLLIN},
+	};
+	uint64_t v;
+
+	while (poll(pf, 2, 100) >= 0 && !(pf[0].revents & (POLLIN | POLLHUP)))
+		api_progress(p);
+	API_CHECK(read(p->link[0].rd, &v, sizeof(v)) == sizeof(v));
+	API_CHECK_MSG(v == token, "token %#llx", (unsigned long long)v);
+}
+
+static void flood_server(struct api_peer *p)
+{
+	char *msg = api_alloc(4096);
+	rmca_mr_t *mm;
+
+	API_CHECK(p->nclients == 2);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, msg, 4096, RMCA_ACCESS_LOCAL, &mm));
+	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
+	serve_until_token(p, TOKEN_STUCK);
+	/* The flooder is pushed back; everybody else is still served. */
+	api_token(p, 1, API_TOKEN_GO);
+	API_CHECK(api_recv_wait(p, p->eps[1], msg, 4096, mm) == 6);
+	API_CHECK(!memcmp(msg, "hello", 6));
+	API_CHECK_OK(rmca_mr_dereg(mm));
+	api_token(p, 0, TOKEN_DONE);
+	api_token(p, 1, TOKEN_DONE);
+}
+
+static void flood(struct api_peer *p)
+{
+	static uint8_t buf[BATCH * FRAME];
+	int fd = ctrl_fd((int)api_get_u64(p, 0));
+	long sent = 0, frames;
+	size_t off = 0;
+
+	API_CHECK_MSG(fd >= 0, "no control channel socket");
+	/* Small buffers here: what the kernels hold stays well below FLOOD
+	 * (the target's own buffers: at most 32 MB of frames and 4 MB of
+	 * answers on common settings, about 1.9 M frames). */
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &(int){65536}, sizeof(int));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){65536}, sizeof(int));
+	for (int i = 0; i < BATCH; i++) {
+		uint8_t *f = buf + i * FRAME;
+
+		memset(f, 0, FRAME);
+		f[0] = FRAME - 4; /* length, little-endian */
+		f[4] = 3;	  /* REVOKE; seq 0, rkey 0: refused, answered */
+	}
+	/* Write until everything went, or the target stopped reading: no
+	 * room for seconds while it progresses. */
+	while (sent < FLOOD * FRAME) {
+		ssize_t n = send(fd, buf + off, sizeof(buf) - off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		struct pollfd pf = {.fd = fd, .events = POLLOUT};
+
+		if (n > 0) {
+			sent += n;
+			off = (off + (size_t)n) % sizeof(buf);
+			continue;
+		}
+		API_CHECK_MSG(n < 0 && errno == EAGAIN, "send: %s",
+			      strerror(errno));
+		if (poll(&pf, 1, 2000) == 0)
+			break;
+	}
+	frames = sent / FRAME;
+	API_CHECK_MSG(frames < FLOOD,
+		      "the target read all %ld REVOKEs and queued their acks",
+		      frames);
+	api_token(p, 0, TOKEN_STUCK);
+	deaf_expect_token(p, TOKEN_DONE);
+	_exit(0); /* never reading: rmca would find acks for nothing */
+}
+
+static void flood_client(struct api_peer *p)
+{
+	char *msg = api_alloc(4096);
+	rmca_mr_t *mm;
+
+	if (p->index == 0)
+		flood(p);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, msg, 4096, RMCA_ACCESS_LOCAL, &mm));
+	memcpy(msg, "hello", 6);
+	serve_until_token(p, API_TOKEN_GO); /* the flood can take a while */
+	api_send_wait(p, p->ep, msg, 6, mm);
+	api_expect_token(p, 0, TOKEN_DONE);
+	API_CHECK_OK(rmca_mr_dereg(mm));
+}
+
+static void test_control_flood_is_pushed_back(void **state)
+{
+	const struct api_test t = {.server = flood_server,
+				   .client = flood_client,
+				   .nclients = 2,
+				   .no_barrier = true};
+
+	(void)state;
+	set_caps("^send_inv"); /* any mask: the channel is always there */
+	api_run(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_emulated_atomics_stop_at_the_bound),
 		cmocka_unit_test(test_revoke_sends_stop_at_the_bound),
+		cmocka_unit_test(test_control_flood_is_pushed_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
