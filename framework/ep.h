@@ -24,11 +24,14 @@ struct rmca_req {
 	bool done; /* the module completed it */
 	bool needs_flush; /* a DELIVERED put on a module without remote completion */
 	bool flushed; /* its delivery flush completed */
-	bool emitted;
+	bool emitted; /* reported: queued for rmca_poll, or returned by it */
+	bool queued; /* on the completion queue (cq_next) */
 	bool uncovered; /* on ep->unflushed */
 	int status;
 	size_t len;
 	uint64_t revoked_rkey;
+	struct rmca_req *cq_next; /* the completion queue: the request is its
+				   * own slot, so reporting cannot fail */
 	/* a delivery flush covers puts; a put points at its flush */
 	struct rmca_req *cover_next;
 	struct rmca_req *covers;
@@ -128,13 +131,14 @@ struct rmca_mr {
 /* progress.c */
 int rmca_cq_init(struct rmca_context *ctx);
 void rmca_cq_fini(struct rmca_context *ctx);
-int rmca_cq_push(struct rmca_context *ctx, const struct rmca_completion *c);
+void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r);
 int rmca_progress(struct rmca_context *ctx, int timeout_ms);
 
 /* ops.c */
 struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
 			      enum rmca_req_kind kind, void *user_ctx);
 void rmca_req_abandon(struct rmca_req *r);
+void rmca_req_release(struct rmca_req *r);
 void rmca_req_done(struct rmca_req *r, int status, size_t len,
 		   uint64_t revoked_rkey);
 void rmca_ep_flush_delivered(struct rmca_ep *ep);

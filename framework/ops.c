@@ -75,6 +75,14 @@ void rmca_req_abandon(struct rmca_req *r)
 	free(r);
 }
 
+/* Freed once nobody holds it any more: the completion queue until
+ * rmca_poll returned it, a delivery flush until that flush resolved. */
+void rmca_req_release(struct rmca_req *r)
+{
+	if (r->emitted && !r->queued && !r->flush && !r->uncovered)
+		free(r);
+}
+
 static bool req_ready(const struct rmca_req *r)
 {
 	return r->done && (!r->needs_flush || r->flushed || r->status) &&
@@ -101,30 +109,20 @@ static void req_maybe_verify(struct rmca_req *r)
 static void req_emit(struct rmca_req *r)
 {
 	struct rmca_ep *ep = r->ep;
-	struct rmca_completion c = {
-		.user_ctx = r->user_ctx,
-		.status = r->status,
-		.op = r->op,
-		.len = r->op == RMCA_OP_RECV ? r->len : 0,
-		.ep = ep,
-		.revoked_rkey = r->revoked_rkey,
-	};
 
 	if (r->op == RMCA_OP_FLUSH)
 		ep->nflushes--;
 	req_unlink(r);
 	r->emitted = true;
-	rmca_cq_push(ep->ctx, &c);
+	if (r->op != RMCA_OP_RECV)
+		r->len = 0;
+	rmca_cq_push(ep->ctx, r);
 	/* An error other than a cancel fails the endpoint, as on a verbs QP;
 	 * the module fails its own connection, this covers our paths. */
 	if (r->status && r->status != RMCA_ERR_CANCELED && !ep->failed) {
 		ep->failed = true;
 		ep->fail_status = r->status;
 	}
-	/* A put still named by a delivery flush, or waiting for one, is freed
-	 * by the flush code; every other request goes now. */
-	if (!r->flush && !r->uncovered)
-		free(r);
 }
 
 /* Report what may be reported: anything ready, but a flush only once every
@@ -158,7 +156,7 @@ static void flush_resolve(struct rmca_req *f, int status)
 		p->flush = NULL;
 		p->cover_next = NULL;
 		if (p->emitted) {
-			free(p);
+			rmca_req_release(p);
 			continue;
 		}
 		p->flushed = true;
@@ -223,7 +221,7 @@ void rmca_ep_flush_delivered(struct rmca_ep *ep)
 		p->cover_next = NULL;
 		p->uncovered = false;
 		if (p->emitted) { /* failed before it was covered */
-			free(p);
+			rmca_req_release(p);
 			continue;
 		}
 		p->flush = f;
@@ -257,8 +255,7 @@ void rmca_ep_cancel_all(struct rmca_ep *ep, int status)
 		next = r->cover_next;
 		r->cover_next = NULL;
 		r->uncovered = false;
-		if (r->emitted)
-			free(r);
+		rmca_req_release(r);
 	}
 	ep->unflushed = NULL;
 	for (r = ep->reqs_head; r; r = r->next)

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * Progress and the completion queue. Completions are queued here by the
- * framework as modules report them and handed out by rmca_poll. An eventfd
- * in the context's epoll set stays readable while the queue holds anything,
- * so rmca_wait_fd() is readable exactly when rmca_poll may return something.
+ * framework as modules report them and handed out by rmca_poll. The queue
+ * links the requests themselves: every posted operation brought its slot,
+ * so a completion owed can always be queued, whatever memory is left. An
+ * eventfd in the context's epoll set stays readable while the queue holds
+ * anything, so rmca_wait_fd() is readable whenever rmca_poll may return
+ * something.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,8 +18,8 @@
 #include "ep.h"
 
 struct rmca_cq {
-	struct rmca_completion *ring;
-	size_t cap, head, count;
+	struct rmca_req *head, *tail;
+	size_t count;
 	int efd;
 	bool signaled;
 };
@@ -47,8 +50,14 @@ void rmca_cq_fini(struct rmca_context *ctx)
 {
 	if (!ctx->cq)
 		return;
+	while (ctx->cq->head) {
+		struct rmca_req *r = ctx->cq->head;
+
+		ctx->cq->head = r->cq_next;
+		r->queued = false;
+		rmca_req_release(r);
+	}
 	close(ctx->cq->efd);
-	free(ctx->cq->ring);
 	free(ctx->cq);
 	ctx->cq = NULL;
 }
@@ -68,29 +77,19 @@ static void cq_signal(struct rmca_cq *cq, bool on)
 	cq->signaled = on;
 }
 
-int rmca_cq_push(struct rmca_context *ctx, const struct rmca_completion *c)
+void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r)
 {
 	struct rmca_cq *cq = ctx->cq;
 
-	if (cq->count == cq->cap) {
-		size_t ncap = cq->cap ? cq->cap * 2 : 256;
-		struct rmca_completion *n = malloc(ncap * sizeof(*n));
-
-		/* A completion owed is never dropped: without memory we have
-		 * nothing better than to stop here. */
-		if (!n)
-			abort();
-		for (size_t i = 0; i < cq->count; i++)
-			n[i] = cq->ring[(cq->head + i) % cq->cap];
-		free(cq->ring);
-		cq->ring = n;
-		cq->cap = ncap;
-		cq->head = 0;
-	}
-	cq->ring[(cq->head + cq->count) % cq->cap] = *c;
+	r->cq_next = NULL;
+	r->queued = true;
+	if (cq->tail)
+		cq->tail->cq_next = r;
+	else
+		cq->head = r;
+	cq->tail = r;
 	cq->count++;
 	cq_signal(cq, true);
-	return 0;
 }
 
 /* One pass of the event loop: fds ready within timeout_ms, then every
@@ -134,10 +133,24 @@ int rmca_poll(rmca_context_t *ctx, struct rmca_completion *out, int max)
 		return RMCA_ERR_INVALID;
 	cq = ctx->cq;
 	rmca_progress(ctx, 0);
-	while (n < max && cq->count) {
-		out[n++] = cq->ring[cq->head];
-		cq->head = (cq->head + 1) % cq->cap;
+	while (n < max && cq->head) {
+		struct rmca_req *r = cq->head;
+
+		/* r->ep may be gone: it is only copied, as an identifier */
+		out[n++] = (struct rmca_completion){
+			.user_ctx = r->user_ctx,
+			.status = r->status,
+			.op = r->op,
+			.len = r->len,
+			.ep = r->ep,
+			.revoked_rkey = r->revoked_rkey,
+		};
+		cq->head = r->cq_next;
+		if (!cq->head)
+			cq->tail = NULL;
 		cq->count--;
+		r->queued = false;
+		rmca_req_release(r);
 	}
 	if (!cq->count)
 		cq_signal(cq, false);
