@@ -129,8 +129,9 @@ static void th_fd_del(const struct rmca_core *core, int fd)
 static void th_complete(const struct rmca_core *core, void *req, int status,
 			size_t len, uint64_t revoked)
 {
-	assert_true(th_ndone < TH_MAX_DONE);
-	th_done[th_ndone++] = (struct th_done){req, status, len, revoked};
+	if (th_ndone < TH_MAX_DONE)
+		th_done[th_ndone] = (struct th_done){req, status, len, revoked};
+	th_ndone++;
 }
 
 static void th_conn_failed(const struct rmca_core *core, void *cookie,
@@ -176,7 +177,6 @@ struct tcp_module *th_module(void)
 void th_module_free(struct tcp_module *m)
 {
 	rmca_tcp_module_destroy(m);
-	nfds = 0;
 }
 
 struct rmca_conn *th_conn(struct tcp_module *m, int *peer)
@@ -191,6 +191,19 @@ struct rmca_conn *th_conn(struct tcp_module *m, int *peer)
 	assert_int_equal(rmca_tcp_conn_create(m, sv[0], NULL, &c), 0);
 	*peer = sv[1];
 	return c;
+}
+
+void th_conn_pair(struct tcp_module *a, struct tcp_module *b,
+		  struct rmca_conn **ca, struct rmca_conn **cb)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX,
+				    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				    0, sv),
+			 0);
+	assert_int_equal(rmca_tcp_conn_create(a, sv[0], NULL, ca), 0);
+	assert_int_equal(rmca_tcp_conn_create(b, sv[1], NULL, cb), 0);
 }
 
 bool th_pump(void)

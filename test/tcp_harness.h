@@ -22,7 +22,8 @@ struct th_done {
 	uint64_t revoked;
 };
 
-/* What the fake core saw. */
+/* What the fake core saw: the first TH_MAX_DONE completions, and how many
+ * there were. */
 extern struct th_done th_done[TH_MAX_DONE];
 extern int th_ndone;
 extern int th_nfailed; /* conn_failed() calls */
@@ -34,6 +35,10 @@ void th_module_free(struct tcp_module *m);
 
 /* A connection of m; *peer is the raw peer's end (non-blocking). */
 struct rmca_conn *th_conn(struct tcp_module *m, int *peer);
+
+/* Two modules connected to each other. */
+void th_conn_pair(struct tcp_module *a, struct tcp_module *b,
+		  struct rmca_conn **ca, struct rmca_conn **cb);
 
 /* Run every connection callback that has an event now; true if any ran. */
 bool th_pump(void);

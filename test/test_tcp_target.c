@@ -461,6 +461,50 @@ static void own_ops_on_deregistered_region_end(void **state)
 	free(data);
 }
 
+/*
+ * Two modules flooding each other with gets, each at the most it may have
+ * outstanding: neither holds the other back for good, every get ends. (A
+ * bound on queued answers below that limit deadlocks here: both stop
+ * reading, each waiting for the other; hence its least value.)
+ */
+static void peers_at_their_limit_both_finish(void **state)
+{
+	struct tcp_module *a = th_module(), *b = th_module();
+	struct rmca_conn *ca, *cb;
+	char *ra = region_alloc(4096, 0x0a), *rb = region_alloc(4096, 0x0b);
+	char *into = region_alloc(4096, 0);
+	struct rmca_module_mr *ma = reg(a, ra, 4096, RMCA_ACCESS_REMOTE_READ);
+	struct rmca_module_mr *mb = reg(b, rb, 4096, RMCA_ACCESS_REMOTE_READ);
+	uint64_t ka, kb;
+
+	th_conn_pair(a, b, &ca, &cb);
+	ka = rkey(ma, cb);
+	kb = rkey(mb, ca);
+	for (int i = 0; i < TCP_MAX_OPS; i++) {
+		assert_int_equal(rmca_tcp_get(ca, into, 4096, NULL,
+					      (uintptr_t)rb, kb, REQ(1)),
+				 0);
+		assert_int_equal(rmca_tcp_get(cb, into, 4096, NULL,
+					      (uintptr_t)ra, ka, REQ(2)),
+				 0);
+	}
+	th_pump_idle();
+	assert_int_equal(th_nfailed, 0);
+	assert_int_equal(th_ndone, 2 * TCP_MAX_OPS);
+	for (int i = 0; i < TH_MAX_DONE; i++)
+		assert_int_equal(th_done[i].status, 0);
+
+	rmca_tcp_conn_destroy(ca);
+	rmca_tcp_conn_destroy(cb);
+	dereg(ma);
+	dereg(mb);
+	th_module_free(a);
+	th_module_free(b);
+	free(ra);
+	free(rb);
+	free(into);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -470,6 +514,7 @@ int main(void)
 		cmocka_unit_test(own_ops_on_deregistered_region_end),
 		cmocka_unit_test(use_once_key_works_only_where_handed_out),
 		cmocka_unit_test(flood_of_unread_gets_is_bounded),
+		cmocka_unit_test(peers_at_their_limit_both_finish),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,8 +22,10 @@
 #define TCP_MAX_PENDING 64 /* accepted sockets awaiting their connect() */
 #define TCP_SCRATCH_LEN 65536 /* where refused payloads are drained */
 #define TCP_RX_BUDGET 64 /* frames read per wakeup, for fairness */
-/* Least RMCA_tcp_max_pending_responses: a peer's outstanding requests never
- * reach it, so two peers never both stop reading from each other. */
+/* Least RMCA_tcp_max_pending_responses: a connection holds off reading only
+ * with every one of a peer's outstanding requests (at most TCP_MAX_OPS)
+ * read and unanswered, so nothing of the peer's waits in the socket and
+ * two peers never both stop reading from each other. */
 #define TCP_MIN_PENDING_RESP TCP_MAX_OPS
 
 /* The addr() blob: versioned, little-endian. */
