@@ -242,6 +242,10 @@ int rmca_verbs_module_init(struct rmca_verbs_module *vm);
 void rmca_verbs_module_fini(struct rmca_verbs_module *vm);
 extern const struct rmca_module_ops rmca_verbs_ops;
 
+/* test-only fault injection (verbs_fault.c) */
+bool rmca_verbs_fault(const char *point);
+extern int rmca_verbs_debug_devs;
+
 /* rdma_cm (verbs_cm.c) */
 int rmca_verbs_cm_listen(struct rmca_verbs_module *vm);
 void rmca_verbs_cm_dispatch(struct rmca_verbs_module *vm);

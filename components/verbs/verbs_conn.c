@@ -39,9 +39,14 @@ struct rmca_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
 	c->active = active;
 	c->cookie = cookie;
 	c->state = RMCA_VCONN_CONNECTING;
-	c->ctl = aligned_alloc(64, sizeof(*c->ctl));
+	c->ctl = rmca_verbs_fault("verbs_conn_alloc")
+			 ? NULL
+			 : aligned_alloc(64, sizeof(*c->ctl));
+	if (!c->ctl)
+		goto err;
+	/* only once nothing else can fail before has_pd says so */
 	pd = rmca_verbs_pd_get(vm->dev);
-	if (!c->ctl || !pd)
+	if (!pd)
 		goto err;
 	c->has_pd = true;
 	memset(c->ctl, 0, sizeof(*c->ctl));

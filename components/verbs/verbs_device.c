@@ -158,6 +158,13 @@ static void probe_caps(struct rmca_verbs_module *vm,
 	(void)cfg;
 }
 
+/*
+ * The device of ctx, from devs[] or new. Every device listed in devs[] holds
+ * one reference of the probe's own, dropped once every port is done, so a
+ * module that fails (or is never allocated) can drop its own at once: the
+ * device lives on for the next port of the same HCA, and goes with the probe
+ * when no module took it.
+ */
 static struct rmca_verbs_dev *dev_get(const struct rmca_core *core,
 				      struct rmca_verbs_dev **devs, int *ndev,
 				      struct ibv_context *ctx)
@@ -179,7 +186,9 @@ static struct rmca_verbs_dev *dev_get(const struct rmca_core *core,
 		free(d);
 		return NULL;
 	}
+	d->refs = 1;
 	devs[(*ndev)++] = d;
+	rmca_verbs_debug_devs++;
 	return d;
 }
 
@@ -190,6 +199,7 @@ static void dev_put(struct rmca_verbs_dev *d)
 	if (d->async_registered)
 		d->core->ops->fd_del(d->core, d->ctx->async_fd);
 	free(d);
+	rmca_verbs_debug_devs--;
 }
 
 /*
@@ -254,9 +264,17 @@ int rmca_verbs_probe(const struct rmca_core *core,
 		d = dev_get(core, devs, &ndev, f[i].ctx);
 		if (!d)
 			continue;
-		vm = calloc(1, sizeof(*vm));
-		if (!vm)
+		vm = rmca_verbs_fault("verbs_module_alloc")
+			     ? NULL
+			     : calloc(1, sizeof(*vm));
+		if (!vm) {
+			core->ops->log(
+				core, RMCA_LOG_WARN,
+				"%s: %s: no memory for a module, skipped",
+				cfg->name,
+				ibv_get_device_name(f[i].ctx->device));
 			continue;
+		}
 		vm->dev = d;
 		d->refs++;
 		vm->port = f[i].port;
@@ -282,6 +300,8 @@ int rmca_verbs_probe(const struct rmca_core *core,
 		rmca_verbs_detail_update(vm);
 		mods[nmod++] = &vm->m;
 	}
+	for (i = 0; i < ndev; i++)
+		dev_put(devs[i]); /* the probe's: freed if no module took it */
 	rdma_free_devices(list);
 	*modules = mods;
 	*count = nmod;

@@ -49,7 +49,7 @@ int rmca_verbs_module_init(struct rmca_verbs_module *vm)
 	if (!vm->ec || nonblock(vm->ec->fd))
 		goto err;
 	step = "listener";
-	if (rmca_verbs_cm_listen(vm))
+	if (rmca_verbs_fault("verbs_module_init") || rmca_verbs_cm_listen(vm))
 		goto err;
 	step = "event loop";
 	{

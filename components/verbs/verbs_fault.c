@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Fault injection, for tests only: RMCATEST_FAIL is a comma-separated list
+ * of points at which the verbs code behaves as if the step had failed, so
+ * that error paths the devices never take (an allocation failing) run in a
+ * test on a real device. The points:
+ *
+ *   verbs_conn_alloc    a connection's control memory is not allocated
+ *   verbs_module_alloc  a module's memory is not allocated
+ *   verbs_module_init   a module's set-up fails at its listener
+ *
+ * Read at each point, so a test may change it between calls. Not a user
+ * setting (hence not RMCA_*): unset, nothing changes.
+ *
+ * rmca_verbs_debug_devs counts the devices the verbs code holds in this
+ * process (each probe's, until its last module goes), so that a test sees
+ * a device leaked by an error path; a test finds it with dlsym() in the
+ * loaded component.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs.h"
+
+__attribute__((visibility("default"))) int rmca_verbs_debug_devs;
+
+bool rmca_verbs_fault(const char *point)
+{
+	const char *s = getenv("RMCATEST_FAIL");
+	size_t n = strlen(point);
+
+	while (s && *s) {
+		size_t len = strcspn(s, ",");
+
+		if (len == n && !strncmp(s, point, n))
+			return true;
+		s += len;
+		s += *s == ',';
+	}
+	return false;
+}
