@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shm component: the whole rmca ABI between two processes of one host.
+ *
+ * Each connection shares one sealed memfd segment (handed over a unix socket,
+ * so nothing is ever named in /dev/shm) holding, per side, a request ring
+ * and a response ring. Every remote access is a request executed by the
+ * target's own core: the target checks the key in its table, then copies
+ * with memcpy (data inline in the ring) or with process_vm_readv/writev
+ * straight between the two processes' memory (cross-memory attach). So the
+ * key table never leaves the target, revocation and deregistration need no
+ * protocol (the target runs single-threaded), and atomics run on the
+ * target's CPU, coherent with tcp's and with the core's emulation.
+ *
+ * The unix socket stays open for the connection's life: it carries wakeups
+ * (one byte, only when the peer said it may sleep) and its hang-up tells a
+ * peer's death, however it died.
+ */
+#ifndef RMCA_SHM_H
+#define RMCA_SHM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <rmca/component.h>
+
+#include "shm_list.h"
+#include "shm_ring.h"
+
+#define SHM_PROTO_VERSION 1u
+#define SHM_MAX_OPS	  16384 /* outstanding ops per connection, then AGAIN */
+#define SHM_MAX_PENDING	  64	/* accepted sockets awaiting their connect() */
+
+/* The addr() blob: what makes two processes able to share memory. */
+struct shm_addr_blob {
+	uint8_t magic[4]; /* "RSHM" */
+	uint8_t version;  /* SHM_PROTO_VERSION */
+	uint8_t reserved[3];
+	uint8_t boot_id[16];
+	uint64_t ns_ipc, ns_mnt, ns_net, ns_pid; /* namespace inodes */
+	uint32_t uid;
+	uint32_t pid;
+	uint64_t sock_id;    /* abstract unix socket "\0rmca-shm-<hex>" */
+	uint64_t probe_addr; /* a word in this process that holds ... */
+	uint64_t probe_val;  /* ... this value, read by the peer's probe */
+};
+
+struct shm_key; /* shm_keys.c */
+
+struct shm_keytab {
+	struct shm_key **buckets;
+	size_t nbuckets; /* power of two */
+	size_t count;
+	int (*random)(void *buf, size_t len);
+};
+
+struct shm_module {
+	struct rmca_module base;
+	struct shm_addr_blob self;
+	int lfd;		 /* the abstract listening socket */
+	struct shm_list pending; /* struct shm_pending */
+	int npending;
+	struct shm_list conns; /* struct rmca_conn */
+	struct shm_keytab keys;
+	uint64_t probe_word;
+};
+
+struct rmca_module_mr {
+	struct shm_module *mod;
+	char *addr;
+	size_t len;
+	unsigned access;
+	uint64_t key; /* regions that are not use-once: one key for all */
+	struct shm_list once; /* use-once keys, one per connection */
+};
+
+enum shm_op_kind {
+	SHM_OP_SEND,
+	SHM_OP_RECV,
+	SHM_OP_PUT,
+	SHM_OP_GET,
+	SHM_OP_ATOMIC,
+	SHM_OP_FLUSH,
+};
+
+struct shm_op {
+	struct shm_list link;  /* c->ops in post order, or c->recvs */
+	struct shm_list qlink; /* c->backlog, then c->inflight */
+	enum shm_op_kind kind;
+	void *req;
+	uint64_t id;
+	char *buf;
+	size_t len;
+	uint64_t raddr, rkey;
+	uint64_t inv_rkey; /* send_inv */
+	uint64_t *result;  /* atomic */
+	struct rmca_atomic atomic;
+};
+
+struct rmca_conn {
+	struct shm_list link; /* m->conns */
+	struct shm_module *mod;
+	int fd; /* the unix socket; -1 once closed */
+	void *cookie;
+	int side; /* 0: active, 1: passive */
+	pid_t peer_pid;
+	bool failed;
+	int fail_status;
+	struct shm_seg *seg;
+	struct shm_rings r; /* this side's view of the segment */
+	uint64_t next_id;
+	int nops;
+	uint64_t sends_pushed; /* against the peer's recvs_posted */
+	uint64_t recvs_posted;
+	uint64_t reqs_pushed, resps_seen; /* inflight = the difference */
+	struct shm_list ops;	  /* send/put/get/atomic/flush, post order */
+	struct shm_list recvs;	  /* posted receives, oldest first */
+	struct shm_list backlog;  /* waiting for ring room, a credit */
+	struct shm_list inflight; /* pushed, awaiting their response */
+};
+
+/* shm_module.c */
+int rmca_shm_module_create(const struct rmca_core *core,
+			   struct shm_module **out);
+void rmca_shm_module_destroy(struct shm_module *m);
+/* 1 if the peer whose blob is given shares this host's memory, else 0 and
+ * why. */
+int rmca_shm_addr_check(const struct shm_module *m, const void *addr,
+			size_t len, char *why, size_t why_len);
+
+/* shm_keys.c */
+int rmca_shm_keytab_init(struct shm_keytab *t,
+			 int (*random)(void *buf, size_t len));
+void rmca_shm_keytab_fini(struct shm_keytab *t);
+int rmca_shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
+		    unsigned access, struct rmca_module_mr **out);
+int rmca_shm_mr_dereg(struct rmca_module_mr *mr);
+uint64_t rmca_shm_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c);
+int rmca_shm_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
+		       uint64_t rkey);
+int rmca_shm_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
+		    uint64_t rkey);
+/* The target's check of a remote access arriving on c: 0 and *ptr, or
+ * RMCA_ERR_REMOTE_ACCESS. */
+int rmca_shm_access(struct rmca_conn *c, uint64_t rkey, uint64_t raddr,
+		    uint64_t len, unsigned need, char **ptr);
+/* A send-with-invalidate arrived on c: revoke rkey if it is a use-once key
+ * handed out on c; returns it, or 0 when it revoked nothing. */
+uint64_t rmca_shm_revoke_inv(struct rmca_conn *c, uint64_t rkey);
+/* c goes away: the use-once keys bound to it die with it. */
+void rmca_shm_keys_drop_conn(struct shm_module *m, struct rmca_conn *c);
+
+/* shm_connect.c */
+int rmca_shm_listen(struct shm_module *m);
+void rmca_shm_pending_free_all(struct shm_module *m);
+int rmca_shm_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
+		     struct rmca_conn **out);
+
+/* shm_conn.c */
+int rmca_shm_conn_create(struct shm_module *m, int fd, struct shm_seg *seg,
+			 int side, pid_t peer_pid, void *cookie,
+			 struct rmca_conn **out);
+void rmca_shm_conn_fail(struct rmca_conn *c, int status);
+void rmca_shm_wake_peer(struct rmca_conn *c);
+void rmca_shm_conn_poll(struct rmca_conn *c);
+void rmca_shm_disconnect(struct rmca_conn *c);
+int rmca_shm_progress(struct rmca_module *mod);
+
+/* shm_ops.c: posting */
+void rmca_shm_op_done(struct rmca_conn *c, struct shm_op *op, int status,
+		      size_t len, uint64_t revoked);
+void rmca_shm_complete_all(struct rmca_conn *c, int status);
+void rmca_shm_pump(struct rmca_conn *c);
+int rmca_shm_send(struct rmca_conn *c, const void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req);
+int rmca_shm_send_inv(struct rmca_conn *c, const void *buf, size_t len,
+		      struct rmca_module_mr *mr, uint64_t rkey, void *req);
+int rmca_shm_recv(struct rmca_conn *c, void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req);
+int rmca_shm_put(struct rmca_conn *c, const void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req);
+int rmca_shm_get(struct rmca_conn *c, void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req);
+int rmca_shm_atomic(struct rmca_conn *c, const struct rmca_atomic *op,
+		    uint64_t *result, struct rmca_module_mr *mr, void *req);
+int rmca_shm_flush(struct rmca_conn *c, void *req);
+
+/* shm_target.c: what arrives */
+/* Serve every request and response in the rings; false once c failed. */
+bool rmca_shm_rx(struct rmca_conn *c);
+
+#define shm_log(m, lvl, fmt, ...)                                              \
+	(m)->base.core->ops->log((m)->base.core, (lvl), "shm: " fmt,           \
+				 ##__VA_ARGS__)
+
+#endif

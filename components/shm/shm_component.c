@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shm component: one module per context, reaching the processes of this
+ * host that may share memory with this one.
+ */
+#include <stdlib.h>
+
+#include "shm.h"
+
+static int shm_register_params(const struct rmca_core *core)
+{
+	(void)core;
+	return 0;
+}
+
+static int shm_open(const struct rmca_core *core, struct rmca_module ***modules,
+		    int *count)
+{
+	struct shm_module *m;
+	int r;
+
+	*modules = NULL;
+	*count = 0;
+	r = rmca_shm_module_create(core, &m);
+	if (r)
+		return r == RMCA_ERR_NO_MEMORY ? r : 0;
+	*modules = malloc(sizeof(**modules));
+	if (!*modules) {
+		rmca_shm_module_destroy(m);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	(*modules)[0] = &m->base;
+	*count = 1;
+	return 0;
+}
+
+static void shm_close(const struct rmca_core *core,
+		      struct rmca_module **modules, int count)
+{
+	(void)core;
+	for (int i = 0; i < count; i++)
+		rmca_shm_module_destroy(
+			shm_entry(modules[i], struct shm_module, base));
+	free(modules);
+}
+
+RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
+	.abi_version = RMCA_COMPONENT_ABI_VERSION,
+	.name = "shm",
+	.version = "0.1.0",
+	.description = "Peers on the same host: shared-memory rings and "
+		       "cross-memory attach",
+	.priority = 5,
+	.register_params = shm_register_params,
+	.open = shm_open,
+	.close = shm_close,
+};

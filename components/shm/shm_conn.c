@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A connection's life: its socket in the event loop, wakeups, and failure.
+ *
+ * Wakeups: a side sets its armed flag (in the segment) whenever it consumed
+ * a wake byte, then looks at the rings once more. A producer publishes, then
+ * takes the peer's armed flag back to 0 and writes one byte, only if it was
+ * set. With a full fence between each side's store and load, either the
+ * sleeper sees the new entry or the producer sees the flag: nothing is ever
+ * left in a ring while its consumer sleeps on rmca_wait_fd. A side that
+ * keeps polling reads the rings without a system call.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "shm.h"
+
+void rmca_shm_wake_peer(struct rmca_conn *c)
+{
+	uint64_t *armed = &c->r.peer->armed;
+	ssize_t n;
+
+	if (c->fd < 0)
+		return;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(armed, __ATOMIC_RELAXED) ||
+	    !__atomic_exchange_n(armed, 0, __ATOMIC_SEQ_CST))
+		return;
+	/* A full socket already holds a wake byte: nothing is lost. */
+	do {
+		n = send(c->fd, "w", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+}
+
+static void close_fd(struct rmca_conn *c)
+{
+	const struct rmca_core *core = c->mod->base.core;
+
+	if (c->fd < 0)
+		return;
+	core->ops->fd_del(core, c->fd);
+	close(c->fd);
+	c->fd = -1;
+}
+
+void rmca_shm_conn_fail(struct rmca_conn *c, int status)
+{
+	const struct rmca_core *core = c->mod->base.core;
+
+	if (c->failed)
+		return;
+	c->failed = true;
+	c->fail_status = status;
+	rmca_shm_complete_all(c, status == RMCA_ERR_PROTOCOL
+					 ? RMCA_ERR_PROTOCOL
+					 : RMCA_ERR_CONNECTION);
+	/* The hang-up tells the peer at once; answers already in the rings
+	 * stay readable for it. */
+	close_fd(c);
+	core->ops->conn_failed(core, c->cookie, status);
+}
+
+void rmca_shm_conn_poll(struct rmca_conn *c)
+{
+	if (c->failed || !rmca_shm_rx(c))
+		return;
+	if (!shm_list_empty(&c->backlog))
+		rmca_shm_pump(c);
+}
+
+static void conn_cb(void *arg, uint32_t events)
+{
+	struct rmca_conn *c = arg;
+	char buf[64];
+	bool gone = false;
+	ssize_t n;
+
+	(void)events;
+	for (;;) {
+		n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n > 0)
+			continue;
+		if (n < 0 && errno == EINTR)
+			continue;
+		gone = !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+		break;
+	}
+	if (!gone) {
+		__atomic_store_n(&c->r.me->armed, 1, __ATOMIC_SEQ_CST);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		rmca_shm_conn_poll(c);
+		return;
+	}
+	/* The peer closed or died: what it answered before still counts. */
+	rmca_shm_rx(c);
+	if (!c->failed) {
+		shm_log(c->mod, RMCA_LOG_INFO, "connection to pid %d: %s",
+			(int)c->peer_pid, n ? strerror(errno) : "peer gone");
+		rmca_shm_conn_fail(c, RMCA_ERR_CONNECTION);
+	}
+}
+
+int rmca_shm_conn_create(struct shm_module *m, int fd, struct shm_seg *seg,
+			 int side, pid_t peer_pid, void *cookie,
+			 struct rmca_conn **out)
+{
+	const struct rmca_core *core = m->base.core;
+	struct rmca_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return RMCA_ERR_NO_MEMORY;
+	c->mod = m;
+	c->fd = fd;
+	c->cookie = cookie;
+	c->side = side;
+	c->peer_pid = peer_pid;
+	c->seg = seg;
+	rmca_shm_rings_init(&c->r, seg, side);
+	shm_list_init(&c->ops);
+	shm_list_init(&c->recvs);
+	shm_list_init(&c->backlog);
+	shm_list_init(&c->inflight);
+	if (core->ops->fd_add(core, fd, EPOLLIN, conn_cb, c)) {
+		free(c);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	shm_list_add_tail(&m->conns, &c->link);
+	*out = c;
+	return 0;
+}
+
+void rmca_shm_disconnect(struct rmca_conn *c)
+{
+	rmca_shm_complete_all(c, RMCA_ERR_CANCELED);
+	close_fd(c);
+	rmca_shm_keys_drop_conn(c->mod, c);
+	munmap(c->seg, sizeof(*c->seg));
+	shm_list_del(&c->link);
+	free(c);
+}
+
+int rmca_shm_progress(struct rmca_module *mod)
+{
+	struct shm_module *m = shm_entry(mod, struct shm_module, base);
+
+	for (struct shm_list *l = m->conns.next; l != &m->conns; l = l->next)
+		rmca_shm_conn_poll(shm_entry(l, struct rmca_conn, link));
+	return 0;
+}

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Memory registrations and the module's table of remote keys. Keys are
+ * random, non-zero, with bit 63 (RMCA_KEY_USE_ONCE) set exactly for
+ * use-once regions. A region that is not use-once has one key for every
+ * connection; a use-once region gets one key per connection it is handed
+ * to, valid on that connection only, until the peer's send-with-invalidate
+ * (or the core's revoke) ends it.
+ *
+ * The table lives in the target's private memory and only the target's core
+ * reads it (every remote access is a request the target serves), so removing
+ * a key is final the moment it returns: no reader can be in the middle of a
+ * lookup.
+ */
+#include <stdlib.h>
+
+#include "shm.h"
+
+struct shm_key {
+	uint64_t key;
+	struct rmca_module_mr *mr;
+	struct rmca_conn *conn;	 /* use-once: the connection it was handed to */
+	struct shm_key *next;	 /* hash chain */
+	struct shm_list mr_link; /* use-once: mr->once */
+};
+
+#define KEYTAB_MIN   64
+#define KEYTAB_TRIES 16
+
+static size_t slot(const struct shm_keytab *t, uint64_t key)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) &
+	       (t->nbuckets - 1);
+}
+
+int rmca_shm_keytab_init(struct shm_keytab *t,
+			 int (*random)(void *buf, size_t len))
+{
+	t->buckets = calloc(KEYTAB_MIN, sizeof(*t->buckets));
+	if (!t->buckets)
+		return RMCA_ERR_NO_MEMORY;
+	t->nbuckets = KEYTAB_MIN;
+	t->count = 0;
+	t->random = random;
+	return 0;
+}
+
+void rmca_shm_keytab_fini(struct shm_keytab *t)
+{
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		struct shm_key *e = t->buckets[i], *n;
+
+		for (; e; e = n) {
+			n = e->next;
+			shm_list_del(&e->mr_link);
+			free(e);
+		}
+	}
+	free(t->buckets);
+	t->buckets = NULL;
+	t->nbuckets = 0;
+	t->count = 0;
+}
+
+static void grow(struct shm_keytab *t)
+{
+	size_t n = t->nbuckets * 2, old_n = t->nbuckets;
+	struct shm_key **old = t->buckets, **b = calloc(n, sizeof(*b));
+
+	/* Without memory the table keeps working, with longer chains. */
+	if (!b)
+		return;
+	t->buckets = b;
+	t->nbuckets = n;
+	for (size_t i = 0; i < old_n; i++) {
+		struct shm_key *e = old[i], *next;
+
+		for (; e; e = next) {
+			size_t s = slot(t, e->key);
+
+			next = e->next;
+			e->next = b[s];
+			b[s] = e;
+		}
+	}
+	free(old);
+}
+
+static struct shm_key *find(const struct shm_keytab *t, uint64_t key)
+{
+	struct shm_key *e;
+
+	if (!key)
+		return NULL;
+	for (e = t->buckets[slot(t, key)]; e; e = e->next)
+		if (e->key == key)
+			return e;
+	return NULL;
+}
+
+static struct shm_key *add(struct shm_keytab *t, struct rmca_module_mr *mr,
+			   struct rmca_conn *conn)
+{
+	bool once = mr->access & RMCA_MR_USE_ONCE;
+	struct shm_key *e;
+	uint64_t k = 0;
+	int tries;
+
+	for (tries = 0; tries < KEYTAB_TRIES; tries++) {
+		if (t->random(&k, sizeof(k)))
+			return NULL;
+		k = once ? k | RMCA_KEY_USE_ONCE : k & ~RMCA_KEY_USE_ONCE;
+		if (k && !find(t, k))
+			break;
+	}
+	if (tries == KEYTAB_TRIES)
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	if (t->count >= t->nbuckets)
+		grow(t);
+	e->key = k;
+	e->mr = mr;
+	e->conn = conn;
+	shm_list_init(&e->mr_link);
+	e->next = t->buckets[slot(t, k)];
+	t->buckets[slot(t, k)] = e;
+	t->count++;
+	if (once)
+		shm_list_add_tail(&mr->once, &e->mr_link);
+	return e;
+}
+
+static void del(struct shm_keytab *t, struct shm_key *e)
+{
+	struct shm_key **pp;
+
+	for (pp = &t->buckets[slot(t, e->key)]; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			t->count--;
+			break;
+		}
+	}
+	shm_list_del(&e->mr_link);
+	free(e);
+}
+
+int rmca_shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
+		    unsigned access, struct rmca_module_mr **out)
+{
+	struct shm_module *m = shm_entry(mod, struct shm_module, base);
+	struct rmca_module_mr *mr = calloc(1, sizeof(*mr));
+	struct shm_key *e;
+
+	if (!mr)
+		return RMCA_ERR_NO_MEMORY;
+	mr->mod = m;
+	mr->addr = addr;
+	mr->len = len;
+	mr->access = access;
+	shm_list_init(&mr->once);
+	if (!(access & RMCA_MR_USE_ONCE)) {
+		e = add(&m->keys, mr, NULL);
+		if (!e) {
+			free(mr);
+			return RMCA_ERR_AGAIN;
+		}
+		mr->key = e->key;
+	}
+	*out = mr;
+	return 0;
+}
+
+/* Once this returns no request can reach the region: the table is only
+ * read by this thread, between requests. */
+int rmca_shm_mr_dereg(struct rmca_module_mr *mr)
+{
+	struct shm_keytab *t = &mr->mod->keys;
+	struct shm_key *e;
+
+	if (mr->key)
+		del(t, find(t, mr->key));
+	while ((e = shm_first(&mr->once, struct shm_key, mr_link)))
+		del(t, e);
+	free(mr);
+	return 0;
+}
+
+static struct shm_key *once_key(struct rmca_module_mr *mr,
+				const struct rmca_conn *c)
+{
+	for (struct shm_list *l = mr->once.next; l != &mr->once; l = l->next) {
+		struct shm_key *e = shm_entry(l, struct shm_key, mr_link);
+
+		if (e->conn == c)
+			return e;
+	}
+	return NULL;
+}
+
+uint64_t rmca_shm_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
+{
+	struct shm_key *e;
+
+	if (!(mr->access & RMCA_MR_USE_ONCE))
+		return mr->key;
+	e = once_key(mr, c);
+	if (!e)
+		e = add(&mr->mod->keys, mr, c);
+	return e ? e->key : 0;
+}
+
+int rmca_shm_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
+		       uint64_t rkey)
+{
+	struct shm_key *e = find(&mr->mod->keys, rkey);
+
+	return e && e->mr == mr && (!e->conn || e->conn == c);
+}
+
+int rmca_shm_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
+		    uint64_t rkey)
+{
+	struct shm_key *e = find(&mr->mod->keys, rkey);
+
+	if (e && e->mr == mr && e->conn == c)
+		del(&mr->mod->keys, e);
+	return 0;
+}
+
+uint64_t rmca_shm_revoke_inv(struct rmca_conn *c, uint64_t rkey)
+{
+	struct shm_key *e = find(&c->mod->keys, rkey);
+
+	if (!e || !e->conn || e->conn != c)
+		return 0; /* revoked nothing: the completion says 0 */
+	del(&c->mod->keys, e);
+	return rkey;
+}
+
+int rmca_shm_access(struct rmca_conn *c, uint64_t rkey, uint64_t raddr,
+		    uint64_t len, unsigned need, char **ptr)
+{
+	struct shm_key *e = find(&c->mod->keys, rkey);
+	struct rmca_module_mr *mr;
+	uint64_t base, off;
+
+	if (!e || (e->conn && e->conn != c))
+		return RMCA_ERR_REMOTE_ACCESS;
+	mr = e->mr;
+	if ((mr->access & need) != need)
+		return RMCA_ERR_REMOTE_ACCESS;
+	base = (uint64_t)(uintptr_t)mr->addr;
+	if (raddr < base)
+		return RMCA_ERR_REMOTE_ACCESS;
+	off = raddr - base;
+	if (off > mr->len || len > mr->len - off)
+		return RMCA_ERR_REMOTE_ACCESS;
+	if (need == RMCA_ACCESS_REMOTE_ATOMIC && (raddr & 7))
+		return RMCA_ERR_REMOTE_ACCESS;
+	*ptr = mr->addr + off;
+	return 0;
+}
+
+void rmca_shm_keys_drop_conn(struct shm_module *m, struct rmca_conn *c)
+{
+	struct shm_keytab *t = &m->keys;
+
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		struct shm_key *e = t->buckets[i], *n;
+
+		for (; e; e = n) {
+			n = e->next;
+			if (e->conn == c)
+				del(t, e);
+		}
+	}
+}

@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Posting operations. Every op but a receive is a request in the ring,
+ * answered by the target once it placed, read or refused the data, so every
+ * completion is remote. An op that finds no room (ring space, a response
+ * slot, or for a send a receive posted by the peer) waits in the backlog in
+ * post order; sends keep their order among themselves.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "shm.h"
+
+enum push_result { PUSHED, NO_CREDIT, NO_ROOM };
+
+static void op_release(struct shm_op *op)
+{
+	shm_list_del(&op->link);
+	shm_list_del(&op->qlink);
+	free(op);
+}
+
+void rmca_shm_op_done(struct rmca_conn *c, struct shm_op *op, int status,
+		      size_t len, uint64_t revoked)
+{
+	const struct rmca_core *core = c->mod->base.core;
+	void *req = op->req;
+
+	op_release(op);
+	c->nops--;
+	core->ops->complete(core, req, status, len, revoked);
+
+	/* A flush ends once everything posted before it has ended. */
+	while ((op = shm_first(&c->ops, struct shm_op, link)) &&
+	       op->kind == SHM_OP_FLUSH) {
+		req = op->req;
+		op_release(op);
+		c->nops--;
+		core->ops->complete(core, req, RMCA_OK, 0, 0);
+	}
+}
+
+/* Every op still outstanding ends with status, in post order. */
+void rmca_shm_complete_all(struct rmca_conn *c, int status)
+{
+	const struct rmca_core *core = c->mod->base.core;
+	struct shm_op *op;
+	void *req;
+
+	while ((op = shm_first(&c->ops, struct shm_op, link)) ||
+	       (op = shm_first(&c->recvs, struct shm_op, link))) {
+		req = op->req;
+		op_release(op);
+		c->nops--;
+		core->ops->complete(core, req, status, 0, 0);
+	}
+}
+
+static enum push_result push(struct rmca_conn *c, struct shm_op *op)
+{
+	bool inl = op->len <= SHM_INLINE_MAX;
+	uint32_t units = 1;
+	struct shm_req *q;
+	uint8_t type;
+
+	if (c->reqs_pushed - c->resps_seen >= SHM_RESP_SLOTS)
+		return NO_ROOM;
+	switch (op->kind) {
+	case SHM_OP_SEND:
+		if (c->sends_pushed >= shm_load(&c->r.peer->recvs_posted))
+			return NO_CREDIT;
+		type = SHM_R_SEND;
+		units = inl ? shm_units(op->len) : 1;
+		break;
+	case SHM_OP_PUT:
+		type = SHM_R_PUT;
+		units = inl ? shm_units(op->len) : 1;
+		break;
+	case SHM_OP_GET:
+		type = SHM_R_GET;
+		inl = false;
+		break;
+	default:
+		type = SHM_R_ATOMIC;
+		inl = false;
+		units = 2;
+		break;
+	}
+	q = rmca_shm_req_reserve(&c->r, units);
+	if (!q)
+		return NO_ROOM;
+	*q = (struct shm_req){
+		.type = type,
+		.flags = inl ? SHM_RF_INLINE : 0,
+		.units = units,
+		.id = op->id,
+		.len = op->len,
+		.raddr = op->raddr,
+		.rkey = op->rkey,
+		.laddr = (uint64_t)(uintptr_t)op->buf,
+	};
+	if (inl && op->len)
+		memcpy(q + 1, op->buf, op->len);
+	if (op->kind == SHM_OP_SEND && op->inv_rkey) {
+		q->flags |= SHM_RF_INV;
+		q->rkey = op->inv_rkey;
+	}
+	if (op->kind == SHM_OP_ATOMIC) {
+		uint64_t *masks = (uint64_t *)(void *)(q + 1);
+
+		q->akind = (uint8_t)op->atomic.kind;
+		q->operand = op->atomic.operand;
+		q->compare = op->atomic.compare;
+		masks[0] = op->atomic.kind == RMCA_ATOMIC_MASKED_FADD
+				   ? op->atomic.field_boundary
+				   : op->atomic.compare_mask;
+		masks[1] = op->atomic.swap_mask;
+	}
+	rmca_shm_req_commit(&c->r, units);
+	c->reqs_pushed++;
+	if (op->kind == SHM_OP_SEND)
+		c->sends_pushed++;
+	shm_list_add_tail(&c->inflight, &op->qlink);
+	return PUSHED;
+}
+
+void rmca_shm_pump(struct rmca_conn *c)
+{
+	struct shm_list *l, *next;
+	bool pushed = false, sends_wait = false;
+
+	for (l = c->backlog.next; l != &c->backlog; l = next) {
+		struct shm_op *op = shm_entry(l, struct shm_op, qlink);
+		enum push_result r;
+
+		next = l->next;
+		if (op->kind == SHM_OP_SEND && sends_wait)
+			continue;
+		shm_list_del(&op->qlink);
+		r = push(c, op);
+		if (r == PUSHED) {
+			pushed = true;
+			continue;
+		}
+		/* Back where it was. */
+		op->qlink.next = next;
+		op->qlink.prev = next->prev;
+		next->prev->next = &op->qlink;
+		next->prev = &op->qlink;
+		if (r == NO_ROOM)
+			break;
+		sends_wait = true;
+	}
+	if (pushed)
+		rmca_shm_wake_peer(c);
+}
+
+/*
+ * Common start of every post: a failed connection completes the op at once
+ * (returns NULL, *err 0); no room returns NULL with *err RMCA_ERR_AGAIN.
+ */
+static struct shm_op *op_new(struct rmca_conn *c, enum shm_op_kind kind,
+			     void *req, int *err)
+{
+	const struct rmca_core *core = c->mod->base.core;
+	struct shm_op *op;
+
+	*err = 0;
+	if (c->failed) {
+		core->ops->complete(core, req, RMCA_ERR_CONNECTION, 0, 0);
+		return NULL;
+	}
+	if (c->nops >= SHM_MAX_OPS) {
+		*err = RMCA_ERR_AGAIN;
+		return NULL;
+	}
+	op = calloc(1, sizeof(*op));
+	if (!op) {
+		*err = RMCA_ERR_AGAIN;
+		return NULL;
+	}
+	op->kind = kind;
+	op->req = req;
+	op->id = ++c->next_id;
+	shm_list_init(&op->link);
+	shm_list_init(&op->qlink);
+	shm_list_add_tail(kind == SHM_OP_RECV ? &c->recvs : &c->ops, &op->link);
+	c->nops++;
+	return op;
+}
+
+/* Into the ring now if nothing waits before it, else behind the backlog. */
+static void post(struct rmca_conn *c, struct shm_op *op)
+{
+	shm_list_add_tail(&c->backlog, &op->qlink);
+	rmca_shm_pump(c);
+}
+
+static int post_send(struct rmca_conn *c, const void *buf, size_t len,
+		     uint64_t rkey, void *req)
+{
+	struct shm_op *op;
+	int err;
+
+	op = op_new(c, SHM_OP_SEND, req, &err);
+	if (!op)
+		return err;
+	op->buf = (char *)buf;
+	op->len = len;
+	op->inv_rkey = rkey;
+	post(c, op);
+	return 0;
+}
+
+int rmca_shm_send(struct rmca_conn *c, const void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req)
+{
+	(void)mr;
+	return post_send(c, buf, len, 0, req);
+}
+
+int rmca_shm_send_inv(struct rmca_conn *c, const void *buf, size_t len,
+		      struct rmca_module_mr *mr, uint64_t rkey, void *req)
+{
+	(void)mr;
+	if (!(rkey & RMCA_KEY_USE_ONCE))
+		return RMCA_ERR_INVALID;
+	return post_send(c, buf, len, rkey, req);
+}
+
+int rmca_shm_recv(struct rmca_conn *c, void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req)
+{
+	struct shm_op *op;
+	int err;
+
+	(void)mr;
+	op = op_new(c, SHM_OP_RECV, req, &err);
+	if (!op)
+		return err;
+	op->buf = buf;
+	op->len = len;
+	c->recvs_posted++;
+	shm_store(&c->r.me->recvs_posted, c->recvs_posted);
+	rmca_shm_wake_peer(c);
+	return 0;
+}
+
+static int post_rma(struct rmca_conn *c, enum shm_op_kind kind, void *buf,
+		    size_t len, uint64_t raddr, uint64_t rkey, void *req)
+{
+	struct shm_op *op;
+	int err;
+
+	op = op_new(c, kind, req, &err);
+	if (!op)
+		return err;
+	op->buf = buf;
+	op->len = len;
+	op->raddr = raddr;
+	op->rkey = rkey;
+	post(c, op);
+	return 0;
+}
+
+int rmca_shm_put(struct rmca_conn *c, const void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req)
+{
+	(void)mr;
+	return post_rma(c, SHM_OP_PUT, (void *)buf, len, raddr, rkey, req);
+}
+
+int rmca_shm_get(struct rmca_conn *c, void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req)
+{
+	(void)mr;
+	return post_rma(c, SHM_OP_GET, buf, len, raddr, rkey, req);
+}
+
+int rmca_shm_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
+		    uint64_t *result, struct rmca_module_mr *mr, void *req)
+{
+	struct shm_op *op;
+	int err;
+
+	(void)mr;
+	if ((unsigned)a->kind > RMCA_ATOMIC_MASKED_CSWAP)
+		return RMCA_ERR_INVALID;
+	op = op_new(c, SHM_OP_ATOMIC, req, &err);
+	if (!op)
+		return err;
+	op->atomic = *a;
+	op->raddr = a->raddr;
+	op->rkey = a->rkey;
+	op->len = 8;
+	op->result = result;
+	post(c, op);
+	return 0;
+}
+
+int rmca_shm_flush(struct rmca_conn *c, void *req)
+{
+	const struct rmca_core *core = c->mod->base.core;
+	struct shm_op *op;
+	int err;
+
+	op = op_new(c, SHM_OP_FLUSH, req, &err);
+	if (!op)
+		return err;
+	/* Every op is remotely completed, so a flush only waits for those
+	 * posted before it. */
+	if (shm_first(&c->ops, struct shm_op, link) == op) {
+		shm_list_del(&op->link);
+		c->nops--;
+		free(op);
+		core->ops->complete(core, req, RMCA_OK, 0, 0);
+	}
+	return 0;
+}

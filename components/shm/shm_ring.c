@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Producing into the rings. Consuming is in shm_target.c, where each entry
+ * is checked before it is served.
+ */
+#include <string.h>
+
+#include "shm_ring.h"
+
+void rmca_shm_rings_init(struct shm_rings *r, struct shm_seg *s, int side)
+{
+	int peer = !side;
+
+	memset(r, 0, sizeof(*r));
+	r->me = &s->side[side];
+	r->peer = &s->side[peer];
+	r->req_out = &s->req[side];
+	r->req_in = &s->req[peer];
+	r->resp_out = &s->resp[side];
+	r->resp_in = &s->resp[peer];
+	r->req_out_buf = s->reqbuf[side];
+	r->req_in_buf = s->reqbuf[peer];
+	r->resp_out_buf = s->respbuf[side];
+	r->resp_in_buf = s->respbuf[peer];
+}
+
+struct shm_req *rmca_shm_req_reserve(struct shm_rings *r, uint32_t units)
+{
+	uint64_t head = shm_load(&r->req_out->head);
+	uint64_t used = r->req_tail - head;
+	size_t need = (size_t)units * SHM_UNIT;
+	size_t pos = (size_t)(r->req_tail % SHM_REQ_BYTES);
+	size_t to_end = SHM_REQ_BYTES - pos;
+	struct shm_req *pad;
+
+	/* A head past our tail is the peer's lie: no room, ever. */
+	if (used > SHM_REQ_BYTES || need > SHM_REQ_BYTES)
+		return NULL;
+	if (to_end < need) {
+		if (SHM_REQ_BYTES - used < to_end + need)
+			return NULL;
+		pad = (struct shm_req *)(void *)(r->req_out_buf + pos);
+		memset(pad, 0, sizeof(*pad));
+		pad->type = SHM_R_PAD;
+		pad->units = (uint32_t)(to_end / SHM_UNIT);
+		r->req_tail += to_end;
+		pos = 0;
+	} else if (SHM_REQ_BYTES - used < need) {
+		return NULL;
+	}
+	return (struct shm_req *)(void *)(r->req_out_buf + pos);
+}
+
+void rmca_shm_req_commit(struct shm_rings *r, uint32_t units)
+{
+	r->req_tail += (uint64_t)units * SHM_UNIT;
+	shm_store(&r->req_out->tail, r->req_tail);
+}
+
+struct shm_resp *rmca_shm_resp_slot(struct shm_rings *r)
+{
+	uint64_t head = shm_load(&r->resp_out->head);
+
+	if (r->resp_tail - head >= SHM_RESP_SLOTS)
+		return NULL;
+	return (struct shm_resp *)(void *)(r->resp_out_buf +
+					   (r->resp_tail % SHM_RESP_SLOTS) *
+						   SHM_RESP_SLOT);
+}
+
+void rmca_shm_resp_commit(struct shm_rings *r)
+{
+	r->resp_tail++;
+	shm_store(&r->resp_out->tail, r->resp_tail);
+}

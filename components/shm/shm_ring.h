@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shared segment of one connection and its single-producer,
+ * single-consumer rings. Each side produces requests into its request ring
+ * and answers the peer's requests in its response ring; each index has one
+ * writer, published with release and read with acquire, so the fast path
+ * is loads and stores only.
+ *
+ * The peer can write anything into the segment at any time: a consumer
+ * copies a header out before it checks it, and every length it acts on was
+ * checked on that copy.
+ */
+#ifndef RMCA_SHM_RING_H
+#define RMCA_SHM_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHM_CL	       64
+#define SHM_UNIT       64 /* request ring granule: a header is one unit */
+#define SHM_REQ_BYTES  (256u * 1024) /* per side */
+#define SHM_RESP_SLOTS 1024u /* per side: bounds the requests in flight */
+#define SHM_RESP_SLOT  256u
+#define SHM_INLINE_MAX 8192u	   /* send/put payload carried in the ring */
+#define SHM_SEG_MAGIC  0x4d485352u /* "RSHM" */
+
+enum shm_req_type {
+	SHM_R_PAD = 1, /* skip to the ring's end */
+	SHM_R_SEND,    /* len bytes for the oldest receive */
+	SHM_R_PUT,     /* len bytes for [raddr, raddr + len) under rkey */
+	SHM_R_GET,     /* len bytes at raddr under rkey, to laddr */
+	SHM_R_ATOMIC,  /* akind on the word at raddr; masks in unit 2 */
+};
+
+enum shm_req_flags {
+	SHM_RF_INLINE = 1 << 0, /* payload follows the header */
+	SHM_RF_INV = 1 << 1,	/* SEND: revoke rkey at the target */
+};
+
+struct shm_req {
+	uint8_t type;
+	uint8_t flags;
+	uint8_t akind;
+	uint8_t zero;
+	uint32_t units; /* of the whole entry, header included */
+	uint64_t id;
+	uint64_t len;
+	uint64_t raddr;
+	uint64_t rkey;
+	uint64_t laddr; /* the initiator's buffer (cross-memory attach) */
+	uint64_t operand;
+	uint64_t compare;
+};
+
+struct shm_resp {
+	uint64_t id;
+	int32_t status;
+	uint32_t len;	  /* inline GET bytes after the header */
+	uint64_t operand; /* atomic: the old value */
+	uint8_t pad[40];
+};
+
+#define SHM_RESP_INLINE (SHM_RESP_SLOT - sizeof(struct shm_resp))
+
+struct shm_idx {
+	_Alignas(SHM_CL) uint64_t tail; /* producer's */
+	_Alignas(SHM_CL) uint64_t head; /* consumer's */
+};
+
+struct shm_side {
+	/* Set by its side before it may sleep; a peer that takes it back
+	 * to 0 owes that side a wake byte on the socket. */
+	_Alignas(SHM_CL) uint64_t armed;
+	_Alignas(SHM_CL) uint64_t recvs_posted; /* receives ever posted */
+};
+
+struct shm_seg {
+	uint32_t magic;
+	uint32_t version;
+	struct shm_side side[2]; /* 0: active, 1: passive */
+	struct shm_idx req[2];	 /* req[i]: requests produced by side i */
+	struct shm_idx resp[2];	 /* resp[i]: answers produced by side i */
+	_Alignas(SHM_CL) uint8_t reqbuf[2][SHM_REQ_BYTES];
+	uint8_t respbuf[2][SHM_RESP_SLOTS * SHM_RESP_SLOT];
+};
+
+/* One side's view of the segment. */
+struct shm_rings {
+	struct shm_side *me, *peer;
+	struct shm_idx *req_out, *req_in, *resp_out, *resp_in;
+	uint8_t *req_out_buf, *req_in_buf, *resp_out_buf, *resp_in_buf;
+	uint64_t req_tail; /* ours to write, mirrored locally */
+	uint64_t req_in_head;
+	uint64_t resp_tail;
+	uint64_t resp_in_head;
+};
+
+static inline uint64_t shm_load(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void shm_store(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+void rmca_shm_rings_init(struct shm_rings *r, struct shm_seg *s, int side);
+/* Room for an entry of units units, contiguous: its header, or NULL. */
+struct shm_req *rmca_shm_req_reserve(struct shm_rings *r, uint32_t units);
+void rmca_shm_req_commit(struct shm_rings *r, uint32_t units);
+/* The slot for the next answer (the initiator keeps one free per request
+ * in flight, so a full ring means a broken peer): NULL then. */
+struct shm_resp *rmca_shm_resp_slot(struct shm_rings *r);
+void rmca_shm_resp_commit(struct shm_rings *r);
+
+static inline uint32_t shm_units(uint64_t payload)
+{
+	return (uint32_t)(1 + (payload + SHM_UNIT - 1) / SHM_UNIT);
+}
+
+#endif

@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What arrives in the rings: the peer's answers to our requests, and the
+ * peer's requests, served here by this process's core. Every remote access
+ * is checked against the key table before a byte moves; data moves by
+ * memcpy from the ring or by cross-memory attach between the two address
+ * spaces, never through a mapping of the target's memory in the initiator.
+ * Requests are answered in the order they arrive, so an answer always
+ * matches the head of the initiator's in-flight queue.
+ */
+#define _GNU_SOURCE /* process_vm_readv */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include <rmca/atomic_ops.h>
+#include "shm.h"
+
+static void protocol_error(struct rmca_conn *c, const char *why)
+{
+	shm_log(c->mod, RMCA_LOG_ERROR, "closing connection to pid %d: %s",
+		(int)c->peer_pid, why);
+	rmca_shm_conn_fail(c, RMCA_ERR_PROTOCOL);
+}
+
+/* Copy between our buffer and the peer's, as much as len; 0 or a status. */
+static int cma(struct rmca_conn *c, bool to_peer, char *local, uint64_t remote,
+	       size_t len)
+{
+	while (len) {
+		struct iovec l = {.iov_base = local, .iov_len = len};
+		struct iovec r = {.iov_base = (void *)(uintptr_t)remote,
+				  .iov_len = len};
+		ssize_t n = to_peer ? process_vm_writev(c->peer_pid, &l, 1, &r,
+							1, 0)
+				    : process_vm_readv(c->peer_pid, &l, 1, &r,
+						       1, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 && errno == ESRCH ? RMCA_ERR_CONNECTION
+						       : RMCA_ERR_PROTOCOL;
+		local += n;
+		remote += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Answer request h; an error answer ends the connection (as a verbs QP's
+ * would), once the answer is visible to the peer. */
+static void respond(struct rmca_conn *c, const struct shm_req *h, int status,
+		    uint64_t operand, const void *data, size_t len)
+{
+	struct shm_resp *s = rmca_shm_resp_slot(&c->r);
+
+	if (!s) {
+		protocol_error(c, "more requests than answer slots");
+		return;
+	}
+	*s = (struct shm_resp){
+		.id = h->id,
+		.status = status,
+		.len = status ? 0 : (uint32_t)len,
+		.operand = status ? 0 : operand,
+	};
+	if (!status && len)
+		memcpy(s + 1, data, len);
+	rmca_shm_resp_commit(&c->r);
+	if (status) {
+		shm_log(c->mod, RMCA_LOG_INFO,
+			"refused a request of pid %d: %s", (int)c->peer_pid,
+			status == RMCA_ERR_TRUNCATED ? "receive too small"
+			: status == RMCA_ERR_REMOTE_ACCESS
+				? "remote access denied"
+				: "cannot copy");
+		rmca_shm_conn_fail(c, status);
+	}
+}
+
+/* Data of a SEND or PUT: from the ring, or pulled from the initiator. */
+static int fetch(struct rmca_conn *c, const struct shm_req *h,
+		 const uint8_t *pl, char *dst, size_t len)
+{
+	if (h->flags & SHM_RF_INLINE) {
+		memcpy(dst, pl, len);
+		return 0;
+	}
+	return cma(c, false, dst, h->laddr, len);
+}
+
+static void on_send(struct rmca_conn *c, const struct shm_req *h,
+		    const uint8_t *pl)
+{
+	struct shm_op *r = shm_first(&c->recvs, struct shm_op, link);
+	uint64_t revoked = 0;
+	size_t n;
+	int st;
+
+	if (!r) {
+		protocol_error(c, "message without a receive");
+		return;
+	}
+	n = h->len > r->len ? r->len : (size_t)h->len;
+	st = fetch(c, h, pl, r->buf, n);
+	if (st == RMCA_ERR_CONNECTION) {
+		rmca_shm_conn_fail(c, st);
+		return;
+	}
+	if (!st && h->len > r->len)
+		st = RMCA_ERR_TRUNCATED;
+	/* The key is dead before the receive is reported. */
+	if (h->flags & SHM_RF_INV)
+		revoked = rmca_shm_revoke_inv(c, h->rkey);
+	rmca_shm_op_done(c, r, st, n, revoked);
+	respond(c, h, st, 0, NULL, 0);
+}
+
+static void on_put(struct rmca_conn *c, const struct shm_req *h,
+		   const uint8_t *pl)
+{
+	char *p = NULL;
+	int st;
+
+	st = rmca_shm_access(c, h->rkey, h->raddr, h->len,
+			     RMCA_ACCESS_REMOTE_WRITE, &p);
+	if (!st)
+		st = fetch(c, h, pl, p, (size_t)h->len);
+	if (st == RMCA_ERR_CONNECTION)
+		rmca_shm_conn_fail(c, st);
+	else
+		respond(c, h, st, 0, NULL, 0);
+}
+
+static void on_get(struct rmca_conn *c, const struct shm_req *h)
+{
+	char *p = NULL;
+	int st;
+
+	st = rmca_shm_access(c, h->rkey, h->raddr, h->len,
+			     RMCA_ACCESS_REMOTE_READ, &p);
+	if (!st && h->len <= SHM_RESP_INLINE) {
+		respond(c, h, 0, 0, p, (size_t)h->len);
+		return;
+	}
+	if (!st)
+		st = cma(c, true, p, h->laddr, (size_t)h->len);
+	if (st == RMCA_ERR_CONNECTION)
+		rmca_shm_conn_fail(c, st);
+	else
+		respond(c, h, st, 0, NULL, 0);
+}
+
+static void on_atomic(struct rmca_conn *c, const struct shm_req *h,
+		      const uint8_t *pl)
+{
+	struct rmca_atomic a = {
+		.kind = (enum rmca_atomic_kind)h->akind,
+		.raddr = h->raddr,
+		.rkey = h->rkey,
+		.operand = h->operand,
+		.compare = h->compare,
+	};
+	uint64_t masks[2];
+	char *p = NULL;
+	int st;
+
+	if (h->akind > RMCA_ATOMIC_MASKED_CSWAP) {
+		protocol_error(c, "unknown atomic");
+		return;
+	}
+	memcpy(masks, pl, sizeof(masks));
+	if (a.kind == RMCA_ATOMIC_MASKED_FADD)
+		a.field_boundary = masks[0];
+	else
+		a.compare_mask = masks[0];
+	a.swap_mask = masks[1];
+	st = rmca_shm_access(c, h->rkey, h->raddr, 8, RMCA_ACCESS_REMOTE_ATOMIC,
+			     &p);
+	respond(c, h, st, st ? 0 : rmca_atomic_cpu((uint64_t *)(void *)p, &a),
+		NULL, 0);
+}
+
+/* One request, its header already copied out of the ring and its size
+ * (pl_len bytes after the header) checked against the ring. */
+static void serve(struct rmca_conn *c, const struct shm_req *h,
+		  const uint8_t *pl, size_t pl_len)
+{
+	bool inl = h->flags & SHM_RF_INLINE;
+
+	if (h->zero || (h->flags & ~(SHM_RF_INLINE | SHM_RF_INV)) ||
+	    (inl && h->len > pl_len) ||
+	    ((h->flags & SHM_RF_INV) && h->type != SHM_R_SEND)) {
+		protocol_error(c, "malformed request");
+		return;
+	}
+	switch (h->type) {
+	case SHM_R_PAD:
+		return;
+	case SHM_R_SEND:
+		on_send(c, h, pl);
+		return;
+	case SHM_R_PUT:
+		on_put(c, h, pl);
+		return;
+	case SHM_R_GET:
+		if (inl)
+			protocol_error(c, "malformed request");
+		else
+			on_get(c, h);
+		return;
+	case SHM_R_ATOMIC:
+		if (pl_len < 16 || inl)
+			protocol_error(c, "malformed request");
+		else
+			on_atomic(c, h, pl);
+		return;
+	default:
+		protocol_error(c, "unknown request");
+		return;
+	}
+}
+
+static void on_resp(struct rmca_conn *c, const struct shm_resp *s,
+		    const uint8_t *data)
+{
+	struct shm_op *op = shm_first(&c->inflight, struct shm_op, qlink);
+	int st = s->status;
+	bool get_inline;
+
+	if (!op || op->id != s->id) {
+		protocol_error(c, "answer to no outstanding request");
+		return;
+	}
+	get_inline = op->kind == SHM_OP_GET && op->len <= SHM_RESP_INLINE;
+	if ((st && st != RMCA_ERR_REMOTE_ACCESS && st != RMCA_ERR_PROTOCOL &&
+	     st != RMCA_ERR_TRUNCATED) ||
+	    (st == RMCA_ERR_TRUNCATED && op->kind != SHM_OP_SEND) ||
+	    (st == RMCA_ERR_REMOTE_ACCESS && op->kind == SHM_OP_SEND) ||
+	    (!st && s->len != (get_inline ? op->len : 0)) ||
+	    (!st && op->kind != SHM_OP_ATOMIC && s->operand)) {
+		protocol_error(c, "answer does not fit its request");
+		return;
+	}
+	shm_list_del(&op->qlink);
+	c->resps_seen++;
+	if (st) {
+		rmca_shm_op_done(c, op, st, 0, 0);
+		rmca_shm_conn_fail(c, st);
+		return;
+	}
+	if (get_inline && op->len)
+		memcpy(op->buf, data, op->len);
+	if (op->kind == SHM_OP_ATOMIC)
+		*op->result = s->operand;
+	rmca_shm_op_done(c, op, RMCA_OK, 0, 0);
+}
+
+static void rx_resps(struct rmca_conn *c)
+{
+	struct shm_rings *r = &c->r;
+	uint64_t tail = shm_load(&r->resp_in->tail);
+
+	while (!c->failed && r->resp_in_head != tail) {
+		const uint8_t *slot;
+		struct shm_resp s;
+
+		if (tail - r->resp_in_head > SHM_RESP_SLOTS) {
+			protocol_error(c, "answer ring index out of range");
+			return;
+		}
+		slot = r->resp_in_buf +
+		       (r->resp_in_head % SHM_RESP_SLOTS) * SHM_RESP_SLOT;
+		memcpy(&s, slot, sizeof(s));
+		r->resp_in_head++;
+		on_resp(c, &s, slot + sizeof(s));
+		shm_store(&r->resp_in->head, r->resp_in_head);
+	}
+}
+
+static void rx_reqs(struct rmca_conn *c)
+{
+	struct shm_rings *r = &c->r;
+	uint64_t tail = shm_load(&r->req_in->tail);
+	bool served = false;
+
+	while (!c->failed && r->req_in_head != tail) {
+		uint64_t avail = tail - r->req_in_head;
+		size_t pos = (size_t)(r->req_in_head % SHM_REQ_BYTES);
+		const uint8_t *e = r->req_in_buf + pos;
+		struct shm_req h;
+		size_t bytes;
+
+		if (avail > SHM_REQ_BYTES || avail % SHM_UNIT) {
+			protocol_error(c, "request ring index out of range");
+			return;
+		}
+		memcpy(&h, e, sizeof(h));
+		bytes = (size_t)h.units * SHM_UNIT;
+		if (!h.units || bytes > avail || pos + bytes > SHM_REQ_BYTES) {
+			protocol_error(c, "request overruns the ring");
+			return;
+		}
+		serve(c, &h, e + sizeof(h), bytes - sizeof(h));
+		r->req_in_head += bytes;
+		served = true;
+	}
+	if (served) {
+		/* Room for the peer, and answers for it: one wakeup. */
+		shm_store(&r->req_in->head, r->req_in_head);
+		rmca_shm_wake_peer(c);
+	}
+}
+
+bool rmca_shm_rx(struct rmca_conn *c)
+{
+	rx_resps(c);
+	rx_reqs(c);
+	return !c->failed;
+}
