@@ -9,6 +9,9 @@
 
 set -u
 
+# RMCATEST_TRANSPORT runs the matrix over another software transport (shm).
+transport=${RMCATEST_TRANSPORT:-tcp}
+
 builddir=${RMCATEST_BUILDDIR:-.}
 progs="test_api_sendrecv test_api_rma test_api_flush test_api_atomic test_api_use_once test_api_errors test_api_wait_fd"
 masks="^atomic ^masked_atomic ^atomic,masked_atomic ^send_inv ^remote_completion ^atomic,masked_atomic,send_inv,remote_completion"
@@ -22,7 +25,8 @@ out=$tmp/all
 : >"$out"
 for mask in $masks; do
 	for prog in $progs; do
-		RMCA_transports=tcp RMCA_tcp_caps=$mask CMOCKA_MESSAGE_OUTPUT=TAP \
+		env RMCA_transports="$transport" "RMCA_${transport}_caps=$mask" \
+			CMOCKA_MESSAGE_OUTPUT=TAP \
 			"$builddir/$prog" >"$tmp/one" 2>"$tmp/err"
 		rc=$?
 		# keep the verdict lines, name them with the mask

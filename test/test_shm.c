@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shm component's own promises, beyond the contract suite (which runs
+ * over shm in test_shm_suite.sh):
+ * - a peer killed with SIGKILL in the middle of transfers completes every
+ *   outstanding op once, with RMCA_ERR_CONNECTION (or OK for what its core
+ *   served before it died);
+ * - nothing is left in /dev/shm by any exit, clean or killed: the segment
+ *   is a memfd, visible only as a mapping while the connection lives;
+ * - a use-once key serves only the connection it was handed to.
+ */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "api_util.h"
+
+#define BIG	 (1u << 20)
+#define NBIG	 16
+#define NRECV	 4
+#define TOKEN_GO 0x9011
+
+/* Entries of /dev/shm whose name mentions rmca. */
+static int dev_shm_rmca(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		n += strstr(e->d_name, "rmca") != NULL;
+	closedir(d);
+	return n;
+}
+
+/* Lines of /proc/self/maps that are an rmca shm segment. */
+static int memfd_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "/memfd:rmca-shm") != NULL;
+	fclose(f);
+	return n;
+}
+
+static void expect_shm(struct api_peer *p)
+{
+	struct rmca_ep_attr a;
+
+	API_CHECK_OK(rmca_ep_query(p->ep, &a));
+	API_CHECK_MSG(strcmp(a.transport, "shm") == 0,
+		      "endpoint runs over \"%s\", not shm", a.transport);
+	API_CHECK(a.peer_is_local);
+	API_CHECK_MSG(memfd_maps() > 0,
+		      "no memfd segment mapped while connected");
+	API_CHECK_MSG(dev_shm_rmca() == 0, "an rmca file is in /dev/shm");
+}
+
+/* ---- SIGKILL mid-transfer ---- */
+
+/* The victim: a target that serves until it is killed. */
+static void victim(struct api_peer *p)
+{
+	uint8_t *mem = api_alloc(NBIG * BIG);
+	rmca_mr_t *mr;
+
+	api_server_listen(p, api_host());
+	api_server_accept_all(p);
+	expect_shm(p);
+	API_CHECK_OK(rmca_mr_reg(
+		p->ctx, mem, NBIG * BIG,
+		RMCA_ACCESS_REMOTE_WRITE | RMCA_ACCESS_REMOTE_READ, &mr));
+	api_put_region(p, 0, mem, NBIG * BIG, mr, p->ep);
+	api_put_u64(p, 0, (uint64_t)getpid());
+	for (;;)
+		api_progress(p);
+}
+
+static void kill_server(struct api_peer *p)
+{
+	pid_t pid = fork();
+	int st;
+
+	API_CHECK(pid >= 0);
+	if (!pid)
+		victim(p);
+	API_CHECK(waitpid(pid, &st, 0) == pid);
+	API_CHECK_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+		      "the victim was not killed but ended with status %#x",
+		      st);
+	API_CHECK_MSG(dev_shm_rmca() == 0, "an rmca file is in /dev/shm");
+}
+
+static void kill_client(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(2 * NBIG * BIG + NRECV * 64);
+	int n = 2 * NBIG + NRECV, ok = 0, seen[2 * NBIG + NRECV] = {0};
+	struct rmca_completion c;
+	struct api_region r;
+	rmca_mr_t *mr;
+	pid_t pid;
+	long end;
+	int i, got = 0;
+
+	api_client_connect(p, api_host());
+	expect_shm(p);
+	api_get_region(p, 0, &r);
+	pid = (pid_t)api_get_u64(p, 0);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 2 * NBIG * BIG + NRECV * 64,
+				 RMCA_ACCESS_LOCAL, &mr));
+	for (i = 0; i < NRECV; i++)
+		API_CHECK_OK(rmca_recv(p->ep, buf + 2 * NBIG * BIG + i * 64, 64,
+				       mr, API_CTX(1 + i)));
+	for (i = 0; i < NBIG; i++) {
+		API_CHECK_OK(API_POST(p, rmca_put(p->ep, buf + i * BIG, BIG, mr,
+						  r.addr + i * BIG, r.rkey,
+						  RMCA_DELIVERED,
+						  API_CTX(1 + NRECV + i))));
+		API_CHECK_OK(
+			API_POST(p, rmca_get(p->ep, buf + (NBIG + i) * BIG, BIG,
+					     mr, r.addr + i * BIG, r.rkey,
+					     API_CTX(1 + NRECV + NBIG + i))));
+	}
+	/* Kill once the target is busy serving. */
+	end = api_now_ms() + API_TIMEOUT_MS;
+	while (!api_stashed() && api_now_ms() < end)
+		api_progress(p);
+	API_CHECK(kill(pid, SIGKILL) == 0);
+	end = api_now_ms() + API_TIMEOUT_MS;
+	while (got < n) {
+		API_CHECK_MSG(api_now_ms() < end,
+			      "%d of %d ops never completed after the kill",
+			      n - got, n);
+		api_progress(p);
+		for (i = 0; i < n; i++) {
+			if (!api_take(API_CTX(1 + i), &c))
+				continue;
+			seen[i]++;
+			got++;
+			API_CHECK_MSG(
+				c.status == RMCA_ERR_CONNECTION ||
+					(i >= NRECV && c.status == RMCA_OK),
+				"op %d ended %d (%s)", i, c.status,
+				api_strerror(c.status));
+			ok += c.status == RMCA_OK;
+		}
+	}
+	api_progress_for(p, 100);
+	API_CHECK_MSG(api_stashed() == 0, "%d completions too many",
+		      api_stashed());
+	for (i = 0; i < n; i++)
+		API_CHECK_MSG(seen[i] == 1, "op %d completed %d times", i,
+			      seen[i]);
+	rmca_ep_close(p->ep);
+	p->ep = NULL;
+	api_progress_for(p, 10);
+	api_stash_clear();
+	API_CHECK_MSG(memfd_maps() == 0, "segment still mapped after close");
+	API_CHECK_MSG(dev_shm_rmca() == 0, "an rmca file is in /dev/shm");
+}
+
+static void test_kill9_mid_transfer_completes_each_op_once(void **state)
+{
+	const struct api_test t = {
+		.server = kill_server, .client = kill_client, .manual = true};
+
+	(void)state;
+	api_run(&t);
+	assert_int_equal(dev_shm_rmca(), 0);
+}
+
+/* ---- a use-once key is bound to its connection ---- */
+
+static void bound_server(struct api_peer *p)
+{
+	uint8_t *mem = api_alloc(4096);
+	rmca_mr_t *mr;
+
+	expect_shm(p);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, mem, 4096,
+				 RMCA_MR_USE_ONCE | RMCA_ACCESS_REMOTE_WRITE,
+				 &mr));
+	/* Both clients learn the key handed to client 0. */
+	api_put_region(p, 0, mem, 4096, mr, p->eps[0]);
+	api_put_region(p, 1, mem, 4096, mr, p->eps[0]);
+	api_expect_token(p, 1, TOKEN_GO);
+	for (int i = 0; i < 4096; i++)
+		API_CHECK_MSG(mem[i] == 0, "client 1's put reached byte %d", i);
+	api_token(p, 0, TOKEN_GO);
+	api_expect_token(p, 0, TOKEN_GO);
+	API_CHECK_MSG(api_pattern_check(mem, 4096, 7) < 0,
+		      "client 0's put did not land");
+}
+
+static void bound_client(struct api_peer *p)
+{
+	uint8_t *src = api_alloc(4096);
+	struct api_region r;
+	rmca_mr_t *ms;
+
+	expect_shm(p);
+	api_get_region(p, 0, &r);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, src, 4096, RMCA_ACCESS_LOCAL, &ms));
+	api_pattern(src, 4096, 7);
+	if (p->index == 1) {
+		API_CHECK_OK(API_POST(p, rmca_put(p->ep, src, 4096, ms, r.addr,
+						  r.rkey, RMCA_DELIVERED,
+						  API_CTX(1))));
+		api_wait_status(p, API_CTX(1), RMCA_ERR_REMOTE_ACCESS);
+		api_token(p, 0, TOKEN_GO);
+		return;
+	}
+	api_expect_token(p, 0, TOKEN_GO);
+	API_CHECK_OK(API_POST(p, rmca_put(p->ep, src, 4096, ms, r.addr, r.rkey,
+					  RMCA_DELIVERED, API_CTX(1))));
+	api_wait_status(p, API_CTX(1), RMCA_OK);
+	api_token(p, 0, TOKEN_GO);
+}
+
+static void test_use_once_key_serves_only_its_connection(void **state)
+{
+	const struct api_test t = {.server = bound_server,
+				   .client = bound_client,
+				   .nclients = 2,
+				   .no_barrier = true};
+
+	(void)state;
+	api_run(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(
+			test_kill9_mid_transfer_completes_each_op_once),
+		cmocka_unit_test(test_use_once_key_serves_only_its_connection),
+	};
+
+	/* Local peers over shm, whatever the default priorities say. */
+	setenv("RMCA_transports", "shm", 1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
