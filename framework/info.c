@@ -17,10 +17,10 @@
 
 #ifdef HAVE_VERBS
 #define RMCA_INFO_VERBS "yes"
-#define RMCA_INFO_BUILT "tcp,ib,iwarp"
+#define RMCA_INFO_BUILT "tcp,shm,ib,iwarp"
 #else
 #define RMCA_INFO_VERBS "no"
-#define RMCA_INFO_BUILT "tcp"
+#define RMCA_INFO_BUILT "tcp,shm"
 #endif
 
 /*

@@ -200,12 +200,14 @@ for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
 	[ -n "$port" ] && break
 	sleep 0.1
 done
-run --explain "127.0.0.1:$port"
+# local peers go to shm by default: these ask about tcp
+RMCA_transports=tcp run --explain "127.0.0.1:$port"
 [ "$rc" -eq 0 ] && has '^  transport tcp' && has '^  atomic: native' &&
 	has '^  send_inv: native' && has 'chose tcp'
 ok $? "--explain names the transport and the native paths"
 
-RMCA_tcp_caps=^atomic,^masked_atomic,^remote_completion run --parsable \
+RMCA_transports=tcp RMCA_tcp_caps=^atomic,^masked_atomic,^remote_completion \
+	run --parsable \
 	--explain "127.0.0.1:$port"
 [ "$rc" -eq 0 ] && has '^explain:atomic: emulated' &&
 	has '^explain:masked_atomic: emulated' &&

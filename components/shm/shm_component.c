@@ -50,7 +50,7 @@ RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
 	.version = "0.1.0",
 	.description = "Peers on the same host: shared-memory rings and "
 		       "cross-memory attach",
-	.priority = 5,
+	.priority = 60,
 	.register_params = shm_register_params,
 	.open = shm_open,
 	.close = shm_close,
