@@ -7,13 +7,16 @@
  *   served before it died);
  * - nothing is left in /dev/shm by any exit, clean or killed: the segment
  *   is a memfd, visible only as a mapping while the connection lives;
- * - a use-once key serves only the connection it was handed to.
+ * - a use-once key serves only the connection it was handed to;
+ * - local peers go to shm by default, elsewhere when told (^shm) or when
+ *   one of them cannot be attached to (a non-dumpable process).
  */
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -244,12 +247,62 @@ static void test_use_once_key_serves_only_its_connection(void **state)
 	api_run(&t);
 }
 
+/* ---- which transport serves a local peer ---- */
+
+static void transport_is(struct api_peer *p)
+{
+	const char *want = p->arg;
+	struct rmca_ep_attr a;
+
+	API_CHECK_OK(rmca_ep_query(p->ep, &a));
+	API_CHECK_MSG(strcmp(a.transport, want) == 0,
+		      "local peer served by \"%s\", expected \"%s\"",
+		      a.transport, want);
+	API_CHECK(a.peer_is_local);
+}
+
+/* Cross-memory attach refused by one side: both sides choose tcp alike. */
+static void undumpable_server(struct api_peer *p)
+{
+	API_CHECK(prctl(PR_SET_DUMPABLE, 0) == 0);
+	api_server_listen(p, api_host());
+	api_server_accept_all(p);
+	transport_is(p);
+}
+
+static void manual_client(struct api_peer *p)
+{
+	api_client_connect(p, api_host());
+	transport_is(p);
+}
+
+static void test_local_peer_transport_choice(void **state)
+{
+	struct api_test t = {.server = transport_is, .client = transport_is};
+
+	(void)state;
+	unsetenv("RMCA_transports");
+	t.arg = "shm";
+	api_run(&t);
+	setenv("RMCA_transports", "^shm", 1);
+	t.arg = "tcp";
+	api_run(&t);
+	unsetenv("RMCA_transports");
+	t = (struct api_test){.server = undumpable_server,
+			      .client = manual_client,
+			      .manual = true,
+			      .arg = "tcp"};
+	api_run(&t);
+	setenv("RMCA_transports", "shm", 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(
 			test_kill9_mid_transfer_completes_each_op_once),
 		cmocka_unit_test(test_use_once_key_serves_only_its_connection),
+		cmocka_unit_test(test_local_peer_transport_choice),
 	};
 
 	/* Local peers over shm, whatever the default priorities say. */

@@ -40,8 +40,10 @@ struct shm_addr_blob {
 	uint8_t reserved[3];
 	uint8_t boot_id[16];
 	uint64_t ns_ipc, ns_mnt, ns_net, ns_pid; /* namespace inodes */
-	uint32_t uid;
+	uint32_t uid, gid; /* cross-memory attach needs both equal */
 	uint32_t pid;
+	uint32_t dumpable;   /* prctl(PR_GET_DUMPABLE): 1, or others cannot
+				attach to this process */
 	uint64_t sock_id;    /* abstract unix socket "\0rmca-shm-<hex>" */
 	uint64_t probe_addr; /* a word in this process that holds ... */
 	uint64_t probe_val;  /* ... this value, read by the peer's probe */
@@ -65,6 +67,7 @@ struct shm_module {
 	struct shm_list conns; /* struct rmca_conn */
 	struct shm_keytab keys;
 	uint64_t probe_word;
+	int yama; /* kernel.yama.ptrace_scope, 0 when absent */
 };
 
 struct rmca_module_mr {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -54,6 +55,22 @@ static uint64_t ns_inode(const char *name)
 	return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
 }
 
+/* Yama's ptrace_scope: above 0, a process may attach only to its own
+ * descendants, so two peers could disagree on whether they reach each
+ * other. The value is host-wide, so both sides decide alike. */
+static int read_yama(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	int v = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%d", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
 static int identity(struct shm_module *m)
 {
 	struct shm_addr_blob *b = &m->self;
@@ -69,7 +86,10 @@ static int identity(struct shm_module *m)
 	if (!b->ns_ipc || !b->ns_mnt || !b->ns_net || !b->ns_pid)
 		return RMCA_ERR_NOT_FOUND;
 	b->uid = (uint32_t)geteuid();
+	b->gid = (uint32_t)getegid();
 	b->pid = (uint32_t)getpid();
+	b->dumpable = (uint32_t)prctl(PR_GET_DUMPABLE);
+	m->yama = read_yama();
 	if (m->base.core->ops->random(&m->probe_word, sizeof(m->probe_word)) ||
 	    m->base.core->ops->random(&b->sock_id, sizeof(b->sock_id)))
 		return RMCA_ERR_AGAIN;
@@ -142,9 +162,24 @@ int rmca_shm_addr_check(const struct shm_module *m, const void *addr,
 						  : "pid");
 		return 0;
 	}
-	if (b.uid != me->uid) {
-		snprintf(why, why_len, "another user (uid %u, we are %u)",
-			 (unsigned)b.uid, (unsigned)me->uid);
+	if (b.uid != me->uid || b.gid != me->gid) {
+		snprintf(why, why_len,
+			 "another user or group (uid %u gid %u, we are %u %u)",
+			 (unsigned)b.uid, (unsigned)b.gid, (unsigned)me->uid,
+			 (unsigned)me->gid);
+		return 0;
+	}
+	if (m->yama > 0) {
+		snprintf(why, why_len,
+			 "kernel.yama.ptrace_scope=%d forbids cross-memory "
+			 "attach between peers",
+			 m->yama);
+		return 0;
+	}
+	if (b.dumpable != 1 || me->dumpable != 1) {
+		snprintf(why, why_len,
+			 "%s process is not dumpable: no cross-memory attach",
+			 me->dumpable != 1 ? "this" : "the peer");
 		return 0;
 	}
 	if (!b.pid || !b.sock_id) {
@@ -216,9 +251,10 @@ int rmca_shm_module_create(const struct rmca_core *core,
 		return r;
 	}
 	snprintf(m->base.detail, sizeof(m->base.detail),
-		 "pid=%u uid=%u rings=%uKiB inline=%u copy=cma atomics=cpu",
+		 "pid=%u uid=%u rings=%uKiB inline=%u copy=cma%s atomics=cpu",
 		 (unsigned)m->self.pid, (unsigned)m->self.uid,
-		 SHM_REQ_BYTES / 1024, SHM_INLINE_MAX);
+		 SHM_REQ_BYTES / 1024, SHM_INLINE_MAX,
+		 m->yama > 0 ? "(refused: yama ptrace_scope)" : "");
 	*out = m;
 	return 0;
 }
