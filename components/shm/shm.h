@@ -195,6 +195,8 @@ int rmca_shm_flush(struct rmca_conn *c, void *req);
 /* shm_target.c: what arrives */
 /* Serve every request and response in the rings; false once c failed. */
 bool rmca_shm_rx(struct rmca_conn *c);
+/* Only the answers: a peer that is gone gets its requests served no more. */
+void rmca_shm_rx_answers(struct rmca_conn *c);
 
 #define shm_log(m, lvl, fmt, ...)                                              \
 	(m)->base.core->ops->log((m)->base.core, (lvl), "shm: " fmt,           \

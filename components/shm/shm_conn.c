@@ -79,6 +79,7 @@ static void conn_cb(void *arg, uint32_t events)
 	char buf[64];
 	bool gone = false;
 	ssize_t n;
+	int err = 0;
 
 	(void)events;
 	for (;;) {
@@ -88,6 +89,7 @@ static void conn_cb(void *arg, uint32_t events)
 		if (n < 0 && errno == EINTR)
 			continue;
 		gone = !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+		err = n < 0 ? errno : 0;
 		break;
 	}
 	if (!gone) {
@@ -96,11 +98,12 @@ static void conn_cb(void *arg, uint32_t events)
 		rmca_shm_conn_poll(c);
 		return;
 	}
-	/* The peer closed or died: what it answered before still counts. */
-	rmca_shm_rx(c);
+	/* The peer closed or died: what it answered before still counts,
+	 * what it asked for is void (its side completed it already). */
+	rmca_shm_rx_answers(c);
 	if (!c->failed) {
 		shm_log(c->mod, RMCA_LOG_INFO, "connection to pid %d: %s",
-			(int)c->peer_pid, n ? strerror(errno) : "peer gone");
+			(int)c->peer_pid, err ? strerror(err) : "peer gone");
 		rmca_shm_conn_fail(c, RMCA_ERR_CONNECTION);
 	}
 }

@@ -313,6 +313,11 @@ static void rx_reqs(struct rmca_conn *c)
 	}
 }
 
+void rmca_shm_rx_answers(struct rmca_conn *c)
+{
+	rx_resps(c);
+}
+
 bool rmca_shm_rx(struct rmca_conn *c)
 {
 	rx_resps(c);
