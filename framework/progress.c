@@ -6,7 +6,9 @@
  * so a completion owed can always be queued, whatever memory is left. An
  * eventfd in the context's epoll set stays readable while the queue holds
  * anything, so rmca_wait_fd() is readable whenever rmca_poll may return
- * something.
+ * something. Completions that arrive inside rmca_poll are handed out by
+ * that same call: the eventfd is only told what is left when it returns,
+ * so a completion reaped at once costs no eventfd write and read.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@ struct rmca_cq {
 	size_t count;
 	int efd;
 	bool signaled;
+	bool polling; /* inside rmca_poll: it signals what is left */
 };
 
 int rmca_cq_init(struct rmca_context *ctx)
@@ -89,7 +92,8 @@ void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r)
 		cq->head = r;
 	cq->tail = r;
 	cq->count++;
-	cq_signal(cq, true);
+	if (!cq->polling)
+		cq_signal(cq, true);
 }
 
 /* One pass of the event loop: fds ready within timeout_ms, then every
@@ -132,7 +136,9 @@ int rmca_poll(rmca_context_t *ctx, struct rmca_completion *out, int max)
 	if (!ctx || (max > 0 && !out) || max < 0)
 		return RMCA_ERR_INVALID;
 	cq = ctx->cq;
+	cq->polling = true;
 	rmca_progress(ctx, 0);
+	cq->polling = false;
 	while (n < max && cq->head) {
 		struct rmca_req *r = cq->head;
 
@@ -152,8 +158,7 @@ int rmca_poll(rmca_context_t *ctx, struct rmca_completion *out, int max)
 		r->queued = false;
 		rmca_req_release(r);
 	}
-	if (!cq->count)
-		cq_signal(cq, false);
+	cq_signal(cq, cq->count != 0);
 	return n;
 }
 

@@ -7,6 +7,7 @@
  */
 #include <poll.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -159,12 +160,88 @@ static void test_wait_fd_readable_after_ep_close(void **state)
 	api_run(&t);
 }
 
+/* ---- completions left behind by rmca_poll keep the fd readable ---- */
+
+#define NMSG	   3
+#define TOKEN_SENT 0x5e7
+
+static bool readable_now(struct api_peer *p)
+{
+	struct pollfd pf = {.fd = rmca_wait_fd(p->ctx), .events = POLLIN};
+
+	return poll(&pf, 1, 0) == 1;
+}
+
+static void left_server(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(64);
+	rmca_mr_t *mr;
+	int i;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
+	api_expect_token(p, 0, TOKEN_GO);
+	for (i = 0; i < NMSG; i++)
+		API_CHECK_OK(API_POST(
+			p, rmca_send(p->ep, buf, 64, mr, API_CTX(10 + i))));
+	/* A send completes once its message is in the client's receive:
+	 * the client's rmca_poll calls have queued its completions. */
+	for (i = 0; i < NMSG; i++)
+		api_wait_status(p, API_CTX(10 + i), RMCA_OK);
+	api_token(p, 0, TOKEN_SENT);
+	api_expect_token(p, 0, TOKEN_DONE);
+}
+
+static void left_client(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(NMSG * 64);
+	struct pollfd pf = {.fd = p->link[0].rd, .events = POLLIN};
+	long end = api_now_ms() + API_TIMEOUT_MS;
+	struct rmca_completion c;
+	rmca_mr_t *mr;
+	uint64_t v;
+	int i;
+
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, NMSG * 64, RMCA_ACCESS_LOCAL, &mr));
+	for (i = 0; i < NMSG; i++)
+		API_CHECK_OK(
+			rmca_recv(p->ep, buf + i * 64, 64, mr, API_CTX(1 + i)));
+	drain(p);
+	api_token(p, 0, TOKEN_GO);
+	/* Progress without taking anything (max 0) until the server saw
+	 * every message placed: the receives completed inside these calls. */
+	while (poll(&pf, 1, 0) == 0) {
+		API_CHECK_MSG(api_now_ms() < end, "no word from the server");
+		API_CHECK(rmca_poll(p->ctx, &c, 0) == 0);
+	}
+	API_CHECK(read(pf.fd, &v, sizeof(v)) == sizeof(v) && v == TOKEN_SENT);
+	for (i = 0; i < NMSG; i++) {
+		API_CHECK_MSG(
+			readable_now(p),
+			"%d completions wait, the wait fd is not readable",
+			NMSG - i);
+		API_CHECK(rmca_poll(p->ctx, &c, 1) == 1);
+		API_CHECK(c.user_ctx == API_CTX(1 + i) && c.status == RMCA_OK);
+	}
+	api_token(p, 0, TOKEN_DONE);
+}
+
+static void test_wait_fd_readable_while_completions_wait(void **state)
+{
+	const struct api_test t = {.server = left_server,
+				   .client = left_client};
+
+	(void)state;
+	api_run(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_wait_fd_readable_when_message_arrives),
 		cmocka_unit_test(test_wait_fd_readable_when_put_completes),
 		cmocka_unit_test(test_wait_fd_readable_after_ep_close),
+		cmocka_unit_test(test_wait_fd_readable_while_completions_wait),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
