@@ -222,6 +222,12 @@ static const struct rmca_param_def framework_params[] = {
 	{ .name = "atomic_mode", .type = RMCA_PARAM_ENUM, .def = "auto",
 	  .values = atomic_modes,
 	  .help = "Who executes atomics for this context: auto, device (NIC) or cpu (target core); peers must agree" },
+	{ .name = "ep_max_core_ops", .type = RMCA_PARAM_INT, .def = "16384",
+	  .min = 1, .max = 1 << 24,
+	  .help = "Operations the core holds per endpoint (atomics the peer's core executes, sends behind revoke messages) before a post returns RMCA_ERR_AGAIN" },
+	{ .name = "ctrl_max_queued", .type = RMCA_PARAM_INT, .def = "4194304",
+	  .min = 65536, .max = 1 << 30,
+	  .help = "Bytes of answers queued for a peer on its control channel before rmca stops reading from it (an honest peer at the default ep_max_core_ops needs under 4 MiB)" },
 	{ .name = "param_file", .type = RMCA_PARAM_STRING, .def = "",
 	  .help = "File of name = value lines read before the user and system files (environment only)" },
 };
@@ -410,6 +416,10 @@ static int framework_params_read(struct rmca_context *ctx)
 	rmca_log_verbose = p ? (int)p->v.i : 0;
 	p = rmca_params_find(ctx->params, "connect_timeout");
 	ctx->connect_timeout_ms = p ? (int)p->v.i : 10000;
+	p = rmca_params_find(ctx->params, "ep_max_core_ops");
+	ctx->ep_max_core_ops = p ? (unsigned)p->v.i : 16384;
+	p = rmca_params_find(ctx->params, "ctrl_max_queued");
+	ctx->ctrl_max_queued = p ? (size_t)p->v.i : 4u << 20;
 	p = rmca_params_find(ctx->params, "atomic_mode");
 	ctx->atomic_mode = p ? (enum rmca_atomic_mode)p->v.e : RMCA_ATOMIC_MODE_AUTO;
 	ctx->transports = core_param_string(&ctx->core, "transports");

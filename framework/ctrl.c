@@ -5,7 +5,7 @@
  * reason; what waited on it completes with RMCA_ERR_PROTOCOL.
  *
  * A peer is never trusted to read what it asks for: once the bytes queued
- * for it reach RMCA_CTRL_TX_MAX, its channel is not read any more until
+ * for it reach RMCA_ctrl_max_queued, its channel is not read any more until
  * they drain below half of that (pushback), so a peer that sends requests
  * and never reads the answers costs a bounded amount of memory.
  */
@@ -21,14 +21,14 @@
 #include "ep.h"
 
 /*
- * A well-behaved peer never reaches the bound: what it can make us queue is
- * one answer (at most 23 bytes with its prefix) per request it holds, and it
- * holds at most RMCA_EP_MAX_HELD atomics, as many revokes and a module's
- * worth of verifications; our own requests to it are bounded alike (at most
- * 70 bytes each). That is under 4 MiB, so two honest peers never both stop
- * reading each other.
+ * A well-behaved peer never reaches the bound (RMCA_ctrl_max_queued, 4 MiB
+ * by default): what it can make us queue is one answer (at most 23 bytes
+ * with its prefix) per request it holds, and it holds at most
+ * RMCA_ep_max_core_ops atomics, as many revokes and a module's worth of
+ * verifications; our own requests to it are bounded alike (at most 70 bytes
+ * each). At the default 16,384 that is under 4 MiB, so two honest peers
+ * never both stop reading each other.
  */
-#define RMCA_CTRL_TX_MAX (4u << 20)
 
 struct rmca_ctrl {
 	int fd;
@@ -118,7 +118,7 @@ static int ctrl_parse(struct rmca_ep *ep, char *why, size_t why_len)
 		struct rmca_ctrl_msg m;
 		int rc;
 
-		if (ctrl_queued(c) >= RMCA_CTRL_TX_MAX) {
+		if (ctrl_queued(c) >= ep->ctx->ctrl_max_queued) {
 			/* the rest waits until the peer reads */
 			ctrl_events(ep, c->want_out, true);
 			return 0;
@@ -157,7 +157,7 @@ static void ctrl_event(void *arg, uint32_t events)
 			return;
 		}
 		if (ep->ctrl->deaf &&
-		    ctrl_queued(ep->ctrl) < RMCA_CTRL_TX_MAX / 2) {
+		    ctrl_queued(ep->ctrl) < ep->ctx->ctrl_max_queued / 2) {
 			/* the peer read: listen again, frames held first */
 			ctrl_events(ep, ep->ctrl->want_out, false);
 			rc = ctrl_parse(ep, why, sizeof(why));
@@ -168,7 +168,7 @@ static void ctrl_event(void *arg, uint32_t events)
 			events |= EPOLLIN;
 		}
 	}
-	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+	if (!ep->ctrl || !(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		return;
 	if (ep->ctrl->deaf) {
 		/* not reading: only a hang-up or an error is news */

@@ -65,7 +65,7 @@ int rmca_emul_atomic(struct rmca_ep *ep, struct rmca_req *r)
 				   .op = r->aop };
 	int rc;
 
-	if (ep->nheld >= RMCA_EP_MAX_HELD)
+	if (ep->nheld >= ep->ctx->ep_max_core_ops)
 		return RMCA_ERR_AGAIN;
 	rc = rmca_ctrl_send(ep, &m);
 	if (rc)
@@ -201,13 +201,13 @@ int rmca_revoke_send(struct rmca_ep *ep, struct rmca_req *r)
  * Hold r, a send, behind the revoke messages not yet acknowledged; a
  * send_inv by revoke message (r->inv_rkey) sends its REVOKE now, naming
  * the message it rides on, and waits for the ack itself. Bounded: past
- * RMCA_EP_MAX_HELD nothing is held and the caller says RMCA_ERR_AGAIN.
+ * RMCA_ep_max_core_ops nothing is held and the caller says RMCA_ERR_AGAIN.
  */
 int rmca_deferred_add(struct rmca_ep *ep, struct rmca_req *r)
 {
 	int rc;
 
-	if (ep->nheld >= RMCA_EP_MAX_HELD)
+	if (ep->nheld >= ep->ctx->ep_max_core_ops)
 		return RMCA_ERR_AGAIN;
 	r->seq = ep->send_seq + 1;
 	if (r->inv_rkey) {

@@ -66,13 +66,6 @@ struct rmca_req {
 	struct rmca_req *verify_next;
 };
 
-/*
- * Requests the core itself holds for an endpoint (atomics its peer's core
- * executes, sends behind a revoke message) stop at the modules' own limit
- * of outstanding operations: past it a post returns RMCA_ERR_AGAIN.
- */
-#define RMCA_EP_MAX_HELD 16384
-
 struct rmca_revoke_note {
 	struct rmca_revoke_note *next;
 	uint64_t seq, rkey;
@@ -107,7 +100,9 @@ struct rmca_ep {
 	struct rmca_revoke_note *revokes; /* keys revoked for messages to come */
 	struct rmca_req *deferred, *deferred_tail; /* sends behind a revoke */
 	struct rmca_req *unacked, *unacked_tail; /* revokes the peer owes acks */
-	unsigned nheld; /* on am_wait or deferred: at most RMCA_EP_MAX_HELD */
+	/* on am_wait or deferred: at most ctx->ep_max_core_ops (by default
+	 * the modules' own limit of outstanding operations), then AGAIN */
+	unsigned nheld;
 	struct rmca_req *verify_wait; /* failed accesses being checked */
 };
 

@@ -67,6 +67,8 @@ struct rmca_context {
 	/* framework parameters */
 	const char *transports;
 	int connect_timeout_ms;
+	unsigned ep_max_core_ops; /* RMCA_ep_max_core_ops */
+	size_t ctrl_max_queued; /* RMCA_ctrl_max_queued */
 	enum rmca_atomic_mode atomic_mode; /* as set */
 	enum rmca_atomic_mode atomic_resolved; /* device or cpu */
 

@@ -2,7 +2,8 @@
 /*
  * What the core holds for an endpoint is bounded like what a module holds:
  * emulated atomics and send_invs over revoke messages stop at 16,384
- * outstanding with RMCA_ERR_AGAIN, and a refused post posted nothing.
+ * outstanding (RMCA_ep_max_core_ops) with RMCA_ERR_AGAIN, and a refused
+ * post posted nothing.
  * Counts, not times: the target does not progress while the initiator
  * fills up, then serves everything, and every count must match.
  *
@@ -26,7 +27,9 @@
 
 #include "api_util.h"
 
-#define BOUND	   16384 /* the modules' limit of outstanding operations */
+#define BOUND	   16384 /* RMCA_ep_max_core_ops: the modules' own limit */
+
+static long bound = BOUND; /* the bound the test runs against */
 #define TOKEN_FULL 0xf011
 #define TOKEN_DONE 0xd0e
 #define MSG	   8
@@ -103,8 +106,8 @@ static void atomic_server(struct api_peer *p)
 	api_put_region(p, 0, w, 4096, mr, p->ep);
 	deaf_expect_token(p, TOKEN_FULL);
 	api_expect_token(p, 0, TOKEN_DONE); /* serves meanwhile */
-	API_CHECK_MSG(w[0] == BOUND, "the word is %llu, expected %d",
-		      (unsigned long long)w[0], BOUND);
+	API_CHECK_MSG(w[0] == (uint64_t)bound, "the word is %llu, expected %ld",
+		      (unsigned long long)w[0], bound);
 	API_CHECK_OK(rmca_mr_dereg(mr));
 }
 
@@ -122,26 +125,26 @@ static void atomic_client(struct api_peer *p)
 	op.raddr = r.addr;
 	op.rkey = r.rkey;
 	API_CHECK_OK(rmca_mr_reg(p->ctx, res, 4096, RMCA_ACCESS_LOCAL, &mr));
-	for (n = 0; n < 2 * BOUND; n++) {
+	for (n = 0; n < 2 * bound; n++) {
 		rc = rmca_atomic(p->ep, &op, res, mr, API_CTX(1));
 		if (rc)
 			break;
 	}
-	API_CHECK_MSG(rc == RMCA_ERR_AGAIN && n == BOUND,
-		      "%ld atomics held, then %s (expected AGAIN at %d)", n,
-		      api_strerror(rc), BOUND);
+	API_CHECK_MSG(rc == RMCA_ERR_AGAIN && n == bound,
+		      "%ld atomics held, then %s (expected AGAIN at %ld)", n,
+		      api_strerror(rc), bound);
 	API_CHECK_RC(rmca_atomic(p->ep, &op, res, mr, API_CTX(1)),
 		     RMCA_ERR_AGAIN);
 	api_token(p, 0, TOKEN_FULL);
-	drain_until(p, &t, RMCA_OP_ATOMIC, BOUND);
+	drain_until(p, &t, RMCA_OP_ATOMIC, bound);
 	/* the refused posts produced nothing */
 	drain(p, &t);
-	API_CHECK(t.n[RMCA_OP_ATOMIC] == BOUND);
+	API_CHECK(t.n[RMCA_OP_ATOMIC] == bound);
 	/* and the endpoint takes atomics again */
 	API_CHECK_OK(rmca_atomic(p->ep, &op, res, mr, API_CTX(2)));
 	api_wait_status(p, API_CTX(2), RMCA_OK);
-	API_CHECK(*res == BOUND);
-	op.operand = (uint64_t)-1; /* leave BOUND in the word */
+	API_CHECK(*res == (uint64_t)bound);
+	op.operand = (uint64_t)-1; /* leave bound in the word */
 	API_CHECK_OK(rmca_atomic(p->ep, &op, res, mr, API_CTX(3)));
 	api_wait_status(p, API_CTX(3), RMCA_OK);
 	api_token(p, 0, TOKEN_DONE);
@@ -156,6 +159,20 @@ static void test_emulated_atomics_stop_at_the_bound(void **state)
 	(void)state;
 	set_caps("^atomic,masked_atomic");
 	api_run(&t);
+}
+
+static void test_the_bound_is_a_parameter(void **state)
+{
+	const struct api_test t = { .server = atomic_server,
+				    .client = atomic_client };
+
+	(void)state;
+	set_caps("^atomic,masked_atomic");
+	setenv("RMCA_ep_max_core_ops", "1000", 1);
+	bound = 1000;
+	api_run(&t);
+	unsetenv("RMCA_ep_max_core_ops");
+	bound = BOUND;
 }
 
 /* ---- send with invalidate by revoke message ---- */
@@ -380,6 +397,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_emulated_atomics_stop_at_the_bound),
+		cmocka_unit_test(test_the_bound_is_a_parameter),
 		cmocka_unit_test(test_revoke_sends_stop_at_the_bound),
 		cmocka_unit_test(test_control_flood_is_pushed_back),
 	};
