@@ -118,6 +118,9 @@ struct rmca_conn {
 	uint64_t sends_pushed; /* against the peer's recvs_posted */
 	uint64_t recvs_posted;
 	uint64_t reqs_pushed, resps_seen; /* inflight = the difference */
+	uint64_t activity;	  /* entries read from the rings, ever */
+	uint64_t activity_seen;	  /* ... as of the last wakeup */
+	long long idle_since;	  /* ns: since when wakeups found nothing new */
 	struct shm_list ops;	  /* send/put/get/atomic/flush, post order */
 	struct shm_list recvs;	  /* posted receives, oldest first */
 	struct shm_list backlog;  /* waiting for ring room, a credit */

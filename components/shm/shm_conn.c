@@ -2,13 +2,19 @@
 /*
  * A connection's life: its socket in the event loop, wakeups, and failure.
  *
- * Wakeups: a side sets its armed flag (in the segment) whenever it consumed
- * a wake byte, then looks at the rings once more. A producer publishes, then
- * takes the peer's armed flag back to 0 and writes one byte, only if it was
- * set. With a full fence between each side's store and load, either the
+ * Wakeups: a side sets its armed flag (in the segment) before it may sleep,
+ * then looks at the rings once more. A producer publishes, then takes the
+ * peer's armed flag back to 0 and writes one byte on the socket, only if it
+ * was set. With a full fence between each side's store and load, either the
  * sleeper sees the new entry or the producer sees the flag: nothing is ever
- * left in a ring while its consumer sleeps on rmca_wait_fd. A side that
- * keeps polling reads the rings without a system call.
+ * left in a ring while its consumer sleeps on rmca_wait_fd.
+ *
+ * A side that keeps busy leaves that byte unread: its socket stays readable
+ * (so rmca_wait_fd never sleeps on work), its flag stays 0, and the peer's
+ * pushes cost no system call at all. Only once its wakeups found nothing
+ * new for SHM_IDLE_NS does it read the byte and arm again: a caller that
+ * sleeps on rmca_wait_fd sees spurious returns for that long at most (the
+ * spin-then-sleep of MPI and UCX progress loops).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,9 +22,20 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shm.h"
+
+#define SHM_IDLE_NS 100000ll /* 100 us */
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
 
 void rmca_shm_wake_peer(struct rmca_conn *c)
 {
@@ -73,31 +90,8 @@ void rmca_shm_conn_poll(struct rmca_conn *c)
 		rmca_shm_pump(c);
 }
 
-static void conn_cb(void *arg, uint32_t events)
+static void conn_gone(struct rmca_conn *c, int err)
 {
-	struct rmca_conn *c = arg;
-	char buf[64];
-	bool gone = false;
-	ssize_t n;
-	int err = 0;
-
-	(void)events;
-	for (;;) {
-		n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
-		if (n > 0)
-			continue;
-		if (n < 0 && errno == EINTR)
-			continue;
-		gone = !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
-		err = n < 0 ? errno : 0;
-		break;
-	}
-	if (!gone) {
-		__atomic_store_n(&c->r.me->armed, 1, __ATOMIC_SEQ_CST);
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		rmca_shm_conn_poll(c);
-		return;
-	}
 	/* The peer closed or died: what it answered before still counts,
 	 * what it asked for is void (its side completed it already). */
 	rmca_shm_rx_answers(c);
@@ -106,6 +100,41 @@ static void conn_cb(void *arg, uint32_t events)
 			(int)c->peer_pid, err ? strerror(err) : "peer gone");
 		rmca_shm_conn_fail(c, RMCA_ERR_CONNECTION);
 	}
+}
+
+/* The socket is readable: a wake byte is there, or the peer is gone. */
+static void conn_cb(void *arg, uint32_t events)
+{
+	struct rmca_conn *c = arg;
+	char buf[16];
+	ssize_t n;
+
+	if (events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)) {
+		conn_gone(c, 0);
+		return;
+	}
+	rmca_shm_conn_poll(c);
+	if (c->failed)
+		return;
+	if (c->activity != c->activity_seen || !c->idle_since) {
+		c->activity_seen = c->activity;
+		c->idle_since = now_ns();
+		return; /* busy: keep the byte, stay disarmed */
+	}
+	if (now_ns() - c->idle_since < SHM_IDLE_NS)
+		return;
+	c->idle_since = 0;
+	/* At most one byte is in flight: the peer sends one per arming. */
+	do {
+		n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+		conn_gone(c, n ? errno : 0);
+		return;
+	}
+	__atomic_store_n(&c->r.me->armed, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	rmca_shm_conn_poll(c);
 }
 
 int rmca_shm_conn_create(struct shm_module *m, int fd, struct shm_seg *seg,
@@ -128,7 +157,7 @@ int rmca_shm_conn_create(struct shm_module *m, int fd, struct shm_seg *seg,
 	shm_list_init(&c->recvs);
 	shm_list_init(&c->backlog);
 	shm_list_init(&c->inflight);
-	if (core->ops->fd_add(core, fd, EPOLLIN, conn_cb, c)) {
+	if (core->ops->fd_add(core, fd, EPOLLIN | EPOLLRDHUP, conn_cb, c)) {
 		free(c);
 		return RMCA_ERR_NO_MEMORY;
 	}

@@ -274,6 +274,7 @@ static void rx_resps(struct rmca_conn *c)
 		       (r->resp_in_head % SHM_RESP_SLOTS) * SHM_RESP_SLOT;
 		memcpy(&s, slot, sizeof(s));
 		r->resp_in_head++;
+		c->activity++;
 		on_resp(c, &s, slot + sizeof(s));
 		shm_store(&r->resp_in->head, r->resp_in_head);
 	}
@@ -304,6 +305,7 @@ static void rx_reqs(struct rmca_conn *c)
 		}
 		serve(c, &h, e + sizeof(h), bytes - sizeof(h));
 		r->req_in_head += bytes;
+		c->activity++;
 		served = true;
 	}
 	if (served) {
