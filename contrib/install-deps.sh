@@ -10,7 +10,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 PKGS="build-essential autoconf automake libtool libltdl-dev pkg-config
       libibverbs-dev librdmacm-dev rdma-core ibverbs-providers libcmocka-dev
-      python3 iproute2 clang"
+      python3 iproute2 clang scdoc mandoc"
 vm=0
 for a in "$@"; do
 	case $a in
