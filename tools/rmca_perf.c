@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -91,8 +92,13 @@ struct region {
 	uint64_t addr, rkey, aaddr, arkey;
 };
 
+/* How results are printed: a table for people, or one of three for
+ * scripts (then the header lines go to stderr). */
+enum format { FMT_TABLE, FMT_PARSABLE, FMT_CSV, FMT_JSON };
+
 struct opts {
-	bool server, raw, spin, parsable;
+	bool server, raw, spin;
+	enum format fmt;
 	const char *listen_at, *peer, *tests, *sizes;
 	long iters, window, warmup; /* warmup < 0: a tenth of iters */
 };
@@ -118,64 +124,197 @@ struct result {
 	const char *test;
 	size_t size;
 	long iters;
-	double med, p99, mean; /* us, latency tests */
-	double mbs;	       /* 1e6 bytes per second, bandwidth tests */
-	double mops;	       /* 1e6 operations per second */
+	int rtt; /* latency tests: 1 half a round trip, 2 a whole one */
+	double min, med, mean, max, stdev, p99, p999; /* us, latency tests */
+	double mbs;  /* 1e6 bytes per second, bandwidth tests */
+	double mops; /* 1e6 operations per second, bandwidth and rate */
 };
 
+/* The statistics of n latencies (sorts v). */
 static void percentiles(double *v, long n, struct result *r)
 {
-	double sum = 0;
+	double sum = 0, sq = 0;
 
 	for (long i = 0; i < n; i++)
 		sum += v[i];
 	r->mean = sum / (double)n;
+	for (long i = 0; i < n; i++)
+		sq += (v[i] - r->mean) * (v[i] - r->mean);
+	r->stdev = n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
 	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	r->min = v[0];
+	r->max = v[n - 1];
 	r->med = v[n / 2];
 	r->p99 = v[(long)((double)(n - 1) * 0.99)];
+	r->p999 = v[(long)((double)(n - 1) * 0.999)];
 }
+
+static const char *const rtt_name[] = {"-", "half", "whole"};
 
 static void print_head(const struct opts *o)
 {
-	if (o->parsable)
-		return;
-	printf("%-12s %8s %8s %11s %11s %11s %10s %9s\n", "test", "bytes",
-	       "iters", "lat_med_us", "lat_p99_us", "lat_avg_us", "MB/s",
-	       "Mops");
-}
-
-static void print_result(const struct opts *o, const struct result *r)
-{
-	if (o->parsable) {
-		const char *t = r->test;
-
-		if (r->med > 0) {
-			printf("%s,%zu,%ld,%.3f,us_median\n", t, r->size,
-			       r->iters, r->med);
-			printf("%s,%zu,%ld,%.3f,us_p99\n", t, r->size, r->iters,
-			       r->p99);
-			printf("%s,%zu,%ld,%.3f,us_mean\n", t, r->size,
-			       r->iters, r->mean);
-		}
-		if (r->mbs > 0)
-			printf("%s,%zu,%ld,%.3f,MB/s\n", t, r->size, r->iters,
-			       r->mbs);
-		printf("%s,%zu,%ld,%.6f,Mops\n", t, r->size, r->iters, r->mops);
-	} else {
-		char med[16] = "-", p99[16] = "-", mean[16] = "-",
-		     mbs[16] = "-";
-
-		if (r->med > 0) {
-			snprintf(med, sizeof(med), "%.2f", r->med);
-			snprintf(p99, sizeof(p99), "%.2f", r->p99);
-			snprintf(mean, sizeof(mean), "%.2f", r->mean);
-		}
-		if (r->mbs > 0)
-			snprintf(mbs, sizeof(mbs), "%.1f", r->mbs);
-		printf("%-12s %8zu %8ld %11s %11s %11s %10s %9.4f\n", r->test,
-		       r->size, r->iters, med, p99, mean, mbs, r->mops);
+	switch (o->fmt) {
+	case FMT_TABLE:
+		printf("# lat: half = half a round trip (ping-pong / 2), "
+		       "whole = a whole round trip (post to completion)\n");
+		printf("%-12s %8s %7s %5s %8s %8s %8s %8s %8s %8s %8s %10s "
+		       "%9s\n",
+		       "test", "bytes", "iters", "lat", "min_us", "med_us",
+		       "avg_us", "max_us", "stdev", "p99_us", "p99.9_us",
+		       "MB/s", "Mops");
+		break;
+	case FMT_CSV:
+		printf("test,bytes,iters,lat,min_us,median_us,mean_us,max_us,"
+		       "stdev_us,p99_us,p999_us,MBps,Mops\n");
+		break;
+	case FMT_JSON:
+		printf("{\"tool\": \"rmca_perf\", \"version\": \"%s\", "
+		       "\"results\": [",
+		       rmca_version());
+		break;
+	case FMT_PARSABLE:
+		break;
 	}
 	fflush(stdout);
+}
+
+static void print_tail(const struct opts *o, int nresults)
+{
+	if (o->fmt == FMT_JSON)
+		printf("%s]}\n", nresults ? "\n" : "");
+	fflush(stdout);
+}
+
+static void print_parsable(const struct result *r)
+{
+	const char *t = r->test;
+
+	if (r->rtt) {
+		static const char *const unit[] = {
+			"us_median", "us_p99",	 "us_mean", "us_min",
+			"us_max",    "us_stdev", "us_p999"};
+		const double v[] = {r->med, r->p99,   r->mean, r->min,
+				    r->max, r->stdev, r->p999};
+
+		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+			printf("%s,%zu,%ld,%.3f,%s\n", t, r->size, r->iters,
+			       v[i], unit[i]);
+		printf("%s,%zu,%ld,%s,lat\n", t, r->size, r->iters,
+		       r->rtt == 1 ? "half_rtt" : "rtt");
+		return;
+	}
+	if (r->mbs > 0)
+		printf("%s,%zu,%ld,%.3f,MB/s\n", t, r->size, r->iters, r->mbs);
+	printf("%s,%zu,%ld,%.6f,Mops\n", t, r->size, r->iters, r->mops);
+}
+
+/* A number, or "-" (table) / "" (csv) / null (json) when not measured. */
+static void cell(enum format f, const char *fmt, int width, bool have, double v)
+{
+	char buf[32];
+
+	if (!have)
+		snprintf(buf, sizeof(buf), "%s",
+			 f == FMT_TABLE	 ? "-"
+			 : f == FMT_JSON ? "null"
+					 : "");
+	else
+		snprintf(buf, sizeof(buf), fmt, v);
+	if (f == FMT_TABLE)
+		printf(" %*s", width, buf);
+	else
+		printf(",%s", buf);
+}
+
+static void print_result(const struct opts *o, const struct result *r, int nth)
+{
+	bool lat = r->rtt != 0;
+	const double v[] = {r->min,   r->med, r->mean, r->max,
+			    r->stdev, r->p99, r->p999};
+	static const char *const key[] = {"min_us", "median_us", "mean_us",
+					  "max_us", "stdev_us",	 "p99_us",
+					  "p999_us"};
+
+	switch (o->fmt) {
+	case FMT_PARSABLE:
+		print_parsable(r);
+		break;
+	case FMT_TABLE:
+	case FMT_CSV:
+		printf(o->fmt == FMT_TABLE ? "%-12s %8zu %7ld %5s"
+					   : "%s,%zu,%ld,%s",
+		       r->test, r->size, r->iters, rtt_name[r->rtt]);
+		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+			cell(o->fmt, "%.2f", 8, lat, v[i]);
+		cell(o->fmt, o->fmt == FMT_TABLE ? "%.1f" : "%.3f", 10,
+		     r->mbs > 0, r->mbs);
+		cell(o->fmt, "%.4f", 9, !lat, r->mops);
+		putchar('\n');
+		break;
+	case FMT_JSON:
+		printf("%s\n  {\"test\": \"%s\", \"bytes\": %zu, "
+		       "\"iters\": %ld",
+		       nth ? "," : "", r->test, r->size, r->iters);
+		if (lat) {
+			printf(", \"lat\": \"%s\"",
+			       r->rtt == 1 ? "half_rtt" : "rtt");
+			for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+				printf(", \"%s\": %.3f", key[i], v[i]);
+		} else {
+			if (r->mbs > 0)
+				printf(", \"MBps\": %.3f", r->mbs);
+			printf(", \"Mops\": %.6f", r->mops);
+		}
+		putchar('}');
+		break;
+	}
+	fflush(stdout);
+}
+
+/*
+ * A progress line on stderr, at most once a second, when stderr is a
+ * terminal: a long run shows it is alive. Scripts (stderr a file or a
+ * pipe) never see it.
+ */
+static struct {
+	bool on;	  /* stderr is a terminal */
+	bool shown;	  /* a line is on the screen, to be wiped */
+	const char *test; /* what runs now; NULL between tests */
+	size_t size;
+	long ops;	    /* completions since the test began */
+	double start, next; /* us */
+} prog;
+
+static void progress_begin(const char *test, size_t size)
+{
+	prog.test = test;
+	prog.size = size;
+	prog.ops = 0;
+	prog.start = now_us();
+	prog.next = prog.start + 1e6;
+}
+
+static void progress_tick(void)
+{
+	double t;
+
+	if (!prog.on || !prog.test)
+		return;
+	t = now_us();
+	if (t < prog.next)
+		return;
+	prog.next = t + 1e6;
+	fprintf(stderr, "\r# %s, %zu bytes: %ld operations in %.0f s ",
+		prog.test, prog.size, prog.ops, (t - prog.start) / 1e6);
+	prog.shown = true;
+}
+
+static void progress_end(void)
+{
+	prog.test = NULL;
+	if (prog.shown)
+		fprintf(stderr, "\r%72s\r", "");
+	prog.shown = false;
 }
 
 /* Who is at the other end, for messages: HOST:PORT, or "the client". */
@@ -230,6 +369,7 @@ static void complete(struct bench *b, const struct rmca_completion *c)
 		die(c->status, "a %s with %s completed with an error",
 		    (unsigned)c->op < 6 ? op[c->op] : "operation", peer_name);
 	}
+	prog.ops++;
 	switch (c->op) {
 	case RMCA_OP_SEND:
 		b->sends++;
@@ -266,6 +406,7 @@ static void pump(struct bench *b)
 		die(n, "progressing the connection with %s", peer_name);
 	for (int i = 0; i < n; i++)
 		complete(b, &c[i]);
+	progress_tick();
 	if (!n && !b->spin) {
 		struct pollfd p = {.fd = rmca_wait_fd(b->ctx),
 				   .events = POLLIN};
@@ -320,7 +461,7 @@ static const char *path_name(enum rmca_path p)
 static void show_ep(const struct opts *o, rmca_ep_t *ep)
 {
 	struct rmca_ep_attr a;
-	FILE *f = o->parsable ? stderr : stdout;
+	FILE *f = o->fmt != FMT_TABLE ? stderr : stdout;
 
 	if (rmca_ep_query(ep, &a))
 		return;
@@ -336,7 +477,7 @@ static void show_ep(const struct opts *o, rmca_ep_t *ep)
 
 static void show_mode(const struct opts *o)
 {
-	FILE *f = o->parsable ? stderr : stdout;
+	FILE *f = o->fmt != FMT_TABLE ? stderr : stdout;
 
 	fprintf(f, "# progress: %s; window %ld; warm-up %s\n",
 		o->spin ? "spin (busy rmca_poll)"
@@ -757,6 +898,8 @@ static void raw_io(bool out, void *buf, size_t len, bool spin)
 			die(ETIMEDOUT, "%s %s",
 			    out ? "sending to" : "receiving from", peer_name);
 	}
+	prog.ops++;
+	progress_tick();
 }
 
 static void raw_setsock(int fd)
@@ -985,6 +1128,7 @@ static int client(const struct opts *o)
 	struct bench *b = &c.b;
 	long maxiters = o->iters < 16 ? 16 : o->iters;
 	const char *why = NULL;
+	int nresults = 0;
 
 	nlat = parse_sizes(o->sizes ? o->sizes : default_lat_sizes, lat_sizes,
 			   &why);
@@ -1020,7 +1164,7 @@ static int client(const struct opts *o)
 			die(errno, "connecting to %s", o->peer);
 		freeaddrinfo(ai);
 		raw_setsock(raw_fd);
-		fprintf(o->parsable ? stderr : stdout,
+		fprintf(o->fmt != FMT_TABLE ? stderr : stdout,
 			"# raw: plain TCP socket to %s, TCP_NODELAY, one "
 			"send()/recv() per message\n",
 			o->peer);
@@ -1087,11 +1231,16 @@ static int client(const struct opts *o)
 			long iters = iters_for(o, d, size);
 			long warmup =
 				o->warmup >= 0 ? o->warmup : iters / 10 + 1;
-			struct result r = {
-				.test = d->name, .size = size, .iters = iters};
+			struct result r = {.test = d->name,
+					   .size = size,
+					   .iters = iters,
+					   .rtt = !d->lat		? 0
+						  : d->id == T_SEND_LAT ? 1
+									: 2};
 
 			if (iters > maxiters)
 				iters = r.iters = maxiters;
+			progress_begin(d->name, size);
 			if (o->raw)
 				raw_run(&c, d->id, size, iters, warmup, &r);
 			else if (d->id == T_SEND_LAT)
@@ -1100,10 +1249,12 @@ static int client(const struct opts *o)
 				run_rma_lat(&c, d->id, size, iters, warmup, &r);
 			else
 				run_bw(&c, d->id, size, iters, warmup, &r);
-			print_result(o, &r);
+			progress_end();
+			print_result(o, &r, nresults++);
 		}
 	}
 
+	print_tail(o, nresults);
 	if (o->raw) {
 		struct ctrl t = {.magic = PERF_MAGIC, .test = T_QUIT};
 
@@ -1126,7 +1277,7 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: rmca_perf -s [-l HOST:PORT] [--raw] [--spin]\n"
 		   "       rmca_perf [-t TESTS] [-n N] [-w N] [-W N] [-S "
 		   "SIZES] [--raw] [--spin]\n"
-		   "                 [--parsable] HOST:PORT\n"
+		   "                 [--parsable | --csv | --json] HOST:PORT\n"
 		   "       rmca_perf -h | --help | -V | --version\n"
 		   "Latency, bandwidth and message rate of rmca operations "
 		   "between two\n"
@@ -1153,12 +1304,20 @@ static void usage(FILE *f)
 		   "(send_lat, send_bw)\n"
 		   "      --spin          busy-poll instead of sleeping in "
 		   "poll()\n"
-		   "      --parsable      one line per result: "
+		   "      --parsable      one line per value: "
 		   "test,size,iters,value,unit\n"
+		   "      --csv           one line per result, every column, "
+		   "with a header\n"
+		   "      --json          one JSON object with every result\n"
 		   "  -h, --help          this text\n"
 		   "  -V, --version       the version of rmca_perf and of "
 		   "librmca\n"
 		   "\n"
+		   "Latency rows say whether they are half a round trip "
+		   "(send_lat) or a whole\n"
+		   "one (put_lat, get_lat, atomic_lat). On a terminal, a "
+		   "progress line on stderr\n"
+		   "shows a long run is alive.\n"
 		   "Exit status: 0 done, 1 a failure, 2 bad usage.\n");
 }
 
@@ -1192,6 +1351,8 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{"iterations", required_argument, NULL, 'n'},
 		{"listen", required_argument, NULL, 'l'},
+		{"csv", no_argument, NULL, 'C'},
+		{"json", no_argument, NULL, 'J'},
 		{"parsable", no_argument, NULL, 'p'},
 		{"raw", no_argument, NULL, 'R'},
 		{"server", no_argument, NULL, 's'},
@@ -1245,8 +1406,21 @@ int main(int argc, char **argv)
 			o.spin = true;
 			break;
 		case 'p':
-			o.parsable = true;
+		case 'C':
+		case 'J': {
+			enum format f = opt == 'p'   ? FMT_PARSABLE
+					: opt == 'C' ? FMT_CSV
+						     : FMT_JSON;
+
+			if (o.fmt != FMT_TABLE && o.fmt != f) {
+				fprintf(stderr,
+					"rmca_perf: --parsable, --csv and "
+					"--json exclude each other\n");
+				return cli_hint("rmca_perf");
+			}
+			o.fmt = f;
 			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -1280,6 +1454,7 @@ int main(int argc, char **argv)
 		return CLI_USAGE;
 	if (!o.server)
 		o.peer = peer_name = argv[optind];
+	prog.on = isatty(STDERR_FILENO);
 	if (o.server)
 		return o.raw ? raw_serve(&o) : serve(&o);
 	return client(&o);
