@@ -209,9 +209,10 @@ ok $? "--explain names the transport and the native paths"
 RMCA_transports=tcp RMCA_tcp_caps=^atomic,^masked_atomic,^remote_completion \
 	run --parsable \
 	--explain "127.0.0.1:$port"
-[ "$rc" -eq 0 ] && has '^explain:atomic: emulated' &&
-	has '^explain:masked_atomic: emulated' &&
-	has '^explain:put_delivered: flush' && ! grep -qv '^explain:' "$tmp/out"
+[ "$rc" -eq 0 ] && has '^explain:path:atomic:emulated$' &&
+	has '^explain:path:masked_atomic:emulated$' &&
+	has '^explain:path:put_delivered:flush$' &&
+	has '^explain:path_reason:put_delivered:..*' && ! grep -qv '^explain:' "$tmp/out"
 ok $? "--explain shows the fallbacks a capability mask forces, and why"
 
 # the probe made no endpoint: the server still waits for its client

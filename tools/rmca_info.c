@@ -53,26 +53,28 @@ static const char *const format_names[] = { "human", "parsable", "json" };
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: rmca_info [--parsable | --json] [--param "
-		"all|framework|COMPONENT]...\n"
+		"Usage: rmca_info [--parsable | --json] "
+		"[--param all|framework|COMPONENT|PARAMETER]...\n"
 		"       rmca_info [--parsable | --json] --explain HOST:PORT\n"
 		"       rmca_info -h | --help | -V | --version\n"
 		"Show what rmca finds here: build, components, modules, "
 		"parameters.\n"
 		"\n"
 		"  -p, --param WHAT  also show parameters: all, the "
-		"framework's, or a\n"
-		"                    component's (may be repeated); Open "
-		"MPI's\n"
-		"                    \"--param all all\" and \"--param all "
-		"tcp\" work too\n"
+		"framework's, a\n"
+		"                    component's, or one (tcp_port); may be "
+		"repeated.\n"
+		"                    Open MPI's \"--param all all\" and "
+		"\"--param all tcp\" work too\n"
 		"      --parsable    one fact per line, colon-separated keys\n"
 		"      --json        one JSON object\n"
 		"      --explain HOST:PORT  ask the rmca listener there which "
 		"transport\n"
 		"                    and which path per operation an endpoint "
 		"would\n"
-		"                    get, and why (nothing is connected)\n"
+		"                    get, and why (nothing is connected); with "
+		"--parsable\n"
+		"                    or --json as fields\n"
 		"  -h, --help        this text\n"
 		"  -V, --version     the version of rmca_info and of librmca\n"
 		"\n"
@@ -189,11 +191,21 @@ static void label_from_path(const char *path, char *buf, size_t len)
 	snprintf(buf, len, "%.*s", (int)n, base);
 }
 
-static bool param_selected(const struct options *o, const char *owner)
+/* A --param word naming one parameter: "tcp_port" or "RMCA_tcp_port". */
+static bool names_param(const char *want, const char *name)
+{
+	if (!strncmp(want, "RMCA_", 5))
+		want += 5;
+	return !strcmp(want, name);
+}
+
+static bool param_selected(const struct options *o,
+			   const struct rmca_info_param *p)
 {
 	for (int i = 0; i < o->nparams; i++)
 		if (!strcmp(o->params[i], "all") ||
-		    !strcmp(o->params[i], owner))
+		    !strcmp(o->params[i], p->owner) ||
+		    names_param(o->params[i], p->name))
 			return true;
 	return false;
 }
@@ -213,12 +225,12 @@ static bool params_known(rmca_context_t *ctx, const struct options *o)
 		     j++)
 			found = c.name && !strcmp(c.name, want);
 		for (int j = 0; !found && !rmca_info_param(ctx, j, &p); j++)
-			found = !strcmp(p.owner, want);
+			found = !strcmp(p.owner, want) ||
+				names_param(want, p.name);
 		if (!found) {
 			fprintf(stderr,
-				"rmca_info: --param '%s': no such component; "
-				"components with parameters are listed by: "
-				"rmca_info --param all\n",
+				"rmca_info: --param '%s': no such component or "
+				"parameter; rmca_info --param all lists them\n",
 				want);
 			ok = false;
 		}
@@ -296,7 +308,7 @@ static int gather(rmca_context_t *ctx, const struct options *o,
 		r->mods[r->nmods++] = m;
 	}
 	for (int i = 0; !rmca_info_param(ctx, i, &p); i++) {
-		if (!param_selected(o, p.owner))
+		if (!param_selected(o, &p))
 			continue;
 		n = grow(r->params, r->nparams, sizeof(*r->params));
 		if (!n)
@@ -655,30 +667,215 @@ static void print_json(const struct report *r)
 	printf("\n  ]\n}\n");
 }
 
-/* --explain: the listener's answer, one line per fact. */
+/*
+ * --explain: the listener's answer is text, one fact per line (see
+ * rmca_info_explain); --parsable and --json split it into fields.
+ */
+#define EXPLAIN_MAX 32
+
+struct explain_facts {
+	const char *error; /* why no endpoint is possible; NULL if one is */
+	const char *peer, *peer_where; /* "host:port", "same host" */
+	const char *transport, *device, *peer_device;
+	const char *chose;
+	struct {
+		const char *op, *path, *reason;
+	} paths[EXPLAIN_MAX];
+	struct {
+		const char *component, *device, *reason;
+	} skipped[EXPLAIN_MAX];
+	const char *notes[EXPLAIN_MAX]; /* lines of no known shape */
+	int npaths, nskipped, nnotes;
+};
+
+/* "put_delivered: native (why)": splits line in place; 0 if it is one. */
+static int split_path(char *line, const char **op, const char **path,
+		      const char **reason)
+{
+	static const char *const ops[] = {"put_delivered", "atomic",
+					  "masked_atomic", "send_inv"};
+	char *colon = strstr(line, ": "), *open, *close;
+
+	if (!colon)
+		return -1;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if ((size_t)(colon - line) != strlen(ops[i]) ||
+		    strncmp(line, ops[i], strlen(ops[i])))
+			continue;
+		*colon = '\0';
+		*op = line;
+		*path = colon + 2;
+		*reason = "";
+		open = strchr(colon + 2, ' ');
+		close = strrchr(colon + 2, ')');
+		if (open && open[1] == '(' && close) {
+			*open = '\0';
+			*close = '\0';
+			*reason = open + 2;
+		}
+		return 0;
+	}
+	return -1;
+}
+
+static void explain_parse(char *text, int rc, struct explain_facts *f)
+{
+	char *line, *save = NULL, *p;
+	bool selection = false;
+
+	memset(f, 0, sizeof(*f));
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		const char *a, *b, *c;
+
+		if (rc && !f->error) {
+			f->error = line;
+		} else if (!strncmp(line, "peer ", 5) && !f->peer &&
+			   (p = strrchr(line, '(')) && p > line + 5 &&
+			   p[-1] == ' ' && line[strlen(line) - 1] == ')') {
+			/* "peer HOST:PORT (same host)" */
+			line[strlen(line) - 1] = '\0';
+			p[-1] = '\0';
+			f->peer = line + 5;
+			f->peer_where = p + 1;
+		} else if (!strncmp(line, "transport ", 10) && !f->transport &&
+			   (p = strstr(line, ", device "))) {
+			*p = '\0';
+			f->transport = line + 10;
+			f->device = p + 9;
+			if ((p = strstr(p + 9, " <-> "))) {
+				*p = '\0';
+				f->peer_device = p + 5;
+			}
+		} else if (!strcmp(line, "selection:")) {
+			selection = true;
+		} else if (selection && !strncmp(line, "chose ", 6)) {
+			f->chose = line + 6;
+		} else if (selection && !strncmp(line, "skip ", 5) &&
+			   f->nskipped < EXPLAIN_MAX &&
+			   (p = strchr(line + 5, ' ')) && strstr(p + 1, ": ")) {
+			/* "skip COMPONENT DEVICE[<->PEER]: REASON" */
+			*p = '\0';
+			f->skipped[f->nskipped].component = line + 5;
+			f->skipped[f->nskipped].device = p + 1;
+			p = strstr(p + 1, ": ");
+			*p = '\0';
+			f->skipped[f->nskipped++].reason = p + 2;
+		} else if (!selection && f->npaths < EXPLAIN_MAX &&
+			   !split_path(line, &a, &b, &c)) {
+			f->paths[f->npaths].op = a;
+			f->paths[f->npaths].path = b;
+			f->paths[f->npaths++].reason = c;
+		} else if (f->nnotes < EXPLAIN_MAX) {
+			f->notes[f->nnotes++] = line;
+		}
+	}
+}
+
+static void explain_parsable(const struct explain_facts *f)
+{
+	char key[96];
+
+	fact("explain", "status", f->error ? "failed" : "ok");
+	if (f->error)
+		fact("explain", "error", f->error);
+	if (f->peer) {
+		fact("explain", "peer", f->peer);
+		fact("explain", "peer_local",
+		     !strcmp(f->peer_where, "same host") ? "yes" : "no");
+	}
+	if (f->transport) {
+		fact("explain", "transport", f->transport);
+		fact("explain", "device", f->device);
+		if (f->peer_device)
+			fact("explain", "peer_device", f->peer_device);
+	}
+	for (int i = 0; i < f->npaths; i++) {
+		snprintf(key, sizeof(key), "path:%s", f->paths[i].op);
+		fact("explain", key, f->paths[i].path);
+		snprintf(key, sizeof(key), "path_reason:%s", f->paths[i].op);
+		fact("explain", key, f->paths[i].reason);
+	}
+	if (f->chose)
+		fact("explain", "chose", f->chose);
+	for (int i = 0; i < f->nskipped; i++) {
+		snprintf(key, sizeof(key), "skipped:%s:%s",
+			 f->skipped[i].component, f->skipped[i].device);
+		fact("explain", key, f->skipped[i].reason);
+	}
+	for (int i = 0; i < f->nnotes; i++)
+		fact("explain", "note", f->notes[i]);
+}
+
+static void explain_json(const struct options *o, int rc,
+			 const struct explain_facts *f, const char *text)
+{
+	printf("{\"explain\": ");
+	json_str(o->explain);
+	printf(", \"status\": %d", rc);
+	json_field("error", f->error, false);
+	json_field("peer", f->peer, false);
+	printf(", \"peer_local\": %s", !f->peer_where ? "null"
+				       : !strcmp(f->peer_where, "same host")
+					       ? "true"
+					       : "false");
+	json_field("transport", f->transport, false);
+	json_field("device", f->device, false);
+	json_field("peer_device", f->peer_device, false);
+	printf(", \"paths\": {");
+	for (int i = 0; i < f->npaths; i++) {
+		json_key(f->paths[i].op, i == 0);
+		printf("{\"path\": ");
+		json_str(f->paths[i].path);
+		json_field("reason", f->paths[i].reason, false);
+		putchar('}');
+	}
+	printf("}");
+	json_field("chose", f->chose, false);
+	printf(", \"skipped\": [");
+	for (int i = 0; i < f->nskipped; i++) {
+		printf("%s{", i ? ", " : "");
+		json_field("component", f->skipped[i].component, true);
+		json_field("device", f->skipped[i].device, false);
+		json_field("reason", f->skipped[i].reason, false);
+		putchar('}');
+	}
+	printf("], \"notes\": [");
+	for (int i = 0; i < f->nnotes; i++) {
+		printf("%s", i ? ", " : "");
+		json_str(f->notes[i]);
+	}
+	printf("]");
+	json_field("text", text, false);
+	printf("}\n");
+}
+
 static int explain(rmca_context_t *ctx, const struct options *o)
 {
-	static char text[8192];
+	static char text[8192], copy[8192];
 	int rc = rmca_info_explain(ctx, o->explain, 10000, text, sizeof(text));
+	struct explain_facts f;
 	char *line, *save = NULL;
 
 	if (rc && !text[0])
 		snprintf(text, sizeof(text), "%s\n", rmca_strerror(rc));
-	if (o->format == FMT_JSON) {
-		printf("{\"explain\":");
-		json_str(o->explain);
-		printf(",\"status\":%d,\"text\":", rc);
-		json_str(text);
-		printf("}\n");
-		return rc ? 1 : 0;
+	memcpy(copy, text, sizeof(copy));
+	explain_parse(copy, rc, &f);
+	switch (o->format) {
+	case FMT_JSON:
+		explain_json(o, rc, &f, text);
+		break;
+	case FMT_PARSABLE:
+		explain_parsable(&f);
+		break;
+	case FMT_HUMAN:
+		printf("%s: %s\n", o->explain,
+		       rc ? "no endpoint possible" : "an endpoint would use");
+		for (line = strtok_r(text, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save))
+			printf("  %s\n", line);
+		break;
 	}
-	if (o->format == FMT_HUMAN)
-		printf("%s: %s\n", o->explain, rc ? "no endpoint possible" :
-						    "an endpoint would use");
-	for (line = strtok_r(text, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save))
-		printf(o->format == FMT_PARSABLE ? "explain:%s\n" : "  %s\n",
-		       line);
 	return rc ? 1 : 0;
 }
 
