@@ -97,20 +97,11 @@ void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r)
 }
 
 /* One pass of the event loop: fds ready within timeout_ms, then every
- * module's progress op. */
+ * module's progress op, then the core's own retries. */
 int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 {
 	struct epoll_event ev[64];
 	int n;
-
-	for (struct rmca_ep *ep = ctx->eps; ep; ep = ep->next) {
-		if (ep->unflushed)
-			rmca_ep_flush_delivered(ep);
-		if (ep->deferred)
-			rmca_deferred_post(ep);
-		if (ep->verify_wait)
-			rmca_verify_expire(ep);
-	}
 
 	n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
 	for (int i = 0; i < n; i++) {
@@ -125,6 +116,19 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 	for (size_t i = 0; i < ctx->nmods; i++)
 		if (ctx->mods[i].m->ops->progress)
 			ctx->mods[i].m->ops->progress(ctx->mods[i].m);
+	/*
+	 * Posts a module refused for want of room (RMCA_ERR_AGAIN) go again
+	 * now, after the completions above made room: nothing else would
+	 * wake a caller that sleeps on the wait fd once it has taken them.
+	 */
+	for (struct rmca_ep *ep = ctx->eps; ep; ep = ep->next) {
+		if (ep->unflushed)
+			rmca_ep_flush_delivered(ep);
+		if (ep->deferred)
+			rmca_deferred_post(ep);
+		if (ep->verify_wait)
+			rmca_verify_expire(ep);
+	}
 	return n < 0 && errno != EINTR ? RMCA_ERR_INVALID : 0;
 }
 

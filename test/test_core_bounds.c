@@ -27,7 +27,7 @@
 
 #include "api_util.h"
 
-#define BOUND	   16384 /* RMCA_ep_max_core_ops: the modules' own limit */
+#define BOUND 16384 /* RMCA_ep_max_core_ops: the modules' own limit */
 
 static long bound = BOUND; /* the bound the test runs against */
 #define TOKEN_FULL 0xf011
@@ -163,8 +163,8 @@ static void test_emulated_atomics_stop_at_the_bound(void **state)
 
 static void test_the_bound_is_a_parameter(void **state)
 {
-	const struct api_test t = { .server = atomic_server,
-				    .client = atomic_client };
+	const struct api_test t = {.server = atomic_server,
+				   .client = atomic_client};
 
 	(void)state;
 	set_caps("^atomic,masked_atomic");
@@ -246,6 +246,108 @@ static void inv_client(struct api_peer *p)
 static void test_revoke_sends_stop_at_the_bound(void **state)
 {
 	const struct api_test t = {.server = inv_server, .client = inv_client};
+
+	(void)state;
+	set_caps("^send_inv");
+	api_run(&t);
+}
+
+/* ---- a held send goes once the module has room ---- */
+
+#define TOKEN_ACKED 0xac3
+
+/* Sleep on the wait fd alone; rmca_poll only when it is readable. If the
+ * fd stays quiet while work is due, the completion never comes. */
+static void fd_wait(struct api_peer *p, void *uc, int want)
+{
+	long end = api_now_ms() + API_TIMEOUT_MS;
+	struct rmca_completion c;
+
+	for (;;) {
+		struct pollfd pf = {.fd = rmca_wait_fd(p->ctx),
+				    .events = POLLIN};
+		long left = end - api_now_ms();
+
+		API_CHECK_MSG(left > 0, "the wait fd stayed quiet, ctx %p due",
+			      uc);
+		if (poll(&pf, 1, (int)left) != 1)
+			continue;
+		if (rmca_poll(p->ctx, &c, 1) == 1 && c.user_ctx == uc)
+			break;
+	}
+	API_CHECK_MSG(c.status == want, "ctx %p: %s", uc,
+		      api_strerror(c.status));
+}
+
+static void room_server(struct api_peer *p)
+{
+	char *once = api_alloc(4096), *msg = api_alloc(4096);
+	struct rmca_completion c;
+	rmca_mr_t *mr, *mm;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, once, 4096,
+				 RMCA_ACCESS_REMOTE_WRITE | RMCA_MR_USE_ONCE,
+				 &mr));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, msg, 4096, RMCA_ACCESS_LOCAL, &mm));
+	API_CHECK_OK(rmca_recv(p->ep, msg, MSG, mm, API_CTX(1)));
+	api_put_region(p, 0, once, 4096, mr, p->ep);
+	api_expect_token(p, 0, TOKEN_FULL); /* the REVOKE is acked here */
+	api_progress_for(p, 100);
+	api_token(p, 0, TOKEN_ACKED);
+	api_expect_token(p, 0, API_TOKEN_GO);
+	/* one message: it frees one of the client's slots */
+	API_CHECK_OK(rmca_send(p->ep, msg + 64, MSG, mm, API_CTX(2)));
+	api_wait_status(p, API_CTX(2), RMCA_OK);
+	api_wait(p, API_CTX(1), &c);
+	API_CHECK_RC(c.status, RMCA_OK);
+	API_CHECK(c.revoked_rkey != 0); /* the message revoked the key */
+	api_expect_token(p, 0, TOKEN_DONE);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	API_CHECK_OK(rmca_mr_dereg(mm));
+}
+
+static void room_client(struct api_peer *p)
+{
+	char *buf = api_alloc(4096);
+	struct api_region r;
+	rmca_mr_t *mr;
+	long n = 0;
+	int rc;
+
+	api_get_region(p, 0, &r);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 4096, RMCA_ACCESS_LOCAL, &mr));
+	/* Receives fill the connection: the module takes nothing more. */
+	while ((rc = rmca_recv(p->ep, buf + 64, MSG, mr, API_CTX(100 + n))) ==
+	       0)
+		n++;
+	API_CHECK_RC(rc, RMCA_ERR_AGAIN);
+	API_CHECK_OK(rmca_send_inv(p->ep, buf, MSG, mr, r.rkey, API_CTX(1)));
+	api_token(p, 0, TOKEN_FULL);
+	/* The ack comes back: the message is due, the module has no room. */
+	api_expect_token(p, 0, TOKEN_ACKED);
+	api_progress_for(p, 100);
+	API_CHECK(api_stashed() == 0);
+	api_token(p, 0, API_TOKEN_GO);
+	/* The server's message makes room; the held message must go without
+	 * any call but those the wait fd asks for. */
+	fd_wait(p, API_CTX(100), RMCA_OK);
+	fd_wait(p, API_CTX(1), RMCA_OK);
+	api_token(p, 0, TOKEN_DONE);
+	/* The other receives end canceled: more than the api stash holds. */
+	rmca_ep_close(p->ep);
+	p->ep = NULL;
+	for (struct rmca_completion c; n > 1;)
+		if (rmca_poll(p->ctx, &c, 1) == 1) {
+			API_CHECK_RC(c.status, RMCA_ERR_CANCELED);
+			n--;
+		}
+	API_CHECK_OK(rmca_mr_dereg(mr));
+}
+
+static void test_held_send_goes_when_room_comes(void **state)
+{
+	const struct api_test t = {.server = room_server,
+				   .client = room_client};
 
 	(void)state;
 	set_caps("^send_inv");
@@ -399,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_emulated_atomics_stop_at_the_bound),
 		cmocka_unit_test(test_the_bound_is_a_parameter),
 		cmocka_unit_test(test_revoke_sends_stop_at_the_bound),
+		cmocka_unit_test(test_held_send_goes_when_room_comes),
 		cmocka_unit_test(test_control_flood_is_pushed_back),
 	};
 
