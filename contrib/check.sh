@@ -9,7 +9,13 @@
 # A failing step does not stop the later ones, except that nothing can be
 # tested when the build fails. Test cases are counted from automake's
 # test/test-suite.log (the TAP driver counts each case) and from check-vm's
-# summary; check-fuzz and distcheck count as one case each. The last line is always
+# summary; check-fuzz and distcheck count as one case each. A phase that
+# ran fewer cases (passed + failed) than its floor in test/case-floor
+# fails: tests cannot vanish unnoticed. Each phase's counts are printed as
+#
+#   ci: PHASE: N passed, N failed, N skipped; N cases ran (floor N)
+#
+# The last line is always
 #
 #   N passed, N failed, N skipped
 #
@@ -26,6 +32,31 @@ skipped=0
 
 summary() {
 	echo "$passed passed, $failed failed, $skipped skipped"
+}
+
+# counted PHASE PASSED FAILED SKIPPED: adds a phase's cases to the totals,
+# and one failure more when fewer ran than the phase's floor.
+counted() {
+	local name=$1 p=$2 f=$3 s=$4 ran floor
+	ran=$((p + f))
+	passed=$((passed + p))
+	failed=$((failed + f))
+	skipped=$((skipped + s))
+	floor=$(awk -v phase="$name" '$1 == phase { print $2 }' \
+		"$top/test/case-floor" 2>/dev/null || true)
+	echo "ci: $name: $p passed, $f failed, $s skipped;" \
+		"$ran cases ran (floor ${floor:-none})"
+	if [ -z "$floor" ]; then
+		echo "ci: $name: no floor in test/case-floor"
+		failed=$((failed + 1))
+	elif [ "$ran" -lt "$floor" ]; then
+		echo "ci: $name: only $ran cases ran, fewer than the floor" \
+			"of $floor: tests vanished"
+		failed=$((failed + 1))
+	elif [ "$ran" -gt "$floor" ]; then
+		echo "ci: $name: $ran cases ran: raise its floor in" \
+			"test/case-floor to $ran"
+	fi
 }
 
 # phase NAME COMMAND...: runs COMMAND, says how long it took, returns its
@@ -55,6 +86,29 @@ cd "$build"
 phase configure "$top/configure" --enable-werror || broken configure
 phase build make -j2 || broken "the build"
 
+# Tests cannot vanish: configure without cmocka must stop and name the
+# package, not build a tree whose make check runs nothing.
+nocmocka() {
+	local dir
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/rmca-nocmocka.XXXXXX")
+	if (cd "$dir" && PKG_CONFIG_LIBDIR=/nonexistent \
+		"$top/configure" >configure.out 2>&1); then
+		echo "ci: configure without cmocka succeeded"
+		rm -rf "$dir"
+		return 1
+	fi
+	tail -1 "$dir/configure.out"
+	grep -q 'libcmocka-dev' "$dir/configure.out"
+	local status=$?
+	rm -rf "$dir"
+	return $status
+}
+if phase no-cmocka nocmocka; then
+	counted setup 1 0 0
+else
+	counted setup 0 1 0
+fi
+
 check=0
 phase check make -j2 check || check=$?
 log=test/test-suite.log
@@ -65,12 +119,11 @@ if [ -f $log ]; then
 		k = substr($2, 1, length($2) - 1)
 		if (!seen[k]++) print k "=" $3
 	}' $log)"
-	passed=$((passed + ${PASS:-0} + ${XFAIL:-0}))
-	failed=$((failed + ${FAIL:-0} + ${ERROR:-0} + ${XPASS:-0}))
-	skipped=$((skipped + ${SKIP:-0}))
 	suite_failed=$((${FAIL:-0} + ${ERROR:-0} + ${XPASS:-0}))
+	counted host $((${PASS:-0} + ${XFAIL:-0})) $suite_failed ${SKIP:-0}
 else
 	suite_failed=0
+	counted host 0 0 0
 fi
 # make check can fail before any test ran (a test does not build).
 if [ $check != 0 ] && [ $suite_failed = 0 ]; then
@@ -102,9 +155,7 @@ grep '^check-vm: failed once' test/check-vm.log 2>/dev/null || true
 if [ -n "$line" ]; then
 	read -r vp vf vs <<<"$(echo "$line" |
 		sed -E 's/^check-vm: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped.*/\1 \2 \3/')"
-	passed=$((passed + vp))
-	failed=$((failed + vf))
-	skipped=$((skipped + vs))
+	counted vm "$vp" "$vf" "$vs"
 	if [ $vm != 0 ] && [ "$vf" = 0 ]; then
 		echo "ci: make check-vm failed (status $vm) with no failing test counted"
 		failed=$((failed + 1))
@@ -112,6 +163,7 @@ if [ -n "$line" ]; then
 else
 	echo "ci: make check-vm gave no summary (status $vm)"
 	failed=$((failed + 1))
+	counted vm 0 0 0
 fi
 
 if [ $failed != 0 ]; then

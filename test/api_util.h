@@ -8,8 +8,10 @@
  *
  * Inside a child, a failed check prints one line to stderr and ends the
  * process with status 1; API_EXIT_SKIP (77) means "not supported here".
- * The parent (a cmocka test) maps those to fail and skip, and kills
- * children that outlive API_RUN_TIMEOUT_MS so a hang fails the test.
+ * The parent (a cmocka test) maps those to fail and skip (a failure in any
+ * process fails the case; a skip is one only when nobody failed, and its
+ * reason is on the TAP stream), and kills children that outlive
+ * API_RUN_TIMEOUT_MS so a hang fails the test.
  */
 #ifndef RMCA_API_UTIL_H
 #define RMCA_API_UTIL_H

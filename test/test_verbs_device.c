@@ -18,6 +18,7 @@
 #include <rmca/info.h>
 
 #include "api_util.h"
+#include "tap_skip.h"
 
 #define TOKEN_DONE 0xd0e
 #define NCONN 16
@@ -68,7 +69,7 @@ static void test_probed_caps_match_the_device(void **state)
 	assert_int_equal(rmca_init_inspect(&ctx), 0);
 	if (!find_module(ctx, &m)) {
 		rmca_finalize(ctx);
-		skip();
+		TAP_SKIP("no %s module here", transport());
 	}
 	print_message("# %s/%s caps=0x%x detail: %s\n", m.component, m.device,
 		      m.caps_probed, m.detail);

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "api_util.h"
+#include "tap_skip.h"
 
 #define TOKEN_DONE 0xd0e
 
@@ -175,7 +176,7 @@ static void test_iwarp_loopback_override_sends_local_peers_to_tcp(
 			      .client = transport_check };
 
 	if (!on_iwarp())
-		skip();
+		TAP_SKIP("iwarp only (RMCA_transports is not iwarp)");
 	env_reset();
 	setenv("RMCA_transports", "iwarp,tcp", 1);
 	/* the probe finds that siw reaches its own host: iwarp wins */
