@@ -373,6 +373,14 @@ static int open_components(struct rmca_context *ctx)
 				 rmca_strerror(c->open_status));
 			c->modules = NULL;
 			c->nmodules = 0;
+			/* A parameter of the component names nothing usable
+			 * (the component said which): the user's mistake,
+			 * not a missing device. */
+			if (c->open_status == RMCA_ERR_INVALID) {
+				rc = fail_or_note(ctx, RMCA_ERR_INVALID);
+				if (rc)
+					goto fail;
+			}
 			continue;
 		}
 		nmods += (size_t)c->nmodules;
@@ -398,6 +406,57 @@ static int open_components(struct rmca_context *ctx)
 	return 0;
 fail:
 	ctx->registering = NULL;
+	return rc;
+}
+
+/* A component's name: what it calls itself, or (refused) its file's. */
+static const char *entry_name(const struct rmca_component_entry *e, char *buf,
+			      size_t len)
+{
+	const char *base, *dot;
+
+	if (e->comp)
+		return e->comp->name;
+	base = strrchr(e->path, '/');
+	base = base ? base + 1 : e->path;
+	if (!strncmp(base, "rmca_", 5))
+		base += 5;
+	dot = strchr(base, '.');
+	snprintf(buf, len, "%.*s", dot ? (int)(dot - base) : (int)strlen(base),
+		 base);
+	return buf;
+}
+
+/*
+ * RMCA_transports may only name components that exist (loaded, or found
+ * and refused: the registry said why). A name that exists nowhere ("foo",
+ * "TCP") would silently select nothing.
+ */
+static int transports_check(struct rmca_context *ctx)
+{
+	const char **known;
+	char(*names)[64], err[768];
+	int rc = 0;
+
+	if (!ctx->transports || !*ctx->transports)
+		return 0;
+	known = calloc(ctx->reg.n ? ctx->reg.n : 1, sizeof(*known));
+	names = calloc(ctx->reg.n ? ctx->reg.n : 1, sizeof(*names));
+	if (!known || !names) {
+		rc = RMCA_ERR_NO_MEMORY;
+		goto out;
+	}
+	for (size_t i = 0; i < ctx->reg.n; i++)
+		known[i] = entry_name(&ctx->reg.entries[i], names[i],
+				      sizeof(names[i]));
+	if (rmca_list_check_names(ctx->transports, "component", known,
+				  ctx->reg.n, err, sizeof(err))) {
+		rmca_log(0, "RMCA_transports=%s: %s", ctx->transports, err);
+		rc = fail_or_note(ctx, RMCA_ERR_INVALID);
+	}
+out:
+	free(known);
+	free(names);
 	return rc;
 }
 
@@ -482,6 +541,8 @@ static int context_init(rmca_context_t **out, bool inspect)
 					core_param_string(&ctx->core,
 							  "component_path"),
 					RMCA_PKGLIBDIR);
+	if (!rc)
+		rc = transports_check(ctx);
 	if (!rc)
 		rc = open_components(ctx);
 	pthread_mutex_unlock(&rmca_load_lock);

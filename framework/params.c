@@ -835,17 +835,20 @@ const struct rmca_param *rmca_params_at(const struct rmca_params *ps, size_t i)
 /* ---- unknown names ---- */
 
 /*
- * The registered name closest to name, if close enough to be a typo: a
- * case-only difference, or an edit distance of at most max(2, len / 3).
+ * The closest to name of n candidates (name_at(arg, i)), if close enough to
+ * be a typo: a case-only difference, or an edit distance of at most
+ * max(2, len / 3).
  */
-static const char *closest(const struct rmca_params *ps, const char *name)
+static const char *closest_of(const char *name, size_t n,
+			      const char *(*name_at)(const void *, size_t),
+			      const void *arg)
 {
 	size_t len = strlen(name), limit = len / 3 > 2 ? len / 3 : 2;
 	size_t i, d, best_d = SIZE_MAX;
 	const char *best = NULL;
 
-	for (i = 0; i < ps->nparams; i++) {
-		const char *cand = ps->params[i]->def.name;
+	for (i = 0; i < n; i++) {
+		const char *cand = name_at(arg, i);
 
 		d = strcasecmp(cand, name) ? rmca_edit_distance(cand, name) : 0;
 		if (d < best_d) {
@@ -854,6 +857,76 @@ static const char *closest(const struct rmca_params *ps, const char *name)
 		}
 	}
 	return best_d <= limit ? best : NULL;
+}
+
+static const char *param_name_at(const void *arg, size_t i)
+{
+	return ((const struct rmca_params *)arg)->params[i]->def.name;
+}
+
+static const char *closest(const struct rmca_params *ps, const char *name)
+{
+	return closest_of(name, ps->nparams, param_name_at, ps);
+}
+
+static const char *known_name_at(const void *arg, size_t i)
+{
+	return ((const char *const *)arg)[i];
+}
+
+int rmca_list_check_names(const char *list, const char *what,
+			  const char *const *known, size_t nknown, char *err,
+			  size_t err_len)
+{
+	char name[256], there[512] = "";
+	const char *p = list, *e, *hint;
+	size_t i, n, used = 0;
+
+	if (!list)
+		return 0;
+	while (isspace((unsigned char)*p))
+		p++;
+	if (*p == '^')
+		p++;
+	for (; *p; p = *e ? e + 1 : e) {
+		e = strchr(p, ',');
+		if (!e)
+			e = p + strlen(p);
+		while (p < e && isspace((unsigned char)*p))
+			p++;
+		n = (size_t)(e - p);
+		while (n && isspace((unsigned char)p[n - 1]))
+			n--;
+		if (!n)
+			continue;
+		for (i = 0; i < nknown; i++)
+			if (strlen(known[i]) == n && !memcmp(known[i], p, n))
+				break;
+		if (i < nknown)
+			continue;
+
+		snprintf(name, sizeof(name), "%.*s", (int)n, p);
+		for (i = 0; i < nknown && used < sizeof(there); i++)
+			used += (size_t)snprintf(there + used,
+						 sizeof(there) - used, "%s%s",
+						 i ? ", " : "", known[i]);
+		hint = closest_of(name, nknown, known_name_at, known);
+		if (hint && !strcasecmp(hint, name))
+			rmca_set_err(err, err_len,
+				     "no %s '%s' (did you mean '%s'? names are "
+				     "case-sensitive); there are: %s",
+				     what, name, hint, there);
+		else if (hint)
+			rmca_set_err(err, err_len,
+				     "no %s '%s' (did you mean '%s'?); there "
+				     "are: %s",
+				     what, name, hint, there);
+		else
+			rmca_set_err(err, err_len, "no %s '%s'; there are: %s",
+				     what, name, nknown ? there : "none");
+		return RMCA_ERR_INVALID;
+	}
+	return 0;
 }
 
 void rmca_params_check_unknown(struct rmca_params *ps)

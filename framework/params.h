@@ -88,6 +88,18 @@ int rmca_list_validate(const char *list, char *err, size_t err_len);
 /* 1 if name is selected; a list that does not validate selects nothing. */
 int rmca_list_selects(const char *list, const char *name);
 
+/*
+ * Every name of list (syntax as above, already validated) must be one of
+ * known[0..nknown): a list that names nothing that exists selects by
+ * mistake. RMCA_ERR_INVALID for the first unknown name, err saying "no
+ * WHAT 'name'", the closest known name ("did you mean"; a case-only
+ * difference is called out, names being case-sensitive) and every known
+ * name; else 0.
+ */
+int rmca_list_check_names(const char *list, const char *what,
+			  const char *const *known, size_t nknown, char *err,
+			  size_t err_len);
+
 /* Format into err (if any): the "what is accepted" messages. */
 void rmca_set_err(char *err, size_t err_len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -65,16 +65,15 @@ static int tcp_open(const struct rmca_core *core,
 	const char *exc = str_param(core, "tcp_if_exclude");
 	struct tcp_module *m;
 	struct tcp_laddr *laddrs;
-	char names[64];
+	char names[64], err[768];
 	int n, nladdrs, r;
 
 	*modules = NULL;
 	*count = 0;
-	if (*inc && *exc) {
-		core->ops->log(core, RMCA_LOG_ERROR,
-			       "tcp: set tcp_if_include or tcp_if_exclude, "
-			       "not both");
-		return RMCA_ERR_INVALID;
+	r = rmca_tcp_iface_check(inc, exc, err, sizeof(err));
+	if (r) {
+		core->ops->log(core, RMCA_LOG_ERROR, "tcp: %s", err);
+		return r;
 	}
 	n = rmca_tcp_iface_probe(inc, exc, names, sizeof(names), &laddrs,
 				 &nladdrs);

@@ -2,9 +2,11 @@
 /*
  * Interface selection (tcp_if_include / tcp_if_exclude).
  */
+#include <ctype.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,21 +15,51 @@
 
 #include "tcp_iface.h"
 
-int rmca_tcp_name_in_list(const char *list, const char *name)
+/*
+ * The next name of a list at *pp, as [*name, *name + return): whitespace
+ * around names and empty elements are skipped, as the framework's list
+ * syntax says ("eth0, lo" from a file). 0 at the end.
+ */
+static size_t next_name(const char **pp, const char **name)
 {
-	size_t n = strlen(name);
-	const char *p = list, *e;
+	const char *p = *pp, *e;
+	size_t n;
 
-	if (*p == '^')
-		p++;
 	while (*p) {
 		e = strchr(p, ',');
 		if (!e)
 			e = p + strlen(p);
-		if ((size_t)(e - p) == n && !strncmp(p, name, n))
-			return 1;
-		p = *e ? e + 1 : e;
+		while (p < e && isspace((unsigned char)*p))
+			p++;
+		n = (size_t)(e - p);
+		while (n && isspace((unsigned char)p[n - 1]))
+			n--;
+		*pp = *e ? e + 1 : e;
+		if (n) {
+			*name = p;
+			return n;
+		}
+		p = *pp;
 	}
+	*pp = p;
+	return 0;
+}
+
+static const char *list_start(const char *list)
+{
+	while (isspace((unsigned char)*list))
+		list++;
+	return *list == '^' ? list + 1 : list;
+}
+
+int rmca_tcp_name_in_list(const char *list, const char *name)
+{
+	size_t n, len = strlen(name);
+	const char *p = list_start(list), *q;
+
+	while ((n = next_name(&p, &q)))
+		if (n == len && !strncmp(q, name, n))
+			return 1;
 	return 0;
 }
 
@@ -105,6 +137,103 @@ int rmca_tcp_iface_probe(const char *include, const char *exclude,
 	*laddrs = l;
 	*nladdrs = n;
 	return count;
+}
+
+/* Names of the host's interfaces (all, or only those up with an IPv4 or
+ * IPv6 address), joined by ", " into buf. */
+static void host_ifaces(char *buf, size_t len, bool usable)
+{
+	struct ifaddrs *ifs, *i;
+	size_t used = 0;
+
+	buf[0] = 0;
+	if (getifaddrs(&ifs))
+		return;
+	for (i = ifs; i; i = i->ifa_next) {
+		int fam = i->ifa_addr ? i->ifa_addr->sa_family : AF_UNSPEC;
+		char quoted[IF_NAMESIZE + 4];
+		int n;
+
+		if (usable && (!(i->ifa_flags & IFF_UP) ||
+			       (fam != AF_INET && fam != AF_INET6)))
+			continue;
+		/* ", name," so that "eth0" is not found inside "eth01". */
+		snprintf(quoted, sizeof(quoted), " %s,", i->ifa_name);
+		if (used && strstr(buf, quoted))
+			continue;
+		n = snprintf(buf + used, len - used, " %s,", i->ifa_name);
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += (size_t)n;
+	}
+	freeifaddrs(ifs);
+	/* " a, b," -> "a, b" */
+	if (used) {
+		buf[used - 1] = 0;
+		memmove(buf, buf + 1, used - 1);
+	}
+}
+
+int rmca_tcp_iface_check(const char *include, const char *exclude, char *err,
+			 size_t err_len)
+{
+	const char *param = "tcp_if_include", *list = include, *p, *q;
+	char name[IF_NAMESIZE + 1], there[512];
+	struct tcp_laddr *laddrs;
+	char names[64];
+	size_t n;
+	int count, nladdrs;
+
+	if (include && *include && exclude && *exclude) {
+		snprintf(err, err_len,
+			 "RMCA_tcp_if_include=%s and RMCA_tcp_if_exclude=%s: "
+			 "set one or the other, not both",
+			 include, exclude);
+		return RMCA_ERR_INVALID;
+	}
+	if (!list || !*list) {
+		param = "tcp_if_exclude";
+		list = exclude;
+	}
+	if (!list || !*list)
+		return 0;
+
+	/* Every name must be an interface of this host (up or not). */
+	p = list_start(list);
+	while ((n = next_name(&p, &q))) {
+		if (n <= IF_NAMESIZE) {
+			memcpy(name, q, n);
+			name[n] = 0;
+			if (if_nametoindex(name))
+				continue;
+		}
+		host_ifaces(there, sizeof(there), false);
+		snprintf(err, err_len,
+			 "RMCA_%s=%s: no interface '%.*s' on this host; there "
+			 "are: %s",
+			 param, list, (int)n, q, there[0] ? there : "none");
+		return RMCA_ERR_INVALID;
+	}
+
+	/* And the selection must leave tcp something to use. */
+	count = rmca_tcp_iface_probe(include, exclude, names, sizeof(names),
+				     &laddrs, &nladdrs);
+	if (count < 0) {
+		snprintf(err, err_len,
+			 "RMCA_%s=%s: cannot list the host's interfaces", param,
+			 list);
+		return count;
+	}
+	free(laddrs);
+	if (!count) {
+		host_ifaces(there, sizeof(there), true);
+		snprintf(err, err_len,
+			 "RMCA_%s=%s leaves no interface that is up with an "
+			 "address; those are: %s",
+			 param, list, there[0] ? there : "none");
+		return RMCA_ERR_INVALID;
+	}
+	return 0;
 }
 
 bool rmca_tcp_laddr_match(const struct tcp_laddr *l, int n, int fd)

@@ -15,7 +15,8 @@ struct tcp_laddr {
 	uint8_t addr[16];
 };
 
-/* 1 if name is one of the comma-separated names of list. */
+/* 1 if name is one of the comma-separated names of list (a leading '^'
+ * and whitespace around names are ignored). */
 int rmca_tcp_name_in_list(const char *list, const char *name);
 /* 1 if name passes include (empty: all; "^a,b": all but a, b) and is not in
  * exclude (a leading '^' there is ignored). */
@@ -26,6 +27,14 @@ int rmca_tcp_if_selected(const char *include, const char *exclude,
 int rmca_tcp_iface_probe(const char *include, const char *exclude,
 			 char *names, size_t names_len,
 			 struct tcp_laddr **laddrs, int *nladdrs);
+/*
+ * The user's selection, checked: not both include and exclude, every name
+ * an interface of this host, and at least one interface up with an address
+ * selected. 0, or RMCA_ERR_INVALID with err naming the parameter, its value
+ * and the interfaces there are.
+ */
+int rmca_tcp_iface_check(const char *include, const char *exclude, char *err,
+			 size_t err_len);
 /* Whether fd's local address is one of l[0..n). */
 bool rmca_tcp_laddr_match(const struct tcp_laddr *l, int n, int fd);
 
