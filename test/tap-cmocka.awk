@@ -5,16 +5,18 @@
 #
 #   - a skip says why: cmocka 1.1 writes a skipped case as
 #     "not ok N # SKIP name", which TAP (and automake) counts as a failure.
-#     The case's reason is the last "# skip: WHY" line it printed (the
-#     tests' skip helpers print it); the case becomes "ok N - name # SKIP
-#     WHY". A skip that gave no reason is a failure.
+#     The case's reason is the first "# skip: WHY" (or "# SKIP WHY") line
+#     it printed (the tests' skip helpers print it); the case becomes
+#     "ok N - name # SKIP WHY". A skip that gave no reason is a failure.
 #   - everything else passes through unchanged, so a failure stays one.
 #
 # Run as: PROGRAM | awk -f tap-cmocka.awk
 
-/^# skip: / {
-	if (why == "")
-		why = substr($0, 9)
+/^# (skip:|SKIP) / {
+	if (why == "") {
+		why = $0
+		sub(/^# (skip:|SKIP) /, "", why)
+	}
 	print
 	next
 }

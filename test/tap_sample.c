@@ -98,6 +98,14 @@ static void case_api_skip_without_reason(void **state)
 	api_run(&t);
 }
 
+/* The other spelling of a reason, as some tests print it. */
+static void case_skip_with_reason_spelt_skip(void **state)
+{
+	(void)state;
+	print_message("# SKIP said the other way\n");
+	skip();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -108,6 +116,7 @@ int main(void)
 		cmocka_unit_test(case_api_client_skips),
 		cmocka_unit_test(case_api_server_skips_client_fails),
 		cmocka_unit_test(case_api_skip_without_reason),
+		cmocka_unit_test(case_skip_with_reason_spelt_skip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,7 +18,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 n=0
 failed=0
-echo "1..12"
+echo "1..13"
 
 # check NAME COMMAND...: one TAP line for whether COMMAND succeeds.
 check() {
@@ -60,8 +60,10 @@ check "api_run: a server's skip does not hide a client's failure" \
 	has '^not ok 6 - case_api_server_skips_client_fails$'
 check "api_run: a child that skips without a reason fails the case" \
 	has '^not ok 7 - case_api_skip_without_reason'
-check "tap-count.awk: 1 passed, 4 failed, 2 skipped (the VM counter)" \
-	counts "1 4 2 "
+check "a reason may also be spelt as a SKIP comment line" \
+	has '^ok 8 - case_skip_with_reason_spelt_skip # SKIP said the other way$'
+check "tap-count.awk: 1 passed, 4 failed, 3 skipped (the VM counter)" \
+	counts "1 4 3 "
 
 printf '1..3\nok 1 - a # SKIP why\nnot ok 2 - b # SKIP why\nok 3 - c # TODO\n' \
 	>"$tmp/out"
@@ -74,6 +76,6 @@ RMCATEST_MATRIX_PROGS=tap_sample RMCATEST_MATRIX_MASKS='^send_inv' \
 	sh "$srcdir/test_api_matrix.sh" >"$tmp/out" 2>"$tmp/err"
 check "matrix: every case of the program is counted, skips with reasons" \
 	has '^ok 2 - \[\^send_inv\] tap_sample: case_skip_with_reason # SKIP nothing'
-check "matrix: the same counts as the program alone" counts "1 4 2 "
+check "matrix: the same counts as the program alone" counts "1 4 3 "
 
 [ "$failed" -eq 0 ]
