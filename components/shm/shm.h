@@ -67,7 +67,8 @@ struct shm_module {
 	struct shm_list conns; /* struct rmca_conn */
 	struct shm_keytab keys;
 	uint64_t probe_word;
-	int yama; /* kernel.yama.ptrace_scope, 0 when absent */
+	int yama;	   /* kernel.yama.ptrace_scope, 0 when absent */
+	long long idle_ns; /* shm_idle_us: busy sides stay disarmed this long */
 };
 
 struct rmca_module_mr {

@@ -7,9 +7,26 @@
 
 #include "shm.h"
 
+static const struct rmca_param_def shm_params[] = {
+	{.name = "shm_idle_us",
+	 .type = RMCA_PARAM_INT,
+	 .def = "10",
+	 .help = "Microseconds a busy side keeps polling before it asks its "
+		 "peer for wakeups (0: at once; more: fewer system calls, "
+		 "more spurious returns of the wait fd)",
+	 .min = 0,
+	 .max = 1000000},
+};
+
 static int shm_register_params(const struct rmca_core *core)
 {
-	(void)core;
+	for (size_t i = 0; i < sizeof(shm_params) / sizeof(shm_params[0]);
+	     i++) {
+		int r = core->ops->param_register(core, &shm_params[i]);
+
+		if (r)
+			return r;
+	}
 	return 0;
 }
 

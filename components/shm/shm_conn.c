@@ -12,9 +12,9 @@
  * A side that keeps busy leaves that byte unread: its socket stays readable
  * (so rmca_wait_fd never sleeps on work), its flag stays 0, and the peer's
  * pushes cost no system call at all. Only once its wakeups found nothing
- * new for SHM_IDLE_NS does it read the byte and arm again: a caller that
- * sleeps on rmca_wait_fd sees spurious returns for that long at most (the
- * spin-then-sleep of MPI and UCX progress loops).
+ * new for shm_idle_us (a parameter) does it read the byte and arm again: a
+ * caller that sleeps on rmca_wait_fd sees spurious returns for that long at
+ * most (the spin-then-sleep of MPI and UCX progress loops). 0 arms at once.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,8 +26,6 @@
 #include <unistd.h>
 
 #include "shm.h"
-
-#define SHM_IDLE_NS 100000ll /* 100 us */
 
 static long long now_ns(void)
 {
@@ -116,12 +114,13 @@ static void conn_cb(void *arg, uint32_t events)
 	rmca_shm_conn_poll(c);
 	if (c->failed)
 		return;
-	if (c->activity != c->activity_seen || !c->idle_since) {
+	if (c->mod->idle_ns &&
+	    (c->activity != c->activity_seen || !c->idle_since)) {
 		c->activity_seen = c->activity;
 		c->idle_since = now_ns();
 		return; /* busy: keep the byte, stay disarmed */
 	}
-	if (now_ns() - c->idle_since < SHM_IDLE_NS)
+	if (now_ns() - c->idle_since < c->mod->idle_ns)
 		return;
 	c->idle_since = 0;
 	/* At most one byte is in flight: the peer sends one per arming. */

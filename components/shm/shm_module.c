@@ -231,6 +231,7 @@ int rmca_shm_module_create(const struct rmca_core *core,
 		       RMCA_CAP_SEND_INV | RMCA_CAP_LOOPBACK |
 		       RMCA_CAP_REMOTE_COMPLETION | RMCA_CAP_ATOMIC_CPU;
 	m->lfd = -1;
+	m->idle_ns = core->ops->param_int(core, "shm_idle_us") * 1000;
 	shm_list_init(&m->pending);
 	shm_list_init(&m->conns);
 	r = identity(m);
