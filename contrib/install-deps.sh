@@ -11,6 +11,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PKGS="build-essential autoconf automake libtool libltdl-dev pkg-config
       libibverbs-dev librdmacm-dev rdma-core ibverbs-providers libcmocka-dev
       python3 iproute2 clang scdoc mandoc"
+# the job tests: PMIx, and mpirun to launch them
+PKGS+=" libpmix-dev openmpi-bin"
 vm=0
 for a in "$@"; do
 	case $a in

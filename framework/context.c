@@ -18,6 +18,7 @@
 #include <rmca/info.h>
 
 #include "ep.h"
+#include "job.h"
 
 /* libltdl keeps global state and components may too: contexts made in
  * parallel threads load and unload them one at a time. */
@@ -576,6 +577,7 @@ void rmca_finalize(rmca_context_t *ctx)
 {
 	if (!ctx)
 		return;
+	rmca_job_fini(ctx);
 	while (ctx->eps)
 		rmca_ep_destroy(ctx->eps);
 	while (ctx->listeners)

@@ -516,8 +516,10 @@ static void hs_release(struct active_hs *hs)
 	free(hs->mine);
 }
 
+/* fd >= 0: a bootstrap connection already open (jobs), host_port unused. */
 static int handshake_active(struct rmca_context *ctx, const char *host_port,
-			    int timeout_ms, uint8_t role, struct active_hs *hs)
+			    int fd, int timeout_ms, uint8_t role,
+			    struct active_hs *hs)
 {
 	char host[256], port[8], why[256], phost[64];
 	struct reach_arg ra;
@@ -526,7 +528,11 @@ static int handshake_active(struct rmca_context *ctx, const char *host_port,
 	int rc;
 
 	memset(hs, 0, sizeof(*hs));
-	hs->fd = -1;
+	hs->fd = fd;
+	hs->deadline = rmca_now_ms() +
+		       (timeout_ms < 0 ? ctx->connect_timeout_ms : timeout_ms);
+	if (hs->fd >= 0)
+		goto connected;
 	if (rmca_parse_host_port(host_port, host, sizeof(host), port,
 				 sizeof(port))) {
 		snprintf(hs->why, sizeof(hs->why), RMCA_HOST_PORT_HELP);
@@ -538,8 +544,6 @@ static int handshake_active(struct rmca_context *ctx, const char *host_port,
 		rc = RMCA_ERR_INVALID;
 		goto fail;
 	}
-	hs->deadline = rmca_now_ms() +
-		       (timeout_ms < 0 ? ctx->connect_timeout_ms : timeout_ms);
 	hs->fd = rmca_tcp_connect(host, port, hs->deadline, hs->why,
 				  sizeof(hs->why));
 	if (hs->fd < 0) {
@@ -547,6 +551,7 @@ static int handshake_active(struct rmca_context *ctx, const char *host_port,
 		hs->fd = -1;
 		goto fail;
 	}
+connected:
 	rmca_peer_name(hs->fd, phost, sizeof(phost), hs->who, sizeof(hs->who));
 	hs->peer = malloc(sizeof(*hs->peer));
 	hs->mine = malloc(sizeof(*hs->mine));
@@ -637,7 +642,8 @@ int rmca_connect(rmca_context_t *ctx, const char *host_port, int timeout_ms,
 
 	if (!ctx || !out)
 		return RMCA_ERR_INVALID;
-	rc = handshake_active(ctx, host_port, timeout_ms, RMCA_ROLE_ACTIVE, &hs);
+	rc = handshake_active(ctx, host_port, -1, timeout_ms, RMCA_ROLE_ACTIVE,
+			      &hs);
 	if (rc)
 		rmca_log(0, "connect %s: %s", host_port, hs.why);
 	if (!rc) {
@@ -648,6 +654,58 @@ int rmca_connect(rmca_context_t *ctx, const char *host_port, int timeout_ms,
 			hs.fd = -1;
 	}
 	hs_release(&hs);
+	return rc;
+}
+
+/*
+ * Jobs (job.c): the two halves of the handshake on a bootstrap connection
+ * that the job layer opened and matched to a rank itself. fd is consumed.
+ */
+int rmca_ep_connect_fd(struct rmca_context *ctx, int fd, int timeout_ms,
+		       struct rmca_ep **out)
+{
+	struct active_hs hs;
+	int rc;
+
+	rc = handshake_active(ctx, NULL, fd, timeout_ms, RMCA_ROLE_ACTIVE, &hs);
+	if (rc)
+		rmca_log(0, "connect %s: %s", hs.who, hs.why);
+	if (!rc) {
+		rc = ep_establish(ctx, hs.fd, hs.mod,
+				  &hs.peer->mods[hs.peer->choice_p], 1, hs.token,
+				  hs.local, hs.deadline, out);
+		if (!rc)
+			hs.fd = -1;
+	}
+	hs_release(&hs);
+	return rc;
+}
+
+int rmca_ep_accept_fd(struct rmca_context *ctx, int fd, int timeout_ms,
+		      struct rmca_ep **out)
+{
+	int64_t deadline = rmca_now_ms() + timeout_ms;
+	uint8_t *buf = malloc(RMCA_HELLO_MAX);
+	char why[256], host[64], who[96];
+	size_t len;
+	int rc;
+
+	if (!buf) {
+		close(fd);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	rc = rmca_msg_recv(fd, buf, RMCA_HELLO_MAX, &len, deadline, why,
+			   sizeof(why));
+	if (rc) {
+		rmca_peer_name(fd, host, sizeof(host), who, sizeof(who));
+		rmca_log(0, "bootstrap from %s refused: %s", who, why);
+		close(fd);
+	} else {
+		rc = handshake_passive(ctx, fd, buf, len, deadline, out);
+		if (rc == RMCA_ERR_AGAIN) /* a probe makes no endpoint */
+			rc = RMCA_ERR_PROTOCOL;
+	}
+	free(buf);
 	return rc;
 }
 
@@ -662,7 +720,8 @@ int rmca_info_explain(rmca_context_t *ctx, const char *host_port,
 	if (!ctx || !out || !out_len)
 		return RMCA_ERR_INVALID;
 	out[0] = '\0';
-	rc = handshake_active(ctx, host_port, timeout_ms, RMCA_ROLE_PROBE, &hs);
+	rc = handshake_active(ctx, host_port, -1, timeout_ms, RMCA_ROLE_PROBE,
+			      &hs);
 	if (rc && hs.peer && hs.peer->kind == RMCA_WIRE_REJECT)
 		snprintf(out, out_len, "refused by the listener: %s\n",
 			 hs.peer->reason);

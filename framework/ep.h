@@ -158,6 +158,11 @@ void rmca_verify_expire(struct rmca_ep *ep);
 
 /* ep.c */
 void rmca_ep_destroy(struct rmca_ep *ep);
+/* jobs: the handshake on a bootstrap connection job.c opened; fd consumed */
+int rmca_ep_connect_fd(struct rmca_context *ctx, int fd, int timeout_ms,
+		       struct rmca_ep **out);
+int rmca_ep_accept_fd(struct rmca_context *ctx, int fd, int timeout_ms,
+		      struct rmca_ep **out);
 
 /* mr.c */
 void rmca_mr_destroy(struct rmca_mr *mr);

@@ -80,6 +80,7 @@ struct rmca_context {
 	struct rmca_ep *eps; /* open endpoints (list) */
 	struct rmca_mr *mrs; /* registered regions (list) */
 	struct rmca_listener *listeners;
+	struct rmca_job *job; /* rmca_job_join (job.c) */
 	const char *registering; /* component whose parameters are registered */
 	bool inspect; /* rmca_info: keep going past bad parameters */
 	int init_error; /* first error met during init (inspect mode) */

@@ -138,6 +138,20 @@ int rmca_poll(rmca_context_t *ctx, struct rmca_completion *out, int max);
 int rmca_wait_fd(rmca_context_t *ctx);
 const char *rmca_strerror(int status);
 
+/* ---- jobs: processes started together by a PMIx launcher ---- */
+
+/* Publish this context's addresses through PMIx and fence with the job.
+ * RMCA_ERR_UNSUPPORTED when no PMIx launcher started this process or rmca
+ * was built without PMIx. One context per process joins. */
+int rmca_job_join(rmca_context_t *ctx, int timeout_ms);
+int rmca_job_rank(rmca_context_t *ctx, uint32_t *rank, uint32_t *size);
+/* The one endpoint to that rank (itself too), made on first use by either
+ * side; the peer's side appears inside its rmca calls, no accept needed. */
+int rmca_job_ep(rmca_context_t *ctx, uint32_t rank, int timeout_ms,
+		rmca_ep_t **ep);
+/* Returns once every rank has entered it; progresses ctx while waiting. */
+int rmca_job_fence(rmca_context_t *ctx, int timeout_ms);
+
 /* ---- additions beyond the contract ---- */
 
 /* The library's version string ("0.1.0"). */

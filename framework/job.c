@@ -1,0 +1,931 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * Jobs: the ranks of processes that a PMIx launcher started together, and
+ * the one endpoint between any two of them, made on first use.
+ *
+ * rmca_job_join opens a job listener (a bootstrap socket on an ephemeral
+ * port), publishes how to reach it (port, host identity, addresses) through
+ * the launcher, and fences with data collection. rmca_job_ep(r) dials r's
+ * job listener and sends a request naming the job and both ranks; r answers
+ * inside whatever rmca call it is in (its listener sits in the context's
+ * event loop), and on GO both sides run the ordinary bootstrap handshake on
+ * that connection. r keeps the endpoint it made for rank q: its own
+ * rmca_job_ep(q) returns it.
+ *
+ * Two ranks asking each other at once: the connection the lower rank
+ * initiated wins. The higher rank serves the lower one's request while it
+ * waits; the lower one answers the higher one's MINE ("mine wins, wait for
+ * it"), and the higher one takes the endpoint its listener made.
+ *
+ * Handshakes block once they have started (the bootstrap and the module's
+ * data connection), so which requests a rank serves while its own request
+ * waits for an answer is ordered: a rank with a request outstanding serves
+ * only lower ranks and defers the others until its own call ends. Every
+ * wait then points at a lower rank (or at a rank that is not waiting), so
+ * no ring of ranks can wait on itself.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bootstrap.h"
+#include "ep.h"
+#include "job.h"
+
+#define JOB_KEY	      "rmca.job.v1"
+#define JOB_MAGIC     0x4a434d52u /* "RMCJ" little-endian */
+#define JOB_VERSION   1
+#define JOB_NSLEN     256 /* PMIX_MAX_NSLEN + 1 */
+#define JOB_REQ_LEN   (16 + JOB_NSLEN)
+#define JOB_ANS_LEN   8
+#define JOB_INFO_MAX  2048
+#define JOB_MAX_ADDRS 16
+#define JOB_SLICE_MS                                                           \
+	5 /* a job wait checks the rest of the context this often */
+
+enum job_kind {
+	JOB_REQ = 1,	/* u32 from, u32 to, nspace */
+	JOB_GO = 2,	/* served: the bootstrap handshake follows */
+	JOB_MINE = 3,	/* both asked: mine wins, expect my connection */
+	JOB_HAVE = 4,	/* I hold a live endpoint to you: retry later */
+	JOB_REFUSE = 5, /* not for this job or rank */
+};
+
+/* How to reach a rank, as it published it. */
+struct job_info {
+	bool valid;
+	int port;
+	char boot_id[40];
+	unsigned long long netns;
+	int naddrs;
+	char addrs[JOB_MAX_ADDRS][INET6_ADDRSTRLEN];
+};
+
+struct job_peer {
+	struct rmca_ep
+		*ep; /* checked against ctx->eps: the user may close it */
+	uint64_t token;
+	struct job_info info;
+};
+
+/* An incoming job connection whose request is not answered yet. */
+struct job_pending {
+	struct job_pending *next;
+	struct rmca_job *job;
+	int fd;
+	int64_t deadline;
+	size_t have;
+	uint8_t buf[JOB_REQ_LEN];
+	bool deferred; /* request read, decision postponed */
+	uint32_t from;
+};
+
+struct rmca_job {
+	struct rmca_context *ctx;
+	struct rmca_pmix *pmix;
+	char nspace[JOB_NSLEN];
+	uint32_t rank, size;
+	int lfd, port;
+	struct job_peer *peers;
+	struct job_pending *pending;
+	unsigned npending;
+	int64_t active_to; /* rank our outstanding request waits on, or -1 */
+	bool serving;	   /* inside a passive handshake */
+};
+
+/* PMIx keys are per process: one context of a process is in the job. */
+static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rmca_context *job_owner;
+
+static const struct rmca_core_ops *ops(struct rmca_job *job)
+{
+	return job->ctx->core.ops;
+}
+
+/* ---- the request and its answer ---- */
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void header(uint8_t *p, enum job_kind kind)
+{
+	put32(p, JOB_MAGIC);
+	p[4] = JOB_VERSION;
+	p[5] = 0;
+	p[6] = (uint8_t)kind;
+	p[7] = 0;
+}
+
+/* The kind of a message, or -1 when it is no job message of this version. */
+static int header_kind(const uint8_t *p)
+{
+	if (get32(p) != JOB_MAGIC || p[4] != JOB_VERSION || p[5] || p[7])
+		return -1;
+	return p[6];
+}
+
+/* Write all of buf by the deadline (the socket is non-blocking). */
+static int send_all(int fd, const void *buf, size_t len, int64_t deadline)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return RMCA_ERR_CONNECTION;
+		if (poll(&pfd, 1, rmca_ms_left(deadline)) <= 0)
+			return RMCA_ERR_TIMEOUT;
+	}
+	return 0;
+}
+
+static void answer(struct rmca_job *job, int fd, enum job_kind kind)
+{
+	uint8_t a[JOB_ANS_LEN];
+
+	header(a, kind);
+	send_all(fd, a, sizeof(a),
+		 rmca_now_ms() + job->ctx->connect_timeout_ms);
+}
+
+/* ---- endpoints by rank ---- */
+
+static struct rmca_ep *peer_ep(struct rmca_job *job, uint32_t r)
+{
+	struct job_peer *p = &job->peers[r];
+
+	if (!p->ep)
+		return NULL;
+	for (struct rmca_ep *ep = job->ctx->eps; ep; ep = ep->next)
+		if (ep == p->ep && ep->token == p->token)
+			return ep;
+	p->ep = NULL; /* closed by the user: the next use makes a new one */
+	return NULL;
+}
+
+static void peer_set(struct rmca_job *job, uint32_t r, struct rmca_ep *ep,
+		     const char *how)
+{
+	job->peers[r].ep = ep;
+	job->peers[r].token = ep->token;
+	rmca_log(1, "job: rank %u <-> rank %u over %s %s (%s)", job->rank, r,
+		 ep->attr.transport, ep->attr.device, how);
+}
+
+/* ---- the listener side ---- */
+
+static void pending_drop(struct rmca_job *job, struct job_pending *pd,
+			 bool close_fd)
+{
+	struct job_pending **pp;
+
+	for (pp = &job->pending; *pp != pd; pp = &(*pp)->next)
+		;
+	*pp = pd->next;
+	job->npending--;
+	ops(job)->fd_del(&job->ctx->core, pd->fd);
+	if (close_fd)
+		close(pd->fd);
+	free(pd);
+}
+
+/* Run the passive handshake for pd's rank. */
+static void serve(struct rmca_job *job, struct job_pending *pd)
+{
+	uint32_t from = pd->from;
+	struct rmca_ep *ep;
+	int fd = pd->fd, rc;
+
+	answer(job, fd, JOB_GO);
+	pending_drop(job, pd, false);
+	job->serving = true;
+	rc = rmca_ep_accept_fd(job->ctx, fd, job->ctx->connect_timeout_ms, &ep);
+	job->serving = false;
+	if (rc) {
+		rmca_log(0,
+			 "job: rank %u could not connect to this rank (%u): %s",
+			 from, job->rank, rmca_strerror(rc));
+		return;
+	}
+	peer_set(job, from, ep, "its request");
+}
+
+static bool request_valid(struct rmca_job *job, struct job_pending *pd,
+			  char *why, size_t why_len)
+{
+	const uint8_t *b = pd->buf;
+	uint32_t to = get32(b + 12);
+
+	if (header_kind(b) != JOB_REQ) {
+		snprintf(why, why_len, "not a job request of version %d",
+			 JOB_VERSION);
+		return false;
+	}
+	pd->from = get32(b + 8);
+	if (!memchr(b + 16, '\0', JOB_NSLEN) ||
+	    strcmp((const char *)b + 16, job->nspace)) {
+		snprintf(why, why_len, "another job");
+		return false;
+	}
+	if (to != job->rank || pd->from >= job->size) {
+		snprintf(why, why_len, "rank %u asked for rank %u", pd->from,
+			 to);
+		return false;
+	}
+	return true;
+}
+
+/* A whole request is in: answer it, serve it or postpone it. */
+static void decide(struct rmca_job *job, struct job_pending *pd)
+{
+	char why[128], host[64], who[96];
+	struct rmca_ep *ep;
+
+	if (!request_valid(job, pd, why, sizeof(why))) {
+		rmca_peer_name(pd->fd, host, sizeof(host), who, sizeof(who));
+		rmca_log(0, "job: connection from %s refused: %s", who, why);
+		answer(job, pd->fd, JOB_REFUSE);
+		pending_drop(job, pd, true);
+		return;
+	}
+	ep = peer_ep(job, pd->from);
+	if (ep && ep->failed) {
+		/* The peer lost its side and asks again: the failed endpoint
+		 * stays the user's to close, the rank gets a new one. */
+		job->peers[pd->from].ep = NULL;
+		ep = NULL;
+	}
+	if (ep) {
+		answer(job, pd->fd, JOB_HAVE);
+		pending_drop(job, pd, true);
+	} else if (job->active_to == pd->from && job->rank < pd->from) {
+		answer(job, pd->fd, JOB_MINE);
+		pending_drop(job, pd, true);
+	} else if (job->active_to >= 0 && job->active_to != pd->from &&
+		   pd->from > job->rank) {
+		pd->deferred = true;
+	} else {
+		serve(job, pd);
+	}
+}
+
+static void pending_cb(void *arg, uint32_t events)
+{
+	struct job_pending *pd = arg;
+	struct rmca_job *job = pd->job;
+	ssize_t n;
+
+	if (job->serving)
+		return;
+	if (pd->deferred) {
+		/* nothing more may come before our answer: gone or misbehaving
+		 */
+		pending_drop(job, pd, true);
+		return;
+	}
+	n = recv(pd->fd, pd->buf + pd->have, sizeof(pd->buf) - pd->have,
+		 MSG_DONTWAIT);
+	if (n < 0 &&
+	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0) {
+		pending_drop(job, pd, true);
+		return;
+	}
+	pd->have += (size_t)n;
+	if (pd->have == sizeof(pd->buf))
+		decide(job, pd);
+}
+
+/* Half-sent requests have RMCA_connect_timeout; deferred ones wait for
+ * the end of our own request. */
+static void pending_expire(struct rmca_job *job)
+{
+	int64_t now = rmca_now_ms();
+
+	for (struct job_pending *pd = job->pending, *next; pd; pd = next) {
+		next = pd->next;
+		if (!pd->deferred && now >= pd->deadline) {
+			rmca_log(1,
+				 "job: a connection sent no request within %d "
+				 "ms (RMCA_connect_timeout)",
+				 job->ctx->connect_timeout_ms);
+			pending_drop(job, pd, true);
+		}
+	}
+}
+
+static void listener_cb(void *arg, uint32_t events)
+{
+	struct rmca_job *job = arg;
+	int fd;
+
+	if (job->serving)
+		return;
+	pending_expire(job);
+	while ((fd = accept4(job->lfd, NULL, NULL,
+			     SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		struct job_pending *pd;
+		int one = 1;
+
+		/* every rank asks at most once at a time; more is not a rank */
+		if (job->npending >= 2 * job->size + 16 ||
+		    !(pd = calloc(1, sizeof(*pd)))) {
+			rmca_log(1, "job: too many connections waiting, one "
+				    "refused");
+			close(fd);
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		pd->job = job;
+		pd->fd = fd;
+		pd->deadline = rmca_now_ms() + job->ctx->connect_timeout_ms;
+		if (ops(job)->fd_add(&job->ctx->core, fd, EPOLLIN, pending_cb,
+				     pd)) {
+			close(fd);
+			free(pd);
+			continue;
+		}
+		pd->next = job->pending;
+		job->pending = pd;
+		job->npending++;
+	}
+}
+
+static void serve_deferred(struct rmca_job *job)
+{
+	struct job_pending *pd;
+
+	for (;;) {
+		for (pd = job->pending; pd && !pd->deferred; pd = pd->next)
+			;
+		if (!pd)
+			return;
+		pd->deferred = false;
+		decide(job, pd);
+	}
+}
+
+/*
+ * Wait until fd has events or the deadline passes, progressing the
+ * context: 1 ready, 0 not. With fd < 0, one slice (1 unless the deadline
+ * has passed). The job's own sockets wake us at once; the
+ * rest of the context is progressed every JOB_SLICE_MS (its epoll set also
+ * holds the completion queue, readable for as long as the user has not
+ * polled, which would make waiting on it a busy loop).
+ */
+static int job_wait(struct rmca_job *job, int fd, short events,
+		    int64_t deadline)
+{
+	for (;;) {
+		struct pollfd pfd[64];
+		int n = 0, slice, ready = 0;
+
+		if (fd >= 0)
+			pfd[n++] = (struct pollfd){.fd = fd, .events = events};
+		pfd[n++] = (struct pollfd){.fd = job->lfd, .events = POLLIN};
+		for (struct job_pending *pd = job->pending; pd && n < 64;
+		     pd = pd->next)
+			pfd[n++] =
+				(struct pollfd){.fd = pd->fd, .events = POLLIN};
+		slice = rmca_ms_left(deadline);
+		poll(pfd, (nfds_t)n,
+		     slice < JOB_SLICE_MS ? slice : JOB_SLICE_MS);
+		if (fd >= 0 && pfd[0].revents)
+			ready = 1;
+		rmca_progress(job->ctx, 0);
+		pending_expire(job);
+		if (ready)
+			return 1;
+		if (rmca_now_ms() >= deadline)
+			return 0;
+		if (fd < 0)
+			return 1;
+	}
+}
+
+/* Progress until the time given. */
+static void job_idle(struct rmca_job *job, int64_t until)
+{
+	while (job_wait(job, -1, 0, until))
+		;
+}
+
+/* ---- the connecting side ---- */
+
+static int info_parse(const char *s, struct job_info *in)
+{
+	char addrs[JOB_INFO_MAX], *save = NULL, *a;
+	unsigned version;
+	int n = 0;
+
+	memset(in, 0, sizeof(*in));
+	if (strlen(s) >= sizeof(addrs) ||
+	    sscanf(s, "%u %d %39s %llu %2047s%n", &version, &in->port,
+		   in->boot_id, &in->netns, addrs, &n) != 5 ||
+	    version != 1 || s[n] || in->port <= 0 || in->port > 65535)
+		return RMCA_ERR_PROTOCOL;
+	if (!strcmp(in->boot_id, "-"))
+		in->boot_id[0] = '\0';
+	for (a = strtok_r(addrs, ",", &save); a && in->naddrs < JOB_MAX_ADDRS;
+	     a = strtok_r(NULL, ",", &save)) {
+		struct in6_addr tmp;
+
+		if (strlen(a) < INET6_ADDRSTRLEN &&
+		    (inet_pton(AF_INET, a, &tmp) == 1 ||
+		     inet_pton(AF_INET6, a, &tmp) == 1))
+			snprintf(in->addrs[in->naddrs++], INET6_ADDRSTRLEN,
+				 "%s", a);
+	}
+	in->valid = true;
+	return 0;
+}
+
+static int peer_info(struct rmca_job *job, uint32_t r, struct job_info **out)
+{
+	struct job_info *in = &job->peers[r].info;
+	char s[JOB_INFO_MAX];
+	int rc;
+
+	if (!in->valid) {
+		rc = rmca_pmix_lookup(job->pmix, r, JOB_KEY, s, sizeof(s));
+		if (!rc)
+			rc = info_parse(s, in);
+		if (rc) {
+			rmca_log(0,
+				 "job: rank %u published no usable address "
+				 "(%s): has it joined?",
+				 r, rmca_strerror(rc));
+			return rc == RMCA_ERR_NOT_FOUND ? RMCA_ERR_UNREACHABLE
+							: rc;
+		}
+	}
+	*out = in;
+	return 0;
+}
+
+/* Connect to one address by the deadline, progressing while waiting. */
+static int dial_one(struct rmca_job *job, const char *addr, int port,
+		    int64_t deadline, int *out)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
+	struct addrinfo *ai;
+	char service[8];
+	socklen_t el;
+	int fd, err = 0, one = 1;
+
+	snprintf(service, sizeof(service), "%d", port);
+	if (getaddrinfo(addr, service, &hints, &ai))
+		return RMCA_ERR_UNREACHABLE;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		    0);
+	if (fd < 0) {
+		freeaddrinfo(ai);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS)
+		err = errno;
+	freeaddrinfo(ai);
+	if (!err) {
+		if (!job_wait(job, fd, POLLOUT, deadline)) {
+			close(fd);
+			return RMCA_ERR_TIMEOUT;
+		}
+		el = sizeof(err);
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el))
+			err = errno;
+	}
+	if (err) {
+		rmca_log(1, "job: connect [%s]:%d: %s", addr, port,
+			 strerror(err));
+		close(fd);
+		return err == ECONNREFUSED || err == ECONNRESET
+			       ? RMCA_ERR_CONNECTION
+			       : RMCA_ERR_UNREACHABLE;
+	}
+	*out = fd;
+	return 0;
+}
+
+/* The rank's listener: over loopback when it is on this host (same boot
+ * and network namespace), else at the addresses it published, in order. */
+static int dial(struct rmca_job *job, uint32_t r, const struct job_info *in,
+		int64_t deadline, int *out)
+{
+	bool local = in->boot_id[0] &&
+		     !strcmp(in->boot_id, job->ctx->boot_id) &&
+		     in->netns == job->ctx->netns;
+	int rc = RMCA_ERR_UNREACHABLE, first = RMCA_ERR_UNREACHABLE;
+
+	if (local) {
+		rc = dial_one(job, "127.0.0.1", in->port, deadline, out);
+		if (rc && rc != RMCA_ERR_TIMEOUT)
+			rc = dial_one(job, "::1", in->port, deadline, out);
+		if (!rc || rc == RMCA_ERR_TIMEOUT)
+			return rc;
+		first = rc;
+	}
+	for (int i = 0; i < in->naddrs; i++) {
+		rc = dial_one(job, in->addrs[i], in->port, deadline, out);
+		if (!rc || rc == RMCA_ERR_TIMEOUT)
+			return rc;
+		if (first == RMCA_ERR_UNREACHABLE)
+			first = rc;
+	}
+	/* refused everywhere: nobody listens there any more */
+	rmca_log(0, "job: rank %u cannot be reached: %s", r,
+		 rmca_strerror(first));
+	return first;
+}
+
+/* Wait for the endpoint the peer's request makes (it won the tie-break). */
+static int await_peer(struct rmca_job *job, uint32_t r, int64_t deadline,
+		      struct rmca_ep **out)
+{
+	while (!(*out = peer_ep(job, r))) {
+		if (!job_wait(job, -1, 0, deadline) &&
+		    !(*out = peer_ep(job, r))) {
+			rmca_log(0,
+				 "job: rank %u said it connects, and did not "
+				 "in time",
+				 r);
+			return RMCA_ERR_TIMEOUT;
+		}
+	}
+	return 0;
+}
+
+static int job_connect(struct rmca_job *job, uint32_t r, int64_t deadline,
+		       struct rmca_ep **out)
+{
+	struct job_info *in;
+	uint8_t req[JOB_REQ_LEN], ans[JOB_ANS_LEN];
+	int rc;
+
+	rc = peer_info(job, r, &in);
+	if (rc)
+		return rc;
+	memset(req, 0, sizeof(req));
+	header(req, JOB_REQ);
+	put32(req + 8, job->rank);
+	put32(req + 12, r);
+	snprintf((char *)req + 16, JOB_NSLEN, "%s", job->nspace);
+	for (;;) {
+		size_t got = 0;
+		int fd;
+
+		if ((*out = peer_ep(job, r)))
+			return 0;
+		rc = dial(job, r, in, deadline, &fd);
+		if (rc)
+			return rc;
+		rc = send_all(fd, req, sizeof(req), deadline);
+		job->active_to = r;
+		while (!rc && got < sizeof(ans)) {
+			ssize_t n;
+
+			/* its request was served while ours waited */
+			if ((*out = peer_ep(job, r))) {
+				close(fd);
+				job->active_to = -1;
+				return 0;
+			}
+			if (!job_wait(job, fd, POLLIN, deadline)) {
+				rc = RMCA_ERR_TIMEOUT;
+				break;
+			}
+			n = recv(fd, ans + got, sizeof(ans) - got,
+				 MSG_DONTWAIT);
+			if (n > 0)
+				got += (size_t)n;
+			else if (n == 0 || (errno != EAGAIN && errno != EINTR &&
+					    errno != EWOULDBLOCK))
+				rc = RMCA_ERR_CONNECTION;
+		}
+		if (rc == RMCA_ERR_TIMEOUT) {
+			close(fd);
+			job->active_to = -1;
+			rmca_log(0,
+				 "job: rank %u did not answer in time (is it "
+				 "calling rmca?)",
+				 r);
+			return rc;
+		}
+		if (rc) {
+			/* closed before answering: dropped, or the rank died
+			 * (the next dial tells) */
+			close(fd);
+			job->active_to = -1;
+			job_idle(job, rmca_now_ms() + 10);
+			if (rmca_now_ms() >= deadline)
+				return RMCA_ERR_TIMEOUT;
+			continue;
+		}
+		switch (header_kind(ans)) {
+		case JOB_GO:
+			rc = rmca_ep_connect_fd(job->ctx, fd,
+						rmca_ms_left(deadline), out);
+			job->active_to = -1;
+			if (!rc)
+				peer_set(job, r, *out, "this rank's request");
+			return rc;
+		case JOB_MINE:
+			close(fd);
+			job->active_to = -1;
+			return await_peer(job, r, deadline, out);
+		case JOB_HAVE:
+			/* its endpoint to us has not noticed ours is gone */
+			close(fd);
+			job->active_to = -1;
+			job_idle(job, rmca_now_ms() + 20);
+			if (rmca_now_ms() >= deadline)
+				return RMCA_ERR_TIMEOUT;
+			continue;
+		default:
+			close(fd);
+			job->active_to = -1;
+			rmca_log(0,
+				 "job: rank %u refused this rank's request "
+				 "(another job?)",
+				 r);
+			return RMCA_ERR_PROTOCOL;
+		}
+	}
+}
+
+/* ---- join, fence, rank ---- */
+
+static int job_fence(struct rmca_job *job, bool collect, int timeout_ms)
+{
+	int64_t deadline =
+		timeout_ms < 0 ? INT64_MAX : rmca_now_ms() + timeout_ms;
+	struct rmca_pmix_fence *f;
+	int rc, status;
+
+	rc = rmca_pmix_fence_start(job->pmix, collect, &f);
+	if (rc)
+		return rc;
+	while (!rmca_pmix_fence_done(f, &status)) {
+		if (rmca_now_ms() >= deadline) {
+			rmca_pmix_fence_release(f);
+			rmca_log(0, "job: fence not complete within %d ms",
+				 timeout_ms);
+			return RMCA_ERR_TIMEOUT;
+		}
+		job_wait(job, rmca_pmix_fence_fd(f), POLLIN, deadline);
+	}
+	rmca_pmix_fence_release(f);
+	if (status)
+		rmca_log(0, "job: fence failed: %s", rmca_strerror(status));
+	return status;
+}
+
+/* "1 port boot_id netns addr,addr,...": what a peer needs to reach us. */
+static void info_make(struct rmca_job *job, char *s, size_t len)
+{
+	struct ifaddrs *ifa = NULL;
+	size_t used;
+	int n = 0;
+
+	used = (size_t)snprintf(s, len, "1 %d %s %llu ", job->port,
+				job->ctx->boot_id[0] ? job->ctx->boot_id : "-",
+				(unsigned long long)job->ctx->netns);
+	if (!getifaddrs(&ifa)) {
+		for (struct ifaddrs *i = ifa; i && n < JOB_MAX_ADDRS;
+		     i = i->ifa_next) {
+			char a[INET6_ADDRSTRLEN];
+			const void *src;
+
+			if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) ||
+			    (i->ifa_flags & IFF_LOOPBACK))
+				continue;
+			if (i->ifa_addr->sa_family == AF_INET) {
+				src = &((struct sockaddr_in *)i->ifa_addr)
+					       ->sin_addr;
+			} else if (i->ifa_addr->sa_family == AF_INET6) {
+				const struct in6_addr *a6 =
+					&((struct sockaddr_in6 *)i->ifa_addr)
+						 ->sin6_addr;
+
+				/* link-local needs a scope the peer lacks */
+				if (IN6_IS_ADDR_LINKLOCAL(a6))
+					continue;
+				src = a6;
+			} else {
+				continue;
+			}
+			if (!inet_ntop(i->ifa_addr->sa_family, src, a,
+				       sizeof(a)) ||
+			    used + strlen(a) + 2 >= len)
+				continue;
+			used += (size_t)snprintf(s + used, len - used, "%s%s",
+						 n ? "," : "", a);
+			n++;
+		}
+		freeifaddrs(ifa);
+	}
+	if (!n)
+		snprintf(s + used, len - used, "-");
+}
+
+static void job_free(struct rmca_job *job)
+{
+	while (job->pending)
+		pending_drop(job, job->pending, true);
+	if (job->lfd >= 0) {
+		ops(job)->fd_del(&job->ctx->core, job->lfd);
+		close(job->lfd);
+	}
+	rmca_pmix_close(job->pmix);
+	free(job->peers);
+	free(job);
+	pthread_mutex_lock(&job_lock);
+	job_owner = NULL;
+	pthread_mutex_unlock(&job_lock);
+}
+
+static bool unsupported(void)
+{
+	return !rmca_pmix_built();
+}
+
+int rmca_job_join(rmca_context_t *ctx, int timeout_ms)
+{
+	struct rmca_job *job;
+	char why[256], info[JOB_INFO_MAX];
+	int rc;
+
+	if (!ctx)
+		return RMCA_ERR_INVALID;
+	if (ctx->job) {
+		rmca_log(0, "rmca_job_join: this context has joined already");
+		return RMCA_ERR_INVALID;
+	}
+	pthread_mutex_lock(&job_lock);
+	if (job_owner) {
+		pthread_mutex_unlock(&job_lock);
+		rmca_log(0, "rmca_job_join: another context of this process is "
+			    "in the job (one per process)");
+		return RMCA_ERR_INVALID;
+	}
+	job_owner = ctx;
+	pthread_mutex_unlock(&job_lock);
+
+	job = calloc(1, sizeof(*job));
+	if (!job) {
+		rc = RMCA_ERR_NO_MEMORY;
+		goto fail_owner;
+	}
+	job->ctx = ctx;
+	job->lfd = -1;
+	job->active_to = -1;
+	rc = rmca_pmix_open(&job->pmix, job->nspace, sizeof(job->nspace),
+			    &job->rank, &job->size, why, sizeof(why));
+	if (rc) {
+		rmca_log(0, "rmca_job_join: %s", why);
+		free(job);
+		goto fail_owner;
+	}
+	job->peers = calloc(job->size ? job->size : 1, sizeof(*job->peers));
+	if (!job->peers) {
+		rc = RMCA_ERR_NO_MEMORY;
+		goto fail;
+	}
+	job->lfd = rmca_tcp_listen("", "0", &job->port);
+	if (job->lfd < 0) {
+		rc = job->lfd;
+		rmca_log(0, "rmca_job_join: no job listener: %s",
+			 rmca_strerror(rc));
+		goto fail;
+	}
+	rc = ops(job)->fd_add(&ctx->core, job->lfd, EPOLLIN, listener_cb, job);
+	if (rc) {
+		close(job->lfd);
+		job->lfd = -1;
+		goto fail;
+	}
+	info_make(job, info, sizeof(info));
+	rc = rmca_pmix_publish(job->pmix, JOB_KEY, info);
+	if (rc) {
+		rmca_log(0, "rmca_job_join: publishing the address failed: %s",
+			 rmca_strerror(rc));
+		goto fail;
+	}
+	rc = job_fence(job, true, timeout_ms);
+	if (rc)
+		goto fail;
+	ctx->job = job;
+	rmca_log(1, "job %s: rank %u of %u, job listener on port %d (%s)",
+		 job->nspace, job->rank, job->size, job->port, info);
+	return 0;
+fail:
+	job_free(job);
+	return rc;
+fail_owner:
+	pthread_mutex_lock(&job_lock);
+	job_owner = NULL;
+	pthread_mutex_unlock(&job_lock);
+	return rc;
+}
+
+static int joined(rmca_context_t *ctx, const char *what)
+{
+	if (unsupported())
+		return RMCA_ERR_UNSUPPORTED;
+	if (!ctx)
+		return RMCA_ERR_INVALID;
+	if (!ctx->job) {
+		rmca_log(0,
+			 "%s: the context has not joined a job (rmca_job_join)",
+			 what);
+		return RMCA_ERR_INVALID;
+	}
+	return 0;
+}
+
+int rmca_job_rank(rmca_context_t *ctx, uint32_t *rank, uint32_t *size)
+{
+	int rc = joined(ctx, "rmca_job_rank");
+
+	if (rc)
+		return rc;
+	if (rank)
+		*rank = ctx->job->rank;
+	if (size)
+		*size = ctx->job->size;
+	return 0;
+}
+
+int rmca_job_ep(rmca_context_t *ctx, uint32_t rank, int timeout_ms,
+		rmca_ep_t **ep)
+{
+	struct rmca_job *job;
+	int64_t deadline;
+	int rc = joined(ctx, "rmca_job_ep");
+
+	if (rc)
+		return rc;
+	job = ctx->job;
+	if (!ep || rank >= job->size)
+		return RMCA_ERR_INVALID;
+	if ((*ep = peer_ep(job, rank)))
+		return 0;
+	if (rank == job->rank) {
+		rmca_log(0, "rmca_job_ep: an endpoint to this rank itself is "
+			    "not supported yet");
+		return RMCA_ERR_UNSUPPORTED;
+	}
+	deadline = timeout_ms < 0 ? INT64_MAX : rmca_now_ms() + timeout_ms;
+	rc = job_connect(job, rank, deadline, ep);
+	job->active_to = -1;
+	serve_deferred(job);
+	return rc;
+}
+
+int rmca_job_fence(rmca_context_t *ctx, int timeout_ms)
+{
+	int rc = joined(ctx, "rmca_job_fence");
+
+	return rc ? rc : job_fence(ctx->job, false, timeout_ms);
+}
+
+void rmca_job_fini(struct rmca_context *ctx)
+{
+	if (ctx->job) {
+		job_free(ctx->job);
+		ctx->job = NULL;
+	}
+}

@@ -1,0 +1,120 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Jobs under a real launcher: test_job runs under Open MPI's mpirun (a PMIx
+# server) with 2, 4 and 8 ranks, oversubscribed on whatever cores there
+# are. Each case is one verdict that every rank must reach; TAP, one line
+# per case. Without mpirun or without PMIx in the build, every case is
+# reported skipped with the reason, so the count does not change.
+#
+# Each mpirun runs under timeout(1): a hang fails its cases, never the run.
+# The kill case runs with --enable-recovery: by default mpirun ends the
+# whole job as soon as one rank dies, before the survivors can see it.
+
+set -u
+
+builddir=${RMCATEST_BUILDDIR:-.}
+prog=$builddir/test_job
+mpirun=${MPIRUN:-mpirun}
+limit=${RMCATEST_JOB_TIMEOUT:-120}
+
+all_checks="join endpoints adopted sendrecv put get window fadd fence finalize"
+race_checks="join endpoints sendrecv put get window fadd fence finalize"
+kill_checks="join endpoints fence dies dead-ep dead-ops finalize"
+runs="all:2 all:4 all:8 race:2 race:4 race:8 kill:4"
+
+checks_of() {
+	case $1 in
+	all) echo "$all_checks" ;;
+	race) echo "$race_checks" ;;
+	kill) echo "$kill_checks" ;;
+	esac
+}
+
+total=0
+for run in $runs; do
+	set -- $(checks_of "${run%%:*}")
+	total=$((total + $#))
+done
+echo "1..$total"
+
+skip=
+if ! command -v "$mpirun" >/dev/null 2>&1; then
+	skip="no mpirun (install openmpi-bin)"
+elif ! "$builddir/test_job_nolauncher" --built 2>/dev/null; then
+	skip="rmca built without PMIx (install libpmix-dev)"
+fi
+
+n=0
+if [ -n "$skip" ]; then
+	for run in $runs; do
+		for c in $(checks_of "${run%%:*}"); do
+			n=$((n + 1))
+			echo "ok $n - ${run#*:} ranks, ${run%%:*}: $c # SKIP $skip"
+		done
+	done
+	exit 0
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rmca-job.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# mpirun as root (CI), more ranks than cores, no binding, nothing but
+# the local host.
+OMPI_ALLOW_RUN_AS_ROOT=1
+OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+OMPI_MCA_rmaps_base_oversubscribe=1
+OMPI_MCA_hwloc_base_binding_policy=none
+OMPI_MCA_btl_base_warn_component_unused=0
+export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM \
+	OMPI_MCA_rmaps_base_oversubscribe OMPI_MCA_hwloc_base_binding_policy \
+	OMPI_MCA_btl_base_warn_component_unused
+
+failed=0
+for run in $runs; do
+	mode=${run%%:*}
+	np=${run#*:}
+	dir=$tmp/$mode.$np
+	mkdir -p "$dir"
+	extra=
+	[ "$mode" = kill ] && extra=--enable-recovery
+	RMCATEST_JOBDIR=$dir timeout -k 10 "$limit" \
+		"$mpirun" $extra -np "$np" "$prog" "$mode" "$np" \
+		>"$dir/out" 2>&1
+	rc=$?
+	note=
+	[ $rc -eq 124 ] || [ $rc -eq 137 ] && note=" (mpirun timed out after $limit s)"
+	for c in $(checks_of "$mode"); do
+		n=$((n + 1))
+		bad=
+		r=0
+		while [ $r -lt "$np" ]; do
+			f=$dir/rank.$r
+			want=1
+			# the victim stops at "dies"; the survivors do not die
+			if [ "$mode" = kill ]; then
+				last=$((np - 1))
+				case $c in
+				dies) [ $r -eq $last ] || want=0 ;;
+				dead-ep | dead-ops | finalize) [ $r -ne $last ] || want=0 ;;
+				esac
+			fi
+			if [ $want = 1 ] && ! grep -qx "ok $c" "$f" 2>/dev/null; then
+				why=$(grep "^not ok" "$f" 2>/dev/null | head -1)
+				bad="$bad rank $r: ${why:-no verdict}$note;"
+			fi
+			r=$((r + 1))
+		done
+		if [ -z "$bad" ]; then
+			echo "ok $n - $np ranks, $mode: $c"
+		else
+			failed=$((failed + 1))
+			echo "not ok $n - $np ranks, $mode: $c"
+			echo "#$bad"
+		fi
+	done
+	if grep -q "^not ok" "$dir"/rank.* 2>/dev/null || [ -n "$note" ]; then
+		sed 's/^/# mpirun: /' "$dir/out" | head -40
+	fi
+done
+[ "$failed" -eq 0 ]
