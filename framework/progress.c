@@ -96,13 +96,33 @@ void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r)
 		cq_signal(cq, true);
 }
 
-/* One pass of the event loop: fds ready within timeout_ms, then every
- * module's progress op, then the core's own retries. */
+/*
+ * The core's own work: delivery flushes owed, and posts a module refused
+ * for want of room (RMCA_ERR_AGAIN). Done before reading anything, so the
+ * puts posted since the last pass have their flush on the wire first, and
+ * again after the completions read made room: nothing else would wake a
+ * caller that sleeps on the wait fd once it has taken them.
+ */
+static void core_work(struct rmca_context *ctx)
+{
+	for (struct rmca_ep *ep = ctx->eps; ep; ep = ep->next) {
+		if (ep->unflushed)
+			rmca_ep_flush_delivered(ep);
+		if (ep->deferred)
+			rmca_deferred_post(ep);
+		if (ep->verify_wait)
+			rmca_verify_expire(ep);
+	}
+}
+
+/* One pass of the event loop: the core's work, fds ready within
+ * timeout_ms, every module's progress op, the core's work again. */
 int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 {
 	struct epoll_event ev[64];
 	int n;
 
+	core_work(ctx);
 	n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
 	for (int i = 0; i < n; i++) {
 		int fd = ev[i].data.fd;
@@ -116,19 +136,7 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 	for (size_t i = 0; i < ctx->nmods; i++)
 		if (ctx->mods[i].m->ops->progress)
 			ctx->mods[i].m->ops->progress(ctx->mods[i].m);
-	/*
-	 * Posts a module refused for want of room (RMCA_ERR_AGAIN) go again
-	 * now, after the completions above made room: nothing else would
-	 * wake a caller that sleeps on the wait fd once it has taken them.
-	 */
-	for (struct rmca_ep *ep = ctx->eps; ep; ep = ep->next) {
-		if (ep->unflushed)
-			rmca_ep_flush_delivered(ep);
-		if (ep->deferred)
-			rmca_deferred_post(ep);
-		if (ep->verify_wait)
-			rmca_verify_expire(ep);
-	}
+	core_work(ctx);
 	return n < 0 && errno != EINTR ? RMCA_ERR_INVALID : 0;
 }
 
