@@ -505,6 +505,49 @@ static void peers_at_their_limit_both_finish(void **state)
 	free(into);
 }
 
+/*
+ * A refused access behind answers still queued: they go out first, so the
+ * peer's earlier operations end with their own status, then the refusal.
+ */
+static void refusal_follows_the_answers_before_it(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	char *big = region_alloc(8 * MiB, 0x22),
+	     *buf = region_alloc(8 * MiB, 0);
+	struct rmca_module_mr *mbig =
+		reg(m, big, 8 * MiB, RMCA_ACCESS_REMOTE_READ);
+	uint64_t key = rkey(mbig, c);
+	char data[8] = "refused";
+	struct tcp_frame f;
+
+	get_frame(peer, 1, big, 8 * MiB, key);
+	get_frame(peer, 2, big, 64, key);
+	put_frame(peer, 3, big, sizeof(data), key, data); /* read only */
+	th_pump_idle();
+
+	assert_true(th_peer_read_frame(peer, &f));
+	assert_int_equal(f.id, 1);
+	assert_int_equal(f.status, 0);
+	assert_int_equal(th_peer_read(peer, buf, 8 * MiB), 8 * MiB);
+	assert_true(th_peer_read_frame(peer, &f));
+	assert_int_equal(f.id, 2);
+	assert_int_equal(f.status, 0);
+	assert_int_equal(th_peer_read(peer, buf, 64), 64);
+	assert_int_equal(first_not(buf, 64, 0x22), -1);
+	assert_int_equal(answer(peer, 3), RMCA_ERR_REMOTE_ACCESS);
+	assert_false(th_peer_read_frame(peer, &f));
+	assert_int_equal(first_not(big, 8 * MiB, 0x22), -1);
+
+	dereg(mbig);
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+	free(big);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -512,6 +555,7 @@ int main(void)
 		cmocka_unit_test(queued_answers_are_refused_at_dereg),
 		cmocka_unit_test(answer_on_the_wire_is_cut_at_dereg),
 		cmocka_unit_test(own_ops_on_deregistered_region_end),
+		cmocka_unit_test(refusal_follows_the_answers_before_it),
 		cmocka_unit_test(use_once_key_works_only_where_handed_out),
 		cmocka_unit_test(flood_of_unread_gets_is_bounded),
 		cmocka_unit_test(peers_at_their_limit_both_finish),

@@ -253,9 +253,9 @@ void rmca_tcp_complete_all(struct rmca_conn *c, int status)
 
 /*
  * Fail c; final (may be NULL) is the frame that explains why to the peer.
- * With stop NULL nothing more goes out but final; otherwise the answers
- * queued before stop go out first, so that the peer's operations before the
- * refused one end with their own status.
+ * The answers queued before it (before stop, if not NULL) go out first, so
+ * that the peer's operations before the refused one end with their own
+ * status; without a final frame the connection just closes.
  */
 static void conn_fail_at(struct rmca_conn *c, int status, struct tcp_out *stop,
 			 struct tcp_out *final)
@@ -263,7 +263,7 @@ static void conn_fail_at(struct rmca_conn *c, int status, struct tcp_out *stop,
 	const struct rmca_core *core = c->mod->base.core;
 	struct tcp_out *head = tcp_first(&c->outq, struct tcp_out, link);
 	struct tcp_list *l, *next;
-	bool before = stop != NULL;
+	bool before = final != NULL;
 
 	if (c->failed) {
 		if (final)
