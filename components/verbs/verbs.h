@@ -190,6 +190,7 @@ struct rmca_conn {
 	int nudges; /* CONFIRM: READs posted behind the hello */
 	long long nudge_ms; /* CONFIRM: when the next one is due */
 	uint8_t rd_in, rd_out; /* from the request: its depth, its resources */
+	int port_hold; /* active iwarp: our socket on the local port, or -1 */
 };
 
 struct rmca_verbs_parked {
@@ -245,6 +246,11 @@ extern const struct rmca_module_ops rmca_verbs_ops;
 /* test-only fault injection (verbs_fault.c) */
 bool rmca_verbs_fault(const char *point);
 extern int rmca_verbs_debug_devs;
+
+/* local ports (verbs_port.c) */
+int rmca_verbs_cm_bind(struct rmca_verbs_module *vm, struct rdma_cm_id *id,
+		       int *hold);
+void rmca_verbs_port_release(int *hold);
 
 /* rdma_cm (verbs_cm.c) */
 int rmca_verbs_cm_listen(struct rmca_verbs_module *vm);

@@ -55,34 +55,32 @@ static long long now_ms(void)
 }
 
 /*
- * The module's listener on its device address. A bind or listen can be
- * refused for a moment (on iWARP the port comes from the TCP port space,
- * shared with ids that exiting processes are still tearing down): a few
- * tries, a little apart, before the device is given up.
+ * The module's listener on its device address, on a port chosen as
+ * verbs_port.c explains (on iWARP a port of the host's TCP port space).
  */
 int rmca_verbs_cm_listen(struct rmca_verbs_module *vm)
 {
 	const struct rmca_core *core = vm->m.core;
-	struct sockaddr_in a = vm->ip;
-	int err = 0;
+	const char *what = "bind";
+	int hold, err;
 
-	a.sin_port = 0;
-	for (int i = 0; i < 5; i++) {
-		if (i)
-			nanosleep(&(struct timespec){ 0, 20000000L * i }, NULL);
-		if (rdma_create_id(vm->ec, &vm->listen_id, NULL, RDMA_PS_TCP))
-			return RMCA_ERR_NO_MEMORY;
-		if (!rdma_bind_addr(vm->listen_id, (struct sockaddr *)&a) &&
-		    !rdma_listen(vm->listen_id, 64)) {
-			vm->ip.sin_port = rdma_get_src_port(vm->listen_id);
-			return 0;
-		}
-		err = errno;
-		rdma_destroy_id(vm->listen_id);
-		vm->listen_id = NULL;
+	if (rdma_create_id(vm->ec, &vm->listen_id, NULL, RDMA_PS_TCP))
+		return RMCA_ERR_NO_MEMORY;
+	err = rmca_verbs_cm_bind(vm, vm->listen_id, &hold);
+	if (!err) {
+		what = "listen";
+		if (rdma_listen(vm->listen_id, 64))
+			err = -errno;
 	}
-	core->ops->log(core, RMCA_LOG_WARN, "%s: cannot listen: %s",
-		       vm->m.device, strerror(err));
+	rmca_verbs_port_release(&hold);
+	if (!err) {
+		vm->ip.sin_port = rdma_get_src_port(vm->listen_id);
+		return 0;
+	}
+	rdma_destroy_id(vm->listen_id);
+	vm->listen_id = NULL;
+	core->ops->log(core, RMCA_LOG_WARN, "%s: cannot %s: %s", vm->m.device,
+		       what, strerror(-err));
 	return RMCA_ERR_UNREACHABLE;
 }
 
@@ -317,6 +315,7 @@ static void on_conn_event(struct rmca_conn *c, struct rdma_cm_event *ev)
 	struct rmca_verbs_pdata pd;
 	bool setup = c->state == RMCA_VCONN_CONNECTING ||
 		     c->state == RMCA_VCONN_RESOLVING;
+	int ret;
 
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
@@ -327,7 +326,10 @@ static void on_conn_event(struct rmca_conn *c, struct rdma_cm_event *ev)
 		if (rmca_verbs_qp_create(c, c->id))
 			goto broken;
 		param_fill(c, &p, &pd);
-		if (rdma_connect(c->id, &p))
+		ret = rdma_connect(c->id, &p);
+		/* siw's socket is bound now: it holds the port */
+		rmca_verbs_port_release(&c->port_hold);
+		if (ret)
 			goto broken;
 		c->state = RMCA_VCONN_CONNECTING;
 		break;
@@ -456,19 +458,19 @@ static int start_active(struct rmca_conn *c, const struct rmca_verbs_addr *a,
 			int timeout_ms)
 {
 	struct rmca_verbs_module *vm = c->mod;
-	struct sockaddr_in dst = { .sin_family = AF_INET };
-	struct sockaddr_in src = vm->ip;
+	struct sockaddr_in dst = {.sin_family = AF_INET};
 
 	memcpy(&dst.sin_addr, a->ip, 4);
 	dst.sin_port = a->port;
-	src.sin_port = 0;
 	if (rdma_create_id(vm->ec, &c->id, c, RDMA_PS_TCP))
 		return RMCA_ERR_NO_MEMORY;
 	c->state = RMCA_VCONN_RESOLVING;
 	if (timeout_ms > 5000 || timeout_ms <= 0)
 		timeout_ms = 5000;
-	if (rdma_resolve_addr(c->id, (struct sockaddr *)&src,
-			      (struct sockaddr *)&dst, timeout_ms))
+	/* the port is held until rdma_connect() has bound siw's socket */
+	if (rmca_verbs_cm_bind(vm, c->id, &c->port_hold))
+		return RMCA_ERR_UNREACHABLE;
+	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&dst, timeout_ms))
 		return RMCA_ERR_UNREACHABLE;
 	return 0;
 }

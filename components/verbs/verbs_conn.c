@@ -39,6 +39,7 @@ struct rmca_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
 	c->active = active;
 	c->cookie = cookie;
 	c->state = RMCA_VCONN_CONNECTING;
+	c->port_hold = -1;
 	c->ctl = rmca_verbs_fault("verbs_conn_alloc")
 			 ? NULL
 			 : aligned_alloc(64, sizeof(*c->ctl));
@@ -242,6 +243,7 @@ void rmca_verbs_conn_destroy(struct rmca_conn *c, int status)
 	}
 	if (c->id)
 		rdma_destroy_id(c->id);
+	rmca_verbs_port_release(&c->port_hold);
 	unlink_conn(c);
 	ibv_dereg_mr(c->ctl_pub);
 	ibv_dereg_mr(c->ctl_sink);
