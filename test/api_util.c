@@ -84,6 +84,14 @@ void api_host_port(char *buf, size_t size, const char *host, int port)
 		snprintf(buf, size, "%s:%d", host, port);
 }
 
+int api_timeout_scale(void)
+{
+	const char *s = getenv("RMCATEST_TIMEOUT_SCALE");
+	int v = s ? atoi(s) : 1;
+
+	return v >= 1 && v <= 100 ? v : 1;
+}
+
 long api_now_ms(void)
 {
 	struct timespec ts;

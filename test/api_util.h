@@ -22,8 +22,16 @@
 
 #include <rmca.h>
 
-#define API_TIMEOUT_MS	   5000	 /* any single wait inside a child */
-#define API_RUN_TIMEOUT_MS 20000 /* a whole test, then children are killed */
+/*
+ * The waits are hang detectors, not timing checks: where everything runs
+ * many times slower (check-vm's emulated guest on a busy host) they are
+ * multiplied by RMCATEST_TIMEOUT_SCALE (a whole number, 1 by default).
+ */
+int api_timeout_scale(void);
+/* any single wait inside a child */
+#define API_TIMEOUT_MS (5000 * api_timeout_scale())
+/* a whole test, then children are killed */
+#define API_RUN_TIMEOUT_MS (20000 * api_timeout_scale())
 #define API_EXIT_FAIL	   1
 #define API_EXIT_SKIP	   77
 #define API_MAX_CLIENTS	   8

@@ -16,9 +16,13 @@
 #
 # Env (set by test/vm.am): VM_TESTS, API_TESTS, RMCA_component_path,
 # RMCATEST_TOP_BUILDDIR, RMCATEST_SRCDIR, CHECK_VM_TEST_TIMEOUT (600 s),
-# CHECK_VM_BUILD (anything but "ok" counts as one failure).
+# CHECK_VM_BUILD (anything but "ok" counts as one failure),
+# RMCATEST_TIMEOUT_SCALE (6).
 set -u
 export CMOCKA_MESSAGE_OUTPUT=TAP
+# The API tests' waits are hang detectors; an emulated guest on a busy host
+# runs many times slower than they assume (test/api_util.h).
+export RMCATEST_TIMEOUT_SCALE=${RMCATEST_TIMEOUT_SCALE:-6}
 timeout=${CHECK_VM_TEST_TIMEOUT:-600}
 passed=0
 failed=0
