@@ -70,6 +70,10 @@ static void wire_server(struct api_peer *p)
 			      api_strerror(rc));
 	}
 	api_expect_token(p, 0, TOKEN_DONE);
+	/* the client stays until our send has completed: on iWARP a send
+	 * completes once a READ behind it comes back, which a peer that has
+	 * already closed no longer answers (the send then fails) */
+	api_token(p, 0, TOKEN_DONE);
 }
 
 static int raw_connect(int port)
@@ -138,6 +142,7 @@ static void wire_client(struct api_peer *p)
 	api_wait_status(p, API_CTX(1), RMCA_OK);
 	API_CHECK(memcmp(buf + 32, "world", 6) == 0);
 	api_token(p, 0, TOKEN_DONE);
+	api_expect_token(p, 0, TOKEN_DONE);
 	if (fd >= 0)
 		close(fd);
 }
