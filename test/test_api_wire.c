@@ -147,9 +147,33 @@ static void wire_client(struct api_peer *p)
 		close(fd);
 }
 
+/* The server's stderr of the case running, shown if the case fails. */
+static char wire_log[64];
+
+static int show_server_log(void **state)
+{
+	char buf[8192];
+	size_t n;
+	FILE *f;
+
+	(void)state;
+	if (!wire_log[0])
+		return 0;
+	f = fopen(wire_log, "r");
+	if (f) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+		fprintf(stderr, "server's stderr (failed case):\n%s", buf);
+	}
+	unlink(wire_log);
+	wire_log[0] = 0;
+	return 0;
+}
+
 static void run_wire(enum raw_kind k, bool want_log)
 {
-	char path[] = "/tmp/rmca-api-wire-XXXXXX";
+	char *path = wire_log;
 	const struct api_test t = {.server = wire_server,
 				   .client = wire_client,
 				   .manual = true,
@@ -161,6 +185,7 @@ static void run_wire(enum raw_kind k, bool want_log)
 	FILE *f;
 	int fd;
 
+	snprintf(wire_log, sizeof(wire_log), "/tmp/rmca-api-wire-XXXXXX");
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
 	close(fd);
@@ -172,6 +197,7 @@ static void run_wire(enum raw_kind k, bool want_log)
 	log[n] = '\0';
 	fclose(f);
 	unlink(path);
+	wire_log[0] = 0;
 	if (n)
 		fprintf(stderr, "server's stderr:\n%s", log);
 	after = strstr(log, LISTENING);
@@ -248,13 +274,21 @@ static void test_accept_keeps_its_timeout_with_silent_peer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_garbage_hello_does_not_stop_listener),
-		cmocka_unit_test(test_truncated_hello_does_not_stop_listener),
-		cmocka_unit_test(test_closed_connection_does_not_stop_listener),
-		cmocka_unit_test(
-			test_silent_connection_does_not_block_listener),
-		cmocka_unit_test(
-			test_accept_keeps_its_timeout_with_silent_peer),
+		cmocka_unit_test_teardown(
+			test_garbage_hello_does_not_stop_listener,
+			show_server_log),
+		cmocka_unit_test_teardown(
+			test_truncated_hello_does_not_stop_listener,
+			show_server_log),
+		cmocka_unit_test_teardown(
+			test_closed_connection_does_not_stop_listener,
+			show_server_log),
+		cmocka_unit_test_teardown(
+			test_silent_connection_does_not_block_listener,
+			show_server_log),
+		cmocka_unit_test_teardown(
+			test_accept_keeps_its_timeout_with_silent_peer,
+			show_server_log),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
