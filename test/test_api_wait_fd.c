@@ -210,7 +210,7 @@ static void left_client(struct api_peer *p)
 	api_token(p, 0, TOKEN_GO);
 	/* Progress without taking anything (max 0) until the server saw
 	 * every message placed: the receives completed inside these calls. */
-	while (poll(&pf, 1, 0) == 0) {
+	while (poll(&pf, 1, 1) == 0) { /* a short nap: the device needs CPU */
 		API_CHECK_MSG(api_now_ms() < end, "no word from the server");
 		API_CHECK(rmca_poll(p->ctx, &c, 0) == 0);
 	}
