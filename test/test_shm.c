@@ -9,7 +9,9 @@
  *   is a memfd, visible only as a mapping while the connection lives;
  * - a use-once key serves only the connection it was handed to;
  * - local peers go to shm by default, elsewhere when told (^shm) or when
- *   one of them cannot be attached to (a non-dumpable process).
+ *   one of them cannot be attached to (a non-dumpable process);
+ * - a peer that writes garbage into the shared rings ends that connection
+ *   with RMCA_ERR_PROTOCOL, and the target lives on.
  */
 #include <dirent.h>
 #include <signal.h>
@@ -26,6 +28,7 @@
 #include <cmocka.h>
 
 #include "api_util.h"
+#include "shm_ring.h"
 
 #define BIG	 (1u << 20)
 #define NBIG	 16
@@ -247,6 +250,119 @@ static void test_use_once_key_serves_only_its_connection(void **state)
 	api_run(&t);
 }
 
+/* ---- a peer that writes garbage into the shared rings ---- */
+
+enum scribble {
+	SCRIBBLE_ZERO_UNITS, /* an entry of no size */
+	SCRIBBLE_OVERRUN,    /* an entry longer than what was published */
+	SCRIBBLE_TYPE,	     /* no such request */
+	SCRIBBLE_INDEX,	     /* a tail far past the ring */
+	SCRIBBLE_NO_RECV,    /* a message the target has no receive for */
+	SCRIBBLE_MAX,
+};
+
+/* This process's mapping of the connection's segment. */
+static struct shm_seg *my_segment(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long start = 0;
+	char line[512];
+
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "/memfd:rmca-shm") &&
+		    sscanf(line, "%lx-", &start) == 1)
+			break;
+	fclose(f);
+	return (struct shm_seg *)start;
+}
+
+static void scribble_server(struct api_peer *p)
+{
+	bool no_recv = (intptr_t)p->arg == SCRIBBLE_NO_RECV;
+	uint8_t *buf = api_alloc(64);
+	struct rmca_completion c;
+	rmca_mr_t *mr;
+
+	expect_shm(p);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
+	if (!no_recv)
+		API_CHECK_OK(rmca_recv(p->ep, buf, 64, mr, API_CTX(1)));
+	api_token(p, 0, TOKEN_GO);
+	api_expect_token(p, 0, TOKEN_GO);
+	/* The garbage is in the ring before the token: one more poll reads
+	 * it. It ends the connection, and nothing else. */
+	api_progress(p);
+	if (!no_recv) {
+		api_wait(p, API_CTX(1), &c);
+		API_CHECK_RC(c.status, RMCA_ERR_PROTOCOL);
+	}
+	API_CHECK_OK(rmca_recv(p->ep, buf, 64, mr, API_CTX(2)));
+	api_wait(p, API_CTX(2), &c);
+	API_CHECK_MSG(c.status != RMCA_OK && c.status != RMCA_ERR_CANCELED,
+		      "receive on the failed endpoint: %d (%s)", c.status,
+		      api_strerror(c.status));
+	/* The client stays until now: its hang-up cannot come first. */
+	api_token(p, 0, TOKEN_GO);
+}
+
+static void scribble_client(struct api_peer *p)
+{
+	struct shm_seg *s;
+	struct shm_req *q;
+	uint64_t tail;
+
+	expect_shm(p);
+	api_expect_token(p, 0, TOKEN_GO);
+	s = my_segment();
+	API_CHECK(s != NULL);
+	/* The client connected: it is side 0, its requests are req[0]. */
+	tail = __atomic_load_n(&s->req[0].tail, __ATOMIC_ACQUIRE);
+	q = (struct shm_req *)(void *)(s->reqbuf[0] + tail % SHM_REQ_BYTES);
+	memset(q, 0, sizeof(*q));
+	q->type = SHM_R_PUT;
+	q->units = 1;
+	q->flags = SHM_RF_INLINE;
+	q->id = 77;
+	switch ((intptr_t)p->arg) {
+	case SCRIBBLE_ZERO_UNITS:
+		q->units = 0;
+		break;
+	case SCRIBBLE_OVERRUN:
+		q->units = 1000;
+		break;
+	case SCRIBBLE_TYPE:
+		q->type = 99;
+		break;
+	case SCRIBBLE_INDEX:
+		tail += 4 * SHM_REQ_BYTES;
+		break;
+	case SCRIBBLE_NO_RECV:
+		q->type = SHM_R_SEND;
+		q->len = 8;
+		q->units = 2;
+		tail += SHM_UNIT;
+		break;
+	}
+	__atomic_store_n(&s->req[0].tail, tail + SHM_UNIT, __ATOMIC_RELEASE);
+	api_token(p, 0, TOKEN_GO);
+	api_expect_token(p, 0, TOKEN_GO);
+}
+
+static void test_garbage_in_the_rings_ends_only_that_connection(void **state)
+{
+	struct api_test t = {.server = scribble_server,
+			     .client = scribble_client,
+			     .no_barrier = true};
+
+	(void)state;
+	for (intptr_t i = 0; i < SCRIBBLE_MAX; i++) {
+		t.arg = (void *)i;
+		api_run(&t);
+	}
+}
+
 /* ---- which transport serves a local peer ---- */
 
 static void transport_is(struct api_peer *p)
@@ -303,6 +419,8 @@ int main(void)
 			test_kill9_mid_transfer_completes_each_op_once),
 		cmocka_unit_test(test_use_once_key_serves_only_its_connection),
 		cmocka_unit_test(test_local_peer_transport_choice),
+		cmocka_unit_test(
+			test_garbage_in_the_rings_ends_only_that_connection),
 	};
 
 	/* Local peers over shm, whatever the default priorities say. */

@@ -50,9 +50,10 @@ void rmca_shm_keytab_fini(struct shm_keytab *t)
 	for (size_t i = 0; i < t->nbuckets; i++) {
 		struct shm_key *e = t->buckets[i], *n;
 
+		/* The core deregistered every region before it closes the
+		 * module: their lists are gone, only the entries are left. */
 		for (; e; e = n) {
 			n = e->next;
-			shm_list_del(&e->mr_link);
 			free(e);
 		}
 	}
