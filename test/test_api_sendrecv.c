@@ -192,7 +192,8 @@ static void test_hundred_messages_arrive_in_order(void **state)
 
 /* ---- a send before the receive is posted waits ---- */
 
-#define EARLY 4
+#define EARLY	    4
+#define EARLY_POLLS 20000
 
 static void early_server(struct api_peer *p)
 {
@@ -201,8 +202,10 @@ static void early_server(struct api_peer *p)
 	rmca_mr_t *mr;
 	int i;
 
-	/* Not even progressing: the sends must wait for us. */
-	api_sleep_ms(300);
+	/* No receive until the client has posted every send and seen none
+	 * complete; meanwhile we progress, so the sends reach us and must
+	 * wait (nothing dropped, nothing failed). */
+	api_expect_token(p, 0, API_TOKEN_GO);
 	API_CHECK_OK(
 		rmca_mr_reg(p->ctx, buf, EARLY * 4096, RMCA_ACCESS_LOCAL, &mr));
 	for (i = 0; i < EARLY; i++)
@@ -232,6 +235,19 @@ static void early_client(struct api_peer *p)
 						   1000u + (size_t)i, mr,
 						   API_CTX(10 + i))));
 	}
+	/* The peer has no receive yet, and posts none until our token: a
+	 * send completing now would not be in a receive, whatever the
+	 * timing. Progress a good while (a count, not a time) to give a
+	 * wrong completion every chance to show. */
+	for (i = 0; i < EARLY_POLLS; i++)
+		api_progress(p);
+	API_CHECK_MSG(api_stashed() == 0,
+		      "%d completion(s) (first: op %d, status %d) before the "
+		      "peer posted any receive",
+		      api_stashed(),
+		      api_stashed() ? (int)api_stash_at(0)->op : -1,
+		      api_stashed() ? api_stash_at(0)->status : 0);
+	api_token(p, 0, API_TOKEN_GO);
 	for (i = 0; i < EARLY; i++)
 		api_wait_status(p, API_CTX(10 + i), RMCA_OK);
 }

@@ -5,7 +5,9 @@
  * rmca_accept reports such a peer (RMCA_ERR_PROTOCOL) or keeps waiting,
  * logs a reason, and a real client connecting afterwards succeeds.
  */
+#include <fcntl.h>
 #include <netdb.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,31 @@ enum raw_kind {
 	RAW_CLOSE,     /* connect and close at once */
 	RAW_SILENT,    /* connect and say nothing, kept open */
 };
+
+struct wire_case {
+	enum raw_kind kind;
+	const char *server_log; /* the server's stderr */
+};
+
+/*
+ * Whether the server has logged a reason for dropping a peer since it
+ * started listening: the bad peer has then been seen, and refused.
+ */
+static bool server_refused_one(const char *path)
+{
+	char log[8192];
+	const char *after;
+	ssize_t n;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return false;
+	n = read(fd, log, sizeof(log) - 1);
+	close(fd);
+	log[n > 0 ? n : 0] = '\0';
+	after = strstr(log, LISTENING);
+	return after && strstr(after, "\nrmca:");
+}
 
 static void wire_server(struct api_peer *p)
 {
@@ -104,7 +131,8 @@ static void raw_write(int fd, const void *b, size_t n)
 
 static void wire_client(struct api_peer *p)
 {
-	enum raw_kind k = *(enum raw_kind *)p->arg;
+	const struct wire_case *wc = p->arg;
+	enum raw_kind k = wc->kind;
 	static const uint8_t trunc[] = {0, 0, 1, 0, 'r', 'm', 'c', 'a', 0, 1};
 	uint8_t garbage[64];
 	uint8_t *buf = api_alloc(64);
@@ -134,8 +162,23 @@ static void wire_client(struct api_peer *p)
 	case RAW_SILENT:
 		break;
 	}
-	/* Let the listener see the bad peer first. */
-	api_sleep_ms(50);
+	/*
+	 * The listener must have seen the bad peer, and dropped it, before
+	 * the real client comes: wait for its logged reason. A silent peer
+	 * is not dropped (it may still speak); the kernel queues it before
+	 * the real client's connection, so the listener meets it first.
+	 */
+	if (k != RAW_SILENT) {
+		long end = api_now_ms() + API_TIMEOUT_MS;
+
+		while (!server_refused_one(wc->server_log)) {
+			API_CHECK_MSG(api_now_ms() < end,
+				      "the listener logged no reason for the "
+				      "bad peer within %d ms",
+				      API_TIMEOUT_MS);
+			api_sleep_ms(1);
+		}
+	}
 
 	api_host_port(hp, sizeof(hp), api_host(), port);
 	API_CHECK_OK(rmca_connect(p->ctx, hp, API_TIMEOUT_MS, &p->ep));
@@ -178,11 +221,12 @@ static int show_server_log(void **state)
 static void run_wire(enum raw_kind k, bool want_log)
 {
 	char *path = wire_log;
+	struct wire_case wc = {.kind = k, .server_log = path};
 	const struct api_test t = {.server = wire_server,
 				   .client = wire_client,
 				   .manual = true,
 				   .server_stderr = path,
-				   .arg = &k};
+				   .arg = &wc};
 	char log[8192] = "";
 	const char *after;
 	size_t n = 0;

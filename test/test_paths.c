@@ -66,6 +66,7 @@ static void mask_server(struct api_peer *p)
 	rmca_mr_t *mr, *mmr, *once;
 	char *ubuf = api_alloc(4096);
 	struct rmca_completion c;
+	uint64_t once_key;
 
 	check_attr(p->ep, cur);
 	w[0] = 10;
@@ -80,13 +81,20 @@ static void mask_server(struct api_peer *p)
 				 RMCA_ACCESS_REMOTE_WRITE | RMCA_MR_USE_ONCE, &once));
 	API_CHECK_OK(rmca_recv(p->ep, msg, 64, mmr, API_CTX(1)));
 	api_put_region(p, 0, w, 4096, mr, p->ep);
+	/* The key handed out, asked for once: asking again after the
+	 * revocation could make a new one. */
+	once_key = rmca_mr_rkey(once, p->ep);
+	API_CHECK(once_key != 0);
 	api_put_region(p, 0, ubuf, 4096, once, p->ep);
-	/* the client's send_inv revokes our use-once key */
+	API_CHECK_MSG(rmca_mr_rkey(once, p->ep) == once_key,
+		      "the use-once key changed while nothing revoked it");
+	/* the client's send_inv revokes exactly that key */
 	api_wait(p, API_CTX(1), &c);
 	API_CHECK_MSG(c.status == RMCA_OK, "recv: %s", api_strerror(c.status));
-	API_CHECK_MSG(c.revoked_rkey == rmca_mr_rkey(once, p->ep) ||
-			      c.revoked_rkey != 0,
-		      "revoked_rkey 0");
+	API_CHECK_MSG(c.revoked_rkey == once_key,
+		      "revoked_rkey %#llx, the key handed out %#llx",
+		      (unsigned long long)c.revoked_rkey,
+		      (unsigned long long)once_key);
 	api_token(p, 0, API_TOKEN_GO);
 	api_expect_token(p, 0, API_TOKEN_GO);
 	API_CHECK_MSG(w[0] == 10 + 5, "fadd left %llu", (unsigned long long)w[0]);
