@@ -240,7 +240,7 @@ int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 
 	if (!c)
 		return RMCA_ERR_CONNECTION;
-	if (c->tx_cap - c->tx_len < 4 + RMCA_CTRL_MAX &&
+	if (c->tx_cap - c->tx_len < 4 + RMCA_CTRL_MAX && c->tx_off &&
 	    c->tx_off >= ctrl_queued(c)) {
 		/* what was sent makes room (moving no more than it frees):
 		 * the buffer grows with what is queued, not with what went

@@ -1269,6 +1269,11 @@ static int client(const struct opts *o)
 		rmca_ep_close(b->ep);
 		rmca_finalize(b->ctx);
 	}
+	free(c.src);
+	free(c.dst);
+	free(c.lat);
+	free(b->res);
+	free(b->free_slots);
 	return 0;
 }
 
