@@ -31,7 +31,7 @@ checks_of() {
 	esac
 }
 
-total=0
+total=1 # the example
 for run in $runs; do
 	set -- $(checks_of "${run%%:*}")
 	total=$((total + $#))
@@ -53,6 +53,7 @@ if [ -n "$skip" ]; then
 			echo "ok $n - ${run#*:} ranks, ${run%%:*}: $c # SKIP $skip"
 		done
 	done
+	echo "ok $((n + 1)) - examples/job_ring, 4 ranks # SKIP $skip"
 	exit 0
 fi
 
@@ -117,4 +118,17 @@ for run in $runs; do
 		sed 's/^/# mpirun: /' "$dir/out" | head -40
 	fi
 done
+# The example of the README, as a user runs it.
+n=$((n + 1))
+ring=${RMCATEST_TOP_BUILDDIR:-$builddir/..}/examples/job_ring
+timeout -k 10 "$limit" "$mpirun" -np 4 "$ring" >"$tmp/ring" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "token came back to rank 0 as 6 " "$tmp/ring" &&
+	[ "$(grep -c "slot holds rank" "$tmp/ring")" -eq 4 ]; then
+	echo "ok $n - examples/job_ring, 4 ranks"
+else
+	failed=$((failed + 1))
+	echo "not ok $n - examples/job_ring, 4 ranks (exit $rc)"
+	sed 's/^/# /' "$tmp/ring" | head -20
+fi
 [ "$failed" -eq 0 ]
