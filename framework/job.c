@@ -290,10 +290,14 @@ static void decide(struct rmca_job *job, struct job_pending *pd)
 		answer(job, pd->fd, JOB_HAVE);
 		pending_drop(job, pd, true);
 	} else if (job->active_to == pd->from && job->rank < pd->from) {
+		rmca_log(2, "job: rank %u asked while this rank asked it: this rank's connection wins",
+			 pd->from);
 		answer(job, pd->fd, JOB_MINE);
 		pending_drop(job, pd, true);
 	} else if (job->active_to >= 0 && job->active_to != pd->from &&
 		   pd->from > job->rank) {
+		rmca_log(2, "job: rank %u waits until this rank's own request is answered",
+			 pd->from);
 		pd->deferred = true;
 	} else {
 		serve(job, pd);
