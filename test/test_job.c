@@ -8,7 +8,8 @@
  *   test_job all NRANKS    endpoints (asked by one side, or by both at
  *                          once), send/recv between every pair, put and
  *                          get into every rank's window, fetch-add on one
- *                          counter at rank 0, fences
+ *                          counter at rank 0, fences; ranks 0 and 1
+ *                          close their endpoint and make it again
  *   test_job race NRANKS   the same, every pair asking each other at once
  *   test_job kill NRANKS   the last rank dies (SIGKILL) after a fence; the
  *                          others' operations to it complete
@@ -357,6 +358,50 @@ static void fences(struct state *s)
 }
 
 /*
+ * Ranks 0 and 1 make their endpoint again: rank 0 closes its side and asks
+ * anew; rank 1 sees its side fail, closes it and asks too. Each gets a new
+ * endpoint, and a message crosses it both ways.
+ */
+static void reconnect(struct state *s)
+{
+	uint32_t peer = 1 - me;
+	int st[2] = {1, 1}, rc;
+	rmca_ep_t *ep;
+
+	if (me > 1) {
+		verdict(1, "reconnect", NULL);
+		return;
+	}
+	if (me == 1) {
+		/* a receive on the old endpoint ends when rank 0 closes it */
+		rc = rmca_recv(s->ep[peer], &s->rcv[peer], sizeof(s->rcv[peer]),
+			       s->rcv_mr, (void *)(intptr_t)0);
+		if (!rc)
+			REQUIRE(collect(s, 1, st, 2) == 1 && st[0] != 0,
+				"reconnect", "old endpoint: %s",
+				rmca_strerror(st[0]));
+	}
+	rmca_ep_close(s->ep[peer]);
+	rc = rmca_job_ep(s->ctx, peer, WAIT_MS, &ep);
+	REQUIRE(!rc, "reconnect", "rmca_job_ep(%u) again: %s", peer,
+		rmca_strerror(rc));
+	st[0] = st[1] = 1;
+	s->snd[peer].magic = 0x7265ull << 32 | me;
+	REQUIRE(!rmca_recv(ep, &s->rcv[peer], sizeof(s->rcv[peer]), s->rcv_mr,
+			   (void *)(intptr_t)0) &&
+			!rmca_send(ep, &s->snd[peer], sizeof(s->snd[peer]),
+				   s->snd_mr, (void *)(intptr_t)1),
+		"reconnect", "post on the new endpoint");
+	REQUIRE(collect(s, 2, st, 2) == 2 && !st[0] && !st[1], "reconnect",
+		"new endpoint: recv %s, send %s", rmca_strerror(st[0]),
+		rmca_strerror(st[1]));
+	REQUIRE(s->rcv[peer].magic == (0x7265ull << 32 | peer), "reconnect",
+		"wrong message on the new endpoint");
+	s->ep[peer] = ep;
+	verdict(1, "reconnect", NULL);
+}
+
+/*
  * The last rank dies after a fence, without another rmca call. Even ranks
  * hold an endpoint to it from before; odd ranks ask for one after. Either
  * way the operations complete RMCA_ERR_CONNECTION within WAIT_MS.
@@ -467,6 +512,7 @@ int main(int argc, char **argv)
 		rma(s);
 		fadd(s);
 		fences(s);
+		reconnect(s);
 	}
 	rmca_finalize(s->ctx);
 	verdict(1, "finalize", NULL);

@@ -18,8 +18,8 @@ prog=$builddir/test_job
 mpirun=${MPIRUN:-mpirun}
 limit=${RMCATEST_JOB_TIMEOUT:-120}
 
-all_checks="join endpoints adopted sendrecv put get window fadd fence finalize"
-race_checks="join endpoints sendrecv put get window fadd fence finalize"
+all_checks="join endpoints adopted sendrecv put get window fadd fence reconnect finalize"
+race_checks="join endpoints sendrecv put get window fadd fence reconnect finalize"
 kill_checks="join endpoints fence dies dead-ep dead-ops finalize"
 runs="all:2 all:4 all:8 race:2 race:4 race:8 kill:4"
 

@@ -14,7 +14,7 @@ builddir=${RMCATEST_BUILDDIR:-.}
 top=${RMCATEST_TOP_BUILDDIR:-$builddir/..}
 mpirun=${MPIRUN:-mpirun}
 limit=${RMCATEST_JOB_TIMEOUT:-120}
-checks="join endpoints adopted sendrecv put get window fadd fence finalize"
+checks="join endpoints adopted sendrecv put get window fadd fence reconnect finalize"
 
 set -- $checks
 echo "1..$(($# + 1))"
