@@ -37,6 +37,22 @@ static void core_log(const struct rmca_core *core, int level, const char *fmt,
 	va_end(ap);
 }
 
+/* A component's open() says why it has no module (rmca_info shows it). */
+static void core_no_module(const struct rmca_core *core, const char *fmt, ...)
+{
+	struct rmca_context *ctx = rmca_core_ctx(core);
+	va_list ap;
+
+	if (!ctx->opening)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(ctx->opening->why_none, sizeof(ctx->opening->why_none), fmt,
+		  ap);
+	va_end(ap);
+	rmca_log(1, "%s: no module: %s", ctx->opening->comp->name,
+		 ctx->opening->why_none);
+}
+
 static int core_param_register(const struct rmca_core *core,
 			       const struct rmca_param_def *def)
 {
@@ -196,6 +212,7 @@ static const struct rmca_core_ops rmca_core_ops = {
 	.fd_mod = core_fd_mod,
 	.list_selects = rmca_list_selects,
 	.log = core_log,
+	.no_module = core_no_module,
 	.param_bool = core_param_bool,
 	.param_enum = core_param_enum,
 	.param_int = core_param_int,
@@ -367,7 +384,11 @@ static int open_components(struct rmca_context *ctx)
 				 e->comp->name, ctx->transports);
 			continue;
 		}
+		ctx->opening = c;
 		c->open_status = e->comp->open(core, &c->modules, &c->nmodules);
+		ctx->opening = NULL;
+		if (c->open_status || c->nmodules)
+			c->why_none[0] = '\0';
 		if (c->open_status) {
 			rmca_log(c->open_status == RMCA_ERR_NOT_FOUND ? 1 : 0,
 				 "%s: open failed: %s", e->comp->name,

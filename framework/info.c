@@ -92,6 +92,20 @@ rmca_info_comp_of(const struct rmca_context *ctx,
 	return NULL;
 }
 
+const char *rmca_info_component_why_none(rmca_context_t *ctx, int i)
+{
+	const struct rmca_comp *c;
+
+	if (!ctx || i < 0 || (size_t)i >= ctx->reg.n ||
+	    !ctx->reg.entries[i].comp)
+		return NULL;
+	c = rmca_info_comp_of(ctx, &ctx->reg.entries[i]);
+	if (!c || !c->enabled || c->open_status || c->nmodules ||
+	    !c->why_none[0])
+		return NULL;
+	return c->why_none;
+}
+
 int rmca_info_component(rmca_context_t *ctx, int i,
 			struct rmca_info_component *out)
 {

@@ -36,6 +36,7 @@ struct rmca_comp {
 	uint32_t caps_mask; /* caps RMCA_<name>_caps takes away */
 	bool enabled; /* selected by RMCA_transports */
 	int open_status; /* what open() returned */
+	char why_none[160]; /* open() found no module: why, if it said */
 };
 
 /* One module as the framework sees it. */
@@ -82,6 +83,7 @@ struct rmca_context {
 	struct rmca_listener *listeners;
 	struct rmca_job *job; /* rmca_job_join (job.c) */
 	const char *registering; /* component whose parameters are registered */
+	struct rmca_comp *opening; /* component whose open() runs now */
 	bool inspect; /* rmca_info: keep going past bad parameters */
 	int init_error; /* first error met during init (inspect mode) */
 };

@@ -1,14 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# rmca_info's output for scripts (issue 13, item 4): --explain as fields (transport, path and reason
+# rmca_info's output for scripts (issue 13, item 4): why a component has
+# no module, --explain as fields (transport, path and reason
 # per operation, reason per skipped module), the usage naming every option,
 # --param with one parameter's name, bash completion. Speaks TAP.
 
 set -u
 . "${RMCATEST_SRCDIR:-.}/tools_lib.sh"
 
-echo "1..11"
+echo "1..15"
 
 plugins=$(cd "${RMCATEST_BUILDDIR:-.}" && pwd)/.libs
 
@@ -21,6 +22,35 @@ for o in $opts; do
 done
 [ -n "$opts" ] && [ $st -eq 0 ]
 ok $? "the usage lines name every option (${opts:-none found})"
+
+# A component with no module says why (the empty test component).
+nodev=$tmp/nodev
+mkdir "$nodev" && cp "$plugins/rmca_empty.so" "$nodev/" || exit 99
+RMCA_component_path=$nodev:${RMCA_component_path:-} run rmca_info --parsable
+[ "$rc" -eq 0 ] && has '^component:empty:modules:0$' &&
+	has '^component:empty:no_module_reason:no empty device here (a test component)$' &&
+	has '^component:empty:status:loaded$'
+ok $? "--parsable: a component with no module says why"
+RMCA_component_path=$nodev:${RMCA_component_path:-} run rmca_info
+has '^  empty  *0.0.1  priority 1  enabled  0 modules (no empty device here (a test component))$'
+ok $? "the table: '0 modules (why)'"
+RMCA_component_path=$nodev:${RMCA_component_path:-} run rmca_info --json
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = {x["name"]: x for x in d["components"]}
+assert c["empty"]["modules"] == 0 and c["empty"]["no_module_reason"].startswith("no empty device"), c
+assert c["tcp"]["no_module_reason"] is None, c' "$tmp/out"
+ok $? "--json: no_module_reason, null where there are modules"
+run rmca_info --parsable
+if [ -d /sys/class/infiniband ] || ! has '^component:ib:modules:0$'; then
+	echo "ok $((n + 1)) # SKIP this host has RDMA devices, or no ib component"
+	n=$((n + 1))
+else
+	has '^component:ib:no_module_reason:no RDMA device found$' &&
+		! has '^component:tcp:no_module_reason:'
+	ok $? "ib on a host without RDMA devices: 'no RDMA device found'; tcp, with a module, says nothing"
+fi
 
 run rmca_info --parsable --param tcp_port
 [ "$rc" -eq 0 ] && has '^param:tcp_port:value:' && ! has '^param:tcp_priority:'

@@ -28,6 +28,7 @@ struct options {
 struct comp_extra {
 	char label[64]; /* the name, or one made from a refused file's name */
 	char why[512]; /* "" when fine; an open() failure says so */
+	const char *why_none; /* no module: why, as the component said */
 };
 
 /* Everything the context tells, gathered once, printed by one formatter. */
@@ -296,6 +297,7 @@ static int gather(rmca_context_t *ctx, const struct options *o,
 				 c.name ? "open: " : "", c.error);
 		else
 			x->why[0] = '\0';
+		x->why_none = rmca_info_component_why_none(ctx, r->ncomps);
 		if ((int)strlen(x->label) > r->label_width)
 			r->label_width = (int)strlen(x->label);
 		r->comps[r->ncomps++] = c;
@@ -394,10 +396,13 @@ static void print_human(const struct report *r)
 
 		printf("  %-*s ", w, r->extra[i].label);
 		if (c->name)
-			printf("%s  priority %d  %s  %d module%s\n",
+			printf("%s  priority %d  %s  %d module%s%s%s%s\n",
 			       c->version ? c->version : "?", c->priority,
-			       c->enabled ? "enabled" : "disabled",
-			       c->nmodules, c->nmodules == 1 ? "" : "s");
+			       c->enabled ? "enabled" : "disabled", c->nmodules,
+			       c->nmodules == 1 ? "" : "s",
+			       r->extra[i].why_none ? " (" : "",
+			       r->extra[i].why_none ? r->extra[i].why_none : "",
+			       r->extra[i].why_none ? ")" : "");
 		if (r->extra[i].why[0]) {
 			printf("%*sfailed: ", c->name ? w + 3 : 0, "");
 			put_value(stdout, r->extra[i].why);
@@ -494,6 +499,9 @@ static void print_parsable(const struct report *r)
 			fact_int(prefix, "priority", c->priority);
 			fact(prefix, "enabled", c->enabled ? "yes" : "no");
 			fact_int(prefix, "modules", c->nmodules);
+			if (r->extra[i].why_none)
+				fact(prefix, "no_module_reason",
+				     r->extra[i].why_none);
 		}
 		printf("%s:status:%s", prefix, status);
 		if (why) {
@@ -630,6 +638,8 @@ static void print_json(const struct report *r)
 			printf(", \"priority\": %d, \"enabled\": %s, \"modules\": %d",
 			       c->priority, c->enabled ? "true" : "false",
 			       c->nmodules);
+			json_field("no_module_reason", r->extra[i].why_none,
+				   false);
 		}
 		putchar('}');
 	}

@@ -83,6 +83,11 @@ static int tcp_open(const struct rmca_core *core,
 		free(laddrs);
 		core->ops->log(core, RMCA_LOG_INFO,
 			       "tcp: no usable interface selected");
+		core->ops->no_module(
+			core,
+			"no usable interface (up, with an address)%s%s%s%s",
+			*inc ? " among tcp_if_include=" : "", inc,
+			*exc ? " outside tcp_if_exclude=" : "", exc);
 		return 0;
 	}
 	r = rmca_tcp_module_create(core, names, &m);

@@ -232,6 +232,11 @@ int rmca_verbs_probe(const struct rmca_core *core,
 		     struct rmca_module ***modules, int *count);
 void rmca_verbs_release(const struct rmca_core *core,
 			struct rmca_module **modules, int count);
+/* verbs_none.c: tell the core why the probe found no module; nports is
+ * how many ports of cfg's transport carried an address. */
+void rmca_verbs_why_none(const struct rmca_core *core,
+			 const struct rmca_verbs_cfg *cfg,
+			 struct ibv_context **list, int nlist, int nports);
 struct ibv_pd *rmca_verbs_pd_get(struct rmca_verbs_dev *dev);
 void rmca_verbs_pd_put(struct rmca_verbs_dev *dev);
 void rmca_verbs_detail_update(struct rmca_verbs_module *vm);

@@ -239,8 +239,10 @@ int rmca_verbs_probe(const struct rmca_core *core,
 	*count = 0;
 	/* opens every device in librdmacm, so that bound ids share them */
 	list = rdma_get_devices(&nlist);
-	if (!list)
+	if (!list) {
+		rmca_verbs_why_none(core, cfg, NULL, 0, 0);
 		return 0;
+	}
 	n = find_ports(cfg->transport, f, RMCA_VERBS_MAX_MODULES);
 	mods = calloc(n ? n : 1, sizeof(*mods));
 	if (!mods) {
@@ -302,6 +304,8 @@ int rmca_verbs_probe(const struct rmca_core *core,
 	}
 	for (i = 0; i < ndev; i++)
 		dev_put(devs[i]); /* the probe's: freed if no module took it */
+	if (!nmod)
+		rmca_verbs_why_none(core, cfg, list, nlist, n);
 	rdma_free_devices(list);
 	*modules = mods;
 	*count = nmod;

@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define RMCA_COMPONENT_ABI_VERSION 1u
+#define RMCA_COMPONENT_ABI_VERSION 2u
 
 /* The symbol every component exports, defined as
  *   RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = { ... };
@@ -130,6 +130,13 @@ struct rmca_core_ops {
 
 	/* Random bytes for keys and tokens (getrandom). */
 	int (*random)(void *buf, size_t len);
+
+	/* Why open() found no usable device, in one line that rmca_info shows
+	 * beside "0 modules" ("no RDMA device found", "siw0 is iWARP: the
+	 * iwarp component serves it"). Only inside open(), by a component
+	 * that returns zero modules; the last call wins. */
+	void (*no_module)(const struct rmca_core *core, const char *fmt, ...)
+		__attribute__((format(printf, 2, 3)));
 };
 
 struct rmca_core {

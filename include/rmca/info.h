@@ -37,6 +37,10 @@ struct rmca_info_component {
 /* i-th component (0..); RMCA_ERR_NOT_FOUND past the end. */
 int rmca_info_component(rmca_context_t *ctx, int i,
 			struct rmca_info_component *out);
+/* Why the i-th component, loaded, enabled and opened, has no module, as it
+ * said ("no RDMA device found"); NULL when it has modules or said nothing.
+ * Valid while ctx lives. */
+const char *rmca_info_component_why_none(rmca_context_t *ctx, int i);
 
 struct rmca_info_module {
 	const char *component;
