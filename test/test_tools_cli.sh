@@ -51,8 +51,7 @@ ok $? "rmca_xfer without HOST:PORT says what is missing"
 # sizes with suffixes are bytes times 1024^k: 3k moves 3072 bytes
 if serve xfer "$tools/rmca_xfer" -s; then
 	run rmca_xfer -n 3k -i 2 "127.0.0.1:$port"
-	wait "$pid"
-	src=$?
+	reap "$rc"
 	[ "$rc" -eq 0 ] && [ "$src" -eq 0 ] &&
 		grep -q '^server: 2 x 3072 bytes received and checked$' "$tmp/xfer.out" &&
 		has '^client: 2 x 3072 bytes'
@@ -63,8 +62,7 @@ fi
 
 if serve perf "$tools/rmca_perf" -s; then
 	run rmca_perf --parsable -t put_lat -n 20 -S 2k "127.0.0.1:$port"
-	wait "$pid"
-	src=$?
+	reap "$rc"
 	[ "$rc" -eq 0 ] && [ "$src" -eq 0 ] && has '^put_lat,2048,' && ! has '^put_lat,2,'
 	ok $? "rmca_perf -S 2k measures 2048 bytes"
 else

@@ -99,7 +99,7 @@ PY
 	ok $? "--explain --json: the same as fields, and the text"
 
 	"$tools/rmca_xfer" -n 4k -i 1 "127.0.0.1:$port" >/dev/null 2>&1
-	wait "$pid"
+	reap $?
 else
 	for i in 1 2 3; do ok 1 "(no listener for --explain)"; done
 fi

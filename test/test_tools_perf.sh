@@ -26,7 +26,7 @@ perf() {
 	"$tools/rmca_perf" -t $tests -n 300 -S 64 "$@" "127.0.0.1:$port" \
 		>"$tmp/out" 2>"$tmp/err"
 	rc=$?
-	wait "$pid"
+	reap "$rc"
 }
 
 perf --csv
@@ -106,7 +106,7 @@ if command -v script >/dev/null 2>&1 && serve perf "$tools/rmca_perf" -s; then
 	script -qec "'$tools/rmca_perf' -t send_lat -S 8 -n 100000 127.0.0.1:$port >/dev/null" /dev/null >"$tmp/tty.out" 2>&1
 	rc=$?
 	end=$(date +%s)
-	wait "$pid"
+	reap "$rc"
 	if [ $((end - start)) -ge 3 ]; then
 		[ "$rc" -eq 0 ] && grep -q 'send_lat, 8 bytes: [0-9]* operations in [0-9]* s' "$tmp/tty.out"
 		ok $? "a progress line on a terminal"

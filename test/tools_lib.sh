@@ -50,7 +50,11 @@ err_lines() { wc -l <"$tmp/err" | tr -d ' '; }
 serve() {
 	name=$1
 	shift
-	"$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+	# emptied here, not by the child's redirection: else the loop below
+	# may read the port of the previous server of that name
+	: >"$tmp/$name.out"
+	: >"$tmp/$name.err"
+	"$@" >>"$tmp/$name.out" 2>>"$tmp/$name.err" &
 	pid=$!
 	servers="$servers $pid"
 	port=
@@ -66,6 +70,15 @@ serve() {
 	echo "# $name did not start:" >&2
 	sed 's/^/# /' "$tmp/$name.err" >&2
 	return 1
+}
+
+# reap STATUS: after a client that ended with STATUS, the server $pid is
+# waited for; a client that failed may have left it waiting for ever, so it
+# is stopped first. Sets $src to the server's status.
+reap() {
+	[ "$1" -eq 0 ] || kill "$pid" 2>/dev/null
+	wait "$pid"
+	src=$?
 }
 
 # A TCP port nobody listens on: bound then released by the kernel's choice.
