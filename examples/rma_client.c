@@ -88,7 +88,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	peer = argv[1];
-	b = aligned_alloc(64, sizeof(*b));
+	/* aligned_alloc wants a size that is a multiple of the alignment */
+	b = aligned_alloc(64, (sizeof(*b) + 63) & ~(size_t)63);
 	if (!b)
 		return 1;
 	memset(b, 0, sizeof(*b));
