@@ -35,8 +35,12 @@ int rmca_mr_reg(rmca_context_t *ctx, void *addr, size_t len, unsigned access,
 	mr->access = access | RMCA_ACCESS_LOCAL;
 	for (size_t i = 0; i < ctx->nmods; i++) {
 		struct rmca_mod *mod = &ctx->mods[i];
-		int r = mod->m->ops->mr_reg(mod->m, addr, len, mr->access,
-					    &mr->mmr[i]);
+		int r = RMCA_ERR_UNSUPPORTED;
+
+		/* a module that registers nothing serves no region */
+		if (mod->m->ops->mr_reg)
+			r = mod->m->ops->mr_reg(mod->m, addr, len, mr->access,
+						&mr->mmr[i]);
 
 		if (r) {
 			/* The region still serves the other modules; an
