@@ -234,21 +234,32 @@ int rmca_msg_recv(int fd, void *body, size_t cap, size_t *len,
 	return 0;
 }
 
-void rmca_peer_name(int fd, char *host, size_t host_len, char *full,
-		    size_t full_len)
+void rmca_sockaddr_name(const struct sockaddr *sa, socklen_t sl, char *host,
+			size_t host_len, char *full, size_t full_len)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
 	char port[8] = "?";
 
-	snprintf(host, host_len, "?");
-	if (getpeername(fd, (struct sockaddr *)&ss, &sl) ||
-	    getnameinfo((struct sockaddr *)&ss, sl, host, (socklen_t)host_len,
-			port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV))
+	if (getnameinfo(sa, sl, host, (socklen_t)host_len, port, sizeof(port),
+			NI_NUMERICHOST | NI_NUMERICSERV))
 		snprintf(host, host_len, "?");
 	/* An IPv4 peer on a dual-stack socket: report it as IPv4. */
 	if (!strncmp(host, "::ffff:", 7) && strchr(host + 7, '.'))
 		memmove(host, host + 7, strlen(host + 7) + 1);
 	snprintf(full, full_len, strchr(host, ':') ? "[%s]:%s" : "%s:%s", host,
 		 port);
+}
+
+void rmca_peer_name(int fd, char *host, size_t host_len, char *full,
+		    size_t full_len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl)) {
+		snprintf(host, host_len, "?");
+		snprintf(full, full_len, "?:?");
+		return;
+	}
+	rmca_sockaddr_name((struct sockaddr *)&ss, sl, host, host_len, full,
+			   full_len);
 }

@@ -33,7 +33,11 @@ int rmca_msg_send(int fd, const void *body, size_t len, int64_t deadline);
 int rmca_msg_recv(int fd, void *body, size_t cap, size_t *len,
 		  int64_t deadline, char *why, size_t why_len);
 
-/* Numeric address of the peer of a connected socket. */
+/* Numeric address (host, and "host:port" or "[v6]:port") of a socket
+ * address, or of the peer of a connected socket. Name a peer when it
+ * arrives: once gone, it has no name. */
+void rmca_sockaddr_name(const struct sockaddr *sa, socklen_t sl, char *host,
+			size_t host_len, char *full, size_t full_len);
 void rmca_peer_name(int fd, char *host, size_t host_len, char *full,
 		    size_t full_len);
 

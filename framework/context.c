@@ -237,6 +237,9 @@ static const struct rmca_param_def framework_params[] = {
 	{ .name = "connect_timeout", .type = RMCA_PARAM_INT, .def = "10000",
 	  .min = 1, .max = 3600000,
 	  .help = "Milliseconds a bootstrap handshake and data connection setup may take" },
+	{ .name = "handshake_max", .type = RMCA_PARAM_INT, .def = "64",
+	  .min = 1, .max = 65536,
+	  .help = "Incoming handshakes (and endpoints not yet accepted) a listener holds at once; more peers wait in the kernel's backlog" },
 	{ .name = "atomic_mode", .type = RMCA_PARAM_ENUM, .def = "auto",
 	  .values = atomic_modes,
 	  .help = "Who executes atomics for this context: auto, device (NIC) or cpu (target core); peers must agree" },
@@ -501,6 +504,8 @@ static int framework_params_read(struct rmca_context *ctx)
 	ctx->ep_max_core_ops = p ? (unsigned)p->v.i : 16384;
 	p = rmca_params_find(ctx->params, "ctrl_max_queued");
 	ctx->ctrl_max_queued = p ? (size_t)p->v.i : 4u << 20;
+	p = rmca_params_find(ctx->params, "handshake_max");
+	ctx->handshake_max = p ? (int)p->v.i : 64;
 	p = rmca_params_find(ctx->params, "atomic_mode");
 	ctx->atomic_mode = p ? (enum rmca_atomic_mode)p->v.e : RMCA_ATOMIC_MODE_AUTO;
 	ctx->transports = core_param_string(&ctx->core, "transports");
@@ -599,10 +604,11 @@ void rmca_finalize(rmca_context_t *ctx)
 	if (!ctx)
 		return;
 	rmca_job_fini(ctx);
-	while (ctx->eps)
-		rmca_ep_destroy(ctx->eps);
+	/* Listeners first: they hold endpoints not yet accepted. */
 	while (ctx->listeners)
 		rmca_listener_close(ctx->listeners);
+	while (ctx->eps)
+		rmca_ep_destroy(ctx->eps);
 	while (ctx->mrs)
 		rmca_mr_destroy(ctx->mrs);
 	pthread_mutex_lock(&rmca_load_lock);

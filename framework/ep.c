@@ -9,7 +9,7 @@
  * choice names modules it offered, then both let the module connect.
  */
 #include <errno.h>
-#include <poll.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +27,19 @@
 
 struct rmca_incoming;
 static void incoming_drop(struct rmca_listener *l, struct rmca_incoming *in);
+static void listener_cb(void *arg, uint32_t events);
+
+/* Watch the listening socket, or stop (at the handshake bound, or out of
+ * descriptors): the kernel's backlog holds the peers meanwhile. */
+static void listener_arm(struct rmca_listener *l, bool on)
+{
+	struct rmca_context *ctx = l->ctx;
+
+	if (on == l->armed)
+		return;
+	if (!ctx->core.ops->fd_mod(&ctx->core, l->fd, on ? EPOLLIN : 0))
+		l->armed = on;
+}
 
 int rmca_listen(rmca_context_t *ctx, const char *host_port, rmca_listener_t **out)
 {
@@ -34,9 +47,14 @@ int rmca_listen(rmca_context_t *ctx, const char *host_port, rmca_listener_t **ou
 	struct rmca_listener *l;
 	int fd, bound;
 
-	if (!ctx || !out ||
-	    rmca_parse_host_port(host_port, host, sizeof(host), port, sizeof(port)))
+	if (!ctx || !out)
 		return RMCA_ERR_INVALID;
+	if (rmca_parse_host_port(host_port, host, sizeof(host), port,
+				 sizeof(port))) {
+		rmca_log(0, "listen %s: " RMCA_HOST_PORT_HELP,
+			 host_port ? host_port : "(null)");
+		return RMCA_ERR_INVALID;
+	}
 	if (!strcmp(host, "*"))
 		host[0] = '\0';
 	fd = rmca_tcp_listen(host, port, &bound);
@@ -50,6 +68,14 @@ int rmca_listen(rmca_context_t *ctx, const char *host_port, rmca_listener_t **ou
 	l->ctx = ctx;
 	l->fd = fd;
 	l->port = bound;
+	/* Handshakes progress inside every call on the context. */
+	if (ctx->core.ops->fd_add(&ctx->core, fd, EPOLLIN, listener_cb, l)) {
+		close(fd);
+		free(l);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	l->armed = true;
+	l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	RMCA_LIST_ADD(ctx->listeners, l);
 	*out = l;
 	rmca_log(1, "listening on %s (port %d)", host_port, bound);
@@ -63,12 +89,18 @@ int rmca_listener_port(const rmca_listener_t *l)
 
 void rmca_listener_close(rmca_listener_t *l)
 {
+	struct rmca_context *ctx;
+
 	if (!l)
 		return;
+	ctx = l->ctx;
 	while (l->incoming)
 		incoming_drop(l, l->incoming);
+	ctx->core.ops->fd_del(&ctx->core, l->fd);
 	close(l->fd);
-	RMCA_LIST_DEL(l->ctx->listeners, l);
+	if (l->spare_fd >= 0)
+		close(l->spare_fd);
+	RMCA_LIST_DEL(ctx->listeners, l);
 	free(l);
 }
 
@@ -165,43 +197,96 @@ static void ep_attr_fill(struct rmca_ep *ep, int peer_is_local)
 	rmca_paths_choose(ep);
 }
 
-/* Both sides: hand the connection to the module and make the endpoint. */
-static int ep_establish(struct rmca_context *ctx, int fd, struct rmca_mod *mod,
-			const struct rmca_wire_mod *peer_mod, int active,
-			uint64_t token, int peer_is_local, int64_t deadline,
-			rmca_ep_t **out)
+/* Both sides: a new endpoint, not yet connected. */
+static struct rmca_ep *ep_new(struct rmca_context *ctx, struct rmca_mod *mod,
+			      const struct rmca_wire_mod *peer_mod,
+			      uint64_t token, const char *who)
 {
-	struct rmca_conn_args args = {
-		.active = active,
-		.peer_addr = peer_mod->addr,
-		.peer_addr_len = peer_mod->addr_len,
-		.token = token,
-		.timeout_ms = rmca_ms_left(deadline),
-		.peer_is_local = peer_is_local,
-	};
 	struct rmca_ep *ep = calloc(1, sizeof(*ep));
-	int rc;
 
 	if (!ep)
-		return RMCA_ERR_NO_MEMORY;
+		return NULL;
 	ep->ctx = ctx;
 	ep->mod = mod;
 	ep->token = token;
 	ep->peer_caps = peer_mod->caps;
-	rmca_peer_name(fd, args.peer_host, sizeof(args.peer_host), ep->peer,
-		       sizeof(ep->peer));
-	args.cookie = ep;
-	rc = mod->m->ops->connect(mod->m, &args, &ep->conn);
-	if (rc) {
+	/* Named once, while the peer is there to be named. */
+	snprintf(ep->peer, sizeof(ep->peer), "%s", who);
+	return ep;
+}
+
+/*
+ * Hand the connection to the module: started (*h set, to be polled) where
+ * the module connects without blocking, else done before returning.
+ */
+static int ep_connect(struct rmca_ep *ep, const struct rmca_wire_mod *peer_mod,
+		      int active, int peer_is_local, const char *peer_host,
+		      int64_t deadline, struct rmca_connecting **h)
+{
+	const struct rmca_module_ops *ops = ep->mod->m->ops;
+	struct rmca_conn_args args = {
+		.active = active,
+		.peer_addr = peer_mod->addr,
+		.peer_addr_len = peer_mod->addr_len,
+		.token = ep->token,
+		.timeout_ms = rmca_ms_left(deadline),
+		.peer_is_local = peer_is_local,
+		.cookie = ep,
+	};
+	int rc;
+
+	snprintf(args.peer_host, sizeof(args.peer_host), "%s", peer_host);
+	*h = NULL;
+	if (ops->connect_start)
+		rc = ops->connect_start(ep->mod->m, &args, h);
+	else if (ops->connect)
+		rc = ops->connect(ep->mod->m, &args, &ep->conn);
+	else
+		rc = RMCA_ERR_UNSUPPORTED;
+	if (rc)
 		rmca_log(0, "%s: %s %s could not connect: %s", ep->peer,
-			 mod->comp->comp->name, mod->m->device, rmca_strerror(rc));
-		free(ep);
+			 ep->mod->comp->comp->name, ep->mod->m->device,
+			 rmca_strerror(rc));
+	return rc;
+}
+
+/* 0 once the module's connection is up, RMCA_ERR_AGAIN, or its error. */
+static int ep_connect_poll(struct rmca_ep *ep, struct rmca_connecting **h)
+{
+	int rc;
+
+	if (!*h)
+		return 0;
+	rc = ep->mod->m->ops->connect_poll(*h, &ep->conn);
+	if (rc == RMCA_ERR_AGAIN)
 		return rc;
-	}
+	*h = NULL;
+	if (rc)
+		rmca_log(0, "%s: %s %s could not connect: %s", ep->peer,
+			 ep->mod->comp->comp->name, ep->mod->m->device,
+			 rmca_strerror(rc));
+	return rc;
+}
+
+static void ep_connect_abort(struct rmca_ep *ep, struct rmca_connecting **h)
+{
+	if (*h)
+		ep->mod->m->ops->connect_abort(*h);
+	*h = NULL;
+}
+
+/* Both sides, once connected: the control channel on the bootstrap
+ * socket, the paths; the endpoint joins the context's list. On failure the
+ * endpoint is freed (fd stays the caller's). */
+static int ep_finish(struct rmca_ep *ep, int fd, int peer_is_local)
+{
+	struct rmca_context *ctx = ep->ctx;
+	int rc;
+
 	ep_attr_fill(ep, peer_is_local);
 	rc = rmca_ctrl_open(ep, fd);
 	if (rc) {
-		mod->m->ops->disconnect(ep->conn);
+		ep->mod->m->ops->disconnect(ep->conn);
 		free(ep);
 		return rc;
 	}
@@ -215,7 +300,6 @@ static int ep_establish(struct rmca_context *ctx, int fd, struct rmca_mod *mod,
 		rmca_paths_describe(ep, paths, sizeof(paths));
 		log_lines("paths", ep->peer, paths);
 	}
-	*out = ep;
 	return 0;
 }
 
@@ -232,42 +316,67 @@ static const char *mode_name(unsigned m)
 	return m < RMCA_ARRAY_SIZE(names) ? names[m] : "unknown";
 }
 
-static void send_reject(int fd, int status, const char *reason, int64_t deadline)
+/*
+ * The passive side's answer to a complete hello (body, len) from who:
+ * decided at once, never waiting. Returns the answer to send (malloc'ed,
+ * length-prefixed, *alen bytes) or NULL when the peer gets none. res says
+ * what follows once it is out.
+ */
+struct hs_result {
+	int status; /* 0: make an endpoint; else why not (a reject, a probe) */
+	bool counts; /* a refusal rmca_accept reports */
+	bool probe;
+	struct rmca_mod *mod;
+	struct rmca_wire_mod peer_mod;
+	uint64_t token;
+	int local;
+};
+
+static uint8_t *reject_msg(int status, const char *reason, size_t *alen)
 {
 	struct rmca_hello h = { .version = RMCA_WIRE_VERSION,
 				.kind = RMCA_WIRE_REJECT,
 				.status = status };
-	uint8_t buf[512];
+	uint8_t *buf = malloc(4 + 512);
 	int n;
 
+	if (!buf)
+		return NULL;
 	snprintf(h.reason, sizeof(h.reason), "%s", reason);
-	n = rmca_hello_encode(&h, buf, sizeof(buf));
-	if (n > 0)
-		rmca_msg_send(fd, buf, (size_t)n, deadline);
+	n = rmca_hello_encode(&h, buf + 4, 512);
+	if (n < 0) {
+		free(buf);
+		return NULL;
+	}
+	*alen = 4 + (size_t)n;
+	return buf;
 }
 
-/*
- * The passive side of the handshake, once the peer's hello (body, len) is
- * in. Returns 0 with *out, RMCA_ERR_AGAIN after answering a probe (no
- * endpoint), or an error; fd is consumed either way.
- */
-static int handshake_passive(struct rmca_context *ctx, int fd,
-			     const uint8_t *body, size_t len, int64_t deadline,
-			     rmca_ep_t **out)
+static bool fail_log_allowed(struct rmca_listener *l);
+
+/* Lines about refused peers, through the listener's rate limit (l may be
+ * NULL: a connection of the job layer's, not a listener's). */
+static bool may_log(struct rmca_listener *l)
+{
+	return !l || fail_log_allowed(l);
+}
+
+static uint8_t *hello_answer(struct rmca_context *ctx, struct rmca_listener *l,
+			     const uint8_t *body, size_t len, const char *who,
+			     struct hs_result *res, size_t *alen)
 {
 	struct rmca_hello *peer = NULL, *mine = NULL;
 	struct rmca_selection sel;
 	struct reach_arg ra;
-	char host[64], who[96], why[256];
 	uint8_t *buf = NULL;
-	int rc, local;
+	char why[256];
+	int rc;
 
-	rmca_peer_name(fd, host, sizeof(host), who, sizeof(who));
+	memset(res, 0, sizeof(*res));
 	peer = malloc(sizeof(*peer));
 	mine = malloc(sizeof(*mine));
-	buf = malloc(RMCA_HELLO_MAX);
-	if (!peer || !mine || !buf) {
-		rc = RMCA_ERR_NO_MEMORY;
+	if (!peer || !mine) {
+		res->status = RMCA_ERR_NO_MEMORY;
 		goto out;
 	}
 	rc = rmca_hello_decode(body, len, peer, why, sizeof(why));
@@ -276,80 +385,130 @@ static int handshake_passive(struct rmca_context *ctx, int fd,
 		snprintf(why, sizeof(why), "expected an active hello");
 		rc = RMCA_ERR_PROTOCOL;
 	}
+	if (!rc && !peer->token) {
+		snprintf(why, sizeof(why), "hello without a token");
+		rc = RMCA_ERR_PROTOCOL;
+	}
 	if (rc) {
-		rmca_log(0, "bootstrap from %s refused: %s", who, why);
+		if (may_log(l))
+			rmca_log(0, "bootstrap from %s refused: %s", who, why);
+		res->status = rc;
+		res->counts = true;
 		if (strstr(why, "version"))
-			send_reject(fd, RMCA_ERR_PROTOCOL, why, deadline);
+			buf = reject_msg(RMCA_ERR_PROTOCOL, why, alen);
 		goto out;
 	}
+	res->probe = peer->role == RMCA_ROLE_PROBE;
+	res->counts = !res->probe;
 	if (peer->atomic_mode != ctx->atomic_resolved) {
 		snprintf(why, sizeof(why),
 			 "atomic mode differs: listener %s, connecting side %s "
 			 "(RMCA_atomic_mode)",
 			 mode_name(ctx->atomic_resolved),
 			 mode_name(peer->atomic_mode));
-		rmca_log(0, "bootstrap from %s refused: %s", who, why);
-		send_reject(fd, RMCA_ERR_PROTOCOL, why, deadline);
-		rc = RMCA_ERR_PROTOCOL;
+		if (res->probe || may_log(l))
+			rmca_log(res->probe ? 1 : 0,
+				 "bootstrap from %s refused: %s", who, why);
+		res->status = RMCA_ERR_PROTOCOL;
+		buf = reject_msg(RMCA_ERR_PROTOCOL, why, alen);
 		goto out;
 	}
-	local = peer_local(ctx, peer);
+	res->local = peer_local(ctx, peer);
 	hello_fill(ctx, mine, RMCA_ROLE_PASSIVE, peer->token);
 	ra = (struct reach_arg){ .ctx = ctx, .mine = mine, .peer = peer };
 	rc = rmca_select(peer->mods, peer->nmods, mine->mods, mine->nmods, 0,
-			 local, 0, reach_cb, &ra, &sel);
+			 res->local, 0, reach_cb, &ra, &sel);
 	log_lines("select", who, sel.reasons);
 	if (rc) {
 		/* the reasons matter most when nothing is left: say them */
 		for (char *nl = strchr(sel.reasons, '\n'); nl && nl[1];
 		     nl = strchr(nl, '\n'))
 			*nl = ';';
-		rmca_log(0, "%s: no enabled transport reaches the peer: %s",
-			 who, sel.reasons);
-		send_reject(fd, RMCA_ERR_UNREACHABLE,
-			    "no enabled transport reaches the peer", deadline);
+		if (res->probe || may_log(l))
+			rmca_log(res->probe ? 1 : 0,
+				 "%s: no enabled transport reaches the peer: %s",
+				 who, sel.reasons);
+		res->status = RMCA_ERR_UNREACHABLE;
+		buf = reject_msg(RMCA_ERR_UNREACHABLE,
+				 "no enabled transport reaches the peer", alen);
 		goto out;
 	}
 	mine->choice_a = (uint8_t)sel.a;
 	mine->choice_p = (uint8_t)sel.p;
-	rc = rmca_hello_encode(mine, buf, RMCA_HELLO_MAX);
-	if (rc < 0)
-		goto out;
-	rc = rmca_msg_send(fd, buf, (size_t)rc, deadline);
-	if (rc) {
-		rmca_log(0, "bootstrap from %s: peer went away during the hello",
-			 who);
-		rc = RMCA_ERR_CONNECTION;
+	buf = malloc(4 + RMCA_HELLO_MAX);
+	rc = buf ? rmca_hello_encode(mine, buf + 4, RMCA_HELLO_MAX) :
+		   RMCA_ERR_NO_MEMORY;
+	if (rc < 0) {
+		free(buf);
+		buf = NULL;
+		res->status = rc;
+		res->counts = false;
 		goto out;
 	}
-	if (peer->role == RMCA_ROLE_PROBE) {
-		/* rmca_info --explain: it learnt the choice; no endpoint */
+	*alen = 4 + (size_t)rc;
+	if (res->probe) {
+		/* rmca_info --explain: it learns the choice; no endpoint */
 		rmca_log(1, "bootstrap from %s: explained the choice", who);
-		rc = RMCA_ERR_AGAIN;
+		res->status = RMCA_ERR_AGAIN;
+		res->counts = false;
 		goto out;
 	}
-	rc = ep_establish(ctx, fd, offered_mod(ctx, mine, (unsigned)sel.p),
-			  &peer->mods[sel.a], 0, peer->token, local, deadline,
-			  out);
-	if (!rc)
-		fd = -1;
+	res->mod = offered_mod(ctx, mine, (unsigned)sel.p);
+	res->peer_mod = peer->mods[sel.a];
+	res->token = peer->token;
+	res->counts = false;
 out:
-	if (fd >= 0)
-		close(fd);
+	if (buf) {
+		size_t n = *alen - 4;
+
+		buf[0] = (uint8_t)n;
+		buf[1] = (uint8_t)(n >> 8);
+		buf[2] = (uint8_t)(n >> 16);
+		buf[3] = (uint8_t)(n >> 24);
+	}
 	free(peer);
 	free(mine);
-	free(buf);
-	return rc;
+	return buf;
 }
 
-/* An incoming bootstrap connection whose hello is still arriving. */
+/*
+ * One incoming bootstrap connection, from accept to the endpoint that
+ * rmca_accept hands out. Every step runs from the socket's callback or the
+ * listener's progress, never waiting, each against its own deadline:
+ * however many peers are half-open, silent, slow or gone, the others
+ * progress. Memory stays small until a hello's length is known.
+ */
+enum in_state {
+	IN_HELLO, /* reading the length-prefixed hello */
+	IN_ANSWER, /* writing the answer */
+	IN_CONNECT, /* the module connects */
+	IN_READY, /* an endpoint for rmca_accept */
+};
+
 struct rmca_incoming {
 	struct rmca_incoming *next;
-	int fd;
+	struct rmca_listener *l;
+	enum in_state state;
+	int fd; /* -1 once the endpoint's control channel owns it */
+	bool watched;
 	int64_t deadline;
-	size_t have;
-	uint8_t buf[4 + RMCA_HELLO_MAX];
+	uint8_t pfx[4];
+	uint8_t *msg; /* the hello, then the answer */
+	size_t have, len; /* bytes of msg read or written; its length */
+	struct hs_result res;
+	struct rmca_ep *ep;
+	struct rmca_connecting *h;
+	char host[64], who[96];
 };
+
+static void incoming_unwatch(struct rmca_incoming *in)
+{
+	struct rmca_context *ctx = in->l->ctx;
+
+	if (in->watched)
+		ctx->core.ops->fd_del(&ctx->core, in->fd);
+	in->watched = false;
+}
 
 static void incoming_drop(struct rmca_listener *l, struct rmca_incoming *in)
 {
@@ -358,36 +517,99 @@ static void incoming_drop(struct rmca_listener *l, struct rmca_incoming *in)
 	for (pp = &l->incoming; *pp != in; pp = &(*pp)->next)
 		;
 	*pp = in->next;
+	l->nincoming--;
+	incoming_unwatch(in);
+	if (in->ep && in->state == IN_READY) {
+		rmca_ep_destroy(in->ep);
+	} else if (in->ep) {
+		ep_connect_abort(in->ep, &in->h);
+		if (in->ep->conn)
+			in->ep->mod->m->ops->disconnect(in->ep->conn);
+		free(in->ep);
+	}
 	if (in->fd >= 0)
 		close(in->fd);
+	free(in->msg);
 	free(in);
+	/* A slot is free: take the next peer from the backlog. */
+	if (!l->rest_until && l->nincoming < l->ctx->handshake_max)
+		listener_arm(l, true);
 }
 
-/*
- * Read what in's peer sent so far. 1: the hello is complete; 0: not yet;
- * negative: the peer is refused (why says so).
- */
-static int incoming_read(struct rmca_incoming *in, char *why, size_t why_len)
+/* Lines about failed handshakes: ten a second at most per listener, so a
+ * peer that churns connections cannot fill the log; what was left out is
+ * counted in the next line. */
+static bool fail_log_allowed(struct rmca_listener *l)
 {
+	int64_t now = rmca_now_ms();
+
+	if (now >= l->log_window + 1000) {
+		if (l->log_suppressed)
+			rmca_log(0, "listener on port %d: %u more failed "
+				    "handshakes not logged (ten a second at most)",
+				 l->port, l->log_suppressed);
+		l->log_window = now;
+		l->log_lines = 0;
+		l->log_suppressed = 0;
+	}
+	if (l->log_lines < 10) {
+		l->log_lines++;
+		return true;
+	}
+	l->log_suppressed++;
+	return false;
+}
+
+/* in's handshake ends without an endpoint: say why (once), drop it. */
+static void incoming_fail(struct rmca_incoming *in, int status, int level,
+			  const char *why)
+{
+	struct rmca_listener *l = in->l;
+
+	if (why && (level > 0 || fail_log_allowed(l)))
+		rmca_log(level, "bootstrap from %s: %s", in->who, why);
+	if (status && in->res.counts) {
+		l->refused++;
+		l->refused_status = status;
+	}
+	incoming_drop(l, in);
+}
+
+/* Read what there is. 1: the hello is complete; 0: not yet; -1: in is
+ * gone. */
+static int incoming_read(struct rmca_incoming *in)
+{
+	char why[128];
+
 	for (;;) {
-		size_t want = 4, n;
+		uint8_t *dst = in->msg ? in->msg + in->have : in->pfx + in->have;
+		size_t want = in->msg ? in->len : sizeof(in->pfx);
 		ssize_t got;
 
-		if (in->have >= 4) {
-			n = in->buf[0] | in->buf[1] << 8 | in->buf[2] << 16 |
-			    (size_t)in->buf[3] << 24;
-			if (n > RMCA_HELLO_MAX) {
-				snprintf(why, why_len,
-					 "message of %zu bytes, at most %d", n,
-					 RMCA_HELLO_MAX);
-				return RMCA_ERR_PROTOCOL;
-			}
-			want = 4 + n;
-			if (in->have == want)
+		if (in->have == want) {
+			if (in->msg)
 				return 1;
+			in->len = in->pfx[0] | in->pfx[1] << 8 |
+				  in->pfx[2] << 16 | (size_t)in->pfx[3] << 24;
+			if (in->len > RMCA_HELLO_MAX || !in->len) {
+				snprintf(why, sizeof(why),
+					 "refused: message of %zu bytes, "
+					 "at most %d",
+					 in->len, RMCA_HELLO_MAX);
+				in->res.counts = true;
+				incoming_fail(in, RMCA_ERR_PROTOCOL, 0, why);
+				return -1;
+			}
+			/* Only now, and only what the hello needs. */
+			in->msg = malloc(in->len);
+			if (!in->msg) {
+				incoming_fail(in, 0, 0, "out of memory");
+				return -1;
+			}
+			in->have = 0;
+			continue;
 		}
-		got = recv(in->fd, in->buf + in->have, want - in->have,
-			   MSG_DONTWAIT);
+		got = recv(in->fd, dst, want - in->have, MSG_DONTWAIT);
 		if (got > 0) {
 			in->have += (size_t)got;
 			continue;
@@ -395,88 +617,292 @@ static int incoming_read(struct rmca_incoming *in, char *why, size_t why_len)
 		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
 				errno == EINTR))
 			return 0;
-		snprintf(why, why_len, "closed after %zu bytes of its hello",
-			 in->have);
-		return RMCA_ERR_PROTOCOL;
+		if (!in->have && !in->msg) {
+			/* Connected and left: a port scan, a client that
+			 * gave up. Nothing to refuse. */
+			incoming_fail(in, 0, 0, "closed before its hello");
+			return -1;
+		}
+		snprintf(why, sizeof(why), "closed after %zu bytes of its hello",
+			 in->have + (in->msg ? sizeof(in->pfx) : 0));
+		incoming_fail(in, 0, 0, why);
+		return -1;
+	}
+}
+
+/* Write what fits of the answer. 1: all out; 0: not yet; -1: gone. */
+static int incoming_write(struct rmca_incoming *in)
+{
+	struct rmca_context *ctx = in->l->ctx;
+
+	while (in->have < in->len) {
+		ssize_t n = send(in->fd, in->msg + in->have, in->len - in->have,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			in->have += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			ctx->core.ops->fd_mod(&ctx->core, in->fd, EPOLLOUT);
+			return 0;
+		}
+		incoming_fail(in, 0, 0, "peer went away during the hello");
+		return -1;
+	}
+	return 1;
+}
+
+/* The endpoint is connected: ready for rmca_accept. */
+static void incoming_ready(struct rmca_incoming *in)
+{
+	int fd = in->fd;
+	int rc;
+
+	incoming_unwatch(in);
+	rc = ep_finish(in->ep, fd, in->res.local);
+	if (rc) {
+		in->ep = NULL;
+		incoming_fail(in, 0, 0, "cannot open the control channel");
+		return;
+	}
+	in->fd = -1; /* the control channel's now */
+	in->state = IN_READY;
+}
+
+/* Once the answer is out: an endpoint, or the end of a probe or reject. */
+static void incoming_answered(struct rmca_incoming *in)
+{
+	struct rmca_context *ctx = in->l->ctx;
+	int rc;
+
+	free(in->msg);
+	in->msg = NULL;
+	if (in->res.status) {
+		/* Logged when decided; a probe changes nothing here. */
+		incoming_fail(in, in->res.status, 0, NULL);
+		return;
+	}
+	/* Quiet until the control channel takes the socket over. */
+	ctx->core.ops->fd_mod(&ctx->core, in->fd, 0);
+	in->ep = ep_new(ctx, in->res.mod, &in->res.peer_mod, in->res.token,
+			in->who);
+	if (!in->ep) {
+		incoming_fail(in, 0, 0, "out of memory");
+		return;
+	}
+	in->state = IN_CONNECT;
+	rc = ep_connect(in->ep, &in->res.peer_mod, 0, in->res.local, in->host,
+			in->deadline, &in->h);
+	if (!rc)
+		rc = ep_connect_poll(in->ep, &in->h);
+	if (rc == RMCA_ERR_AGAIN)
+		return;
+	if (rc) {
+		incoming_fail(in, 0, 0, NULL);
+		return;
+	}
+	incoming_ready(in);
+}
+
+static void incoming_step(struct rmca_incoming *in)
+{
+	uint8_t *answer;
+	size_t alen = 0;
+	int rc;
+
+	switch (in->state) {
+	case IN_HELLO:
+		if (incoming_read(in) <= 0)
+			return;
+		answer = hello_answer(in->l->ctx, in->l, in->msg, in->len,
+				      in->who, &in->res, &alen);
+		free(in->msg);
+		in->msg = answer;
+		in->len = alen;
+		in->have = 0;
+		if (!answer) {
+			incoming_fail(in, in->res.status, 0, NULL);
+			return;
+		}
+		in->state = IN_ANSWER;
+		/* fall through */
+	case IN_ANSWER:
+		rc = incoming_write(in);
+		if (rc > 0)
+			incoming_answered(in);
+		return;
+	case IN_CONNECT:
+	case IN_READY:
+		return;
+	}
+}
+
+static void incoming_cb(void *arg, uint32_t events)
+{
+	incoming_step(arg);
+}
+
+/* Out of descriptors: shed one peer with the spare, so that nobody hangs
+ * and the listener does not spin; without a spare, rest a second. Said
+ * once a minute at most. */
+static bool listener_shed(struct rmca_listener *l, int err)
+{
+	int64_t now = rmca_now_ms();
+	int fd;
+
+	if (now >= l->shed_said) {
+		rmca_log(0, "listener on port %d: out of file descriptors "
+			    "(%s): closing new connections at once",
+			 l->port, strerror(err));
+		l->shed_said = now + 60000;
+	}
+	if (l->spare_fd >= 0) {
+		close(l->spare_fd);
+		fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			close(fd);
+		l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			return true;
+	}
+	listener_arm(l, false);
+	l->rest_until = now + 1000;
+	return false;
+}
+
+static void listener_cb(void *arg, uint32_t events)
+{
+	struct rmca_listener *l = arg;
+	struct rmca_context *ctx = l->ctx;
+
+	while (l->nincoming < ctx->handshake_max) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		struct rmca_incoming *in, **pp;
+		int fd;
+
+		fd = accept4(l->fd, (struct sockaddr *)&ss, &sl,
+			     SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if ((errno == EMFILE || errno == ENFILE ||
+			     errno == ENOBUFS || errno == ENOMEM) &&
+			    listener_shed(l, errno))
+				continue;
+			return;
+		}
+		in = calloc(1, sizeof(*in));
+		if (!in) {
+			close(fd);
+			continue;
+		}
+		in->l = l;
+		in->fd = fd;
+		in->deadline = rmca_now_ms() + ctx->connect_timeout_ms;
+		rmca_sockaddr_name((struct sockaddr *)&ss, sl, in->host,
+				   sizeof(in->host), in->who, sizeof(in->who));
+		if (ctx->core.ops->fd_add(&ctx->core, fd, EPOLLIN, incoming_cb,
+					  in)) {
+			close(fd);
+			free(in);
+			continue;
+		}
+		in->watched = true;
+		/* Oldest first: endpoints are handed out in arrival order. */
+		for (pp = &l->incoming; *pp; pp = &(*pp)->next)
+			;
+		*pp = in;
+		l->nincoming++;
+	}
+	/* At the bound: the backlog holds the next peers. */
+	listener_arm(l, false);
+}
+
+void rmca_listeners_progress(struct rmca_context *ctx)
+{
+	int64_t now = rmca_now_ms();
+
+	for (struct rmca_listener *l = ctx->listeners; l; l = l->next) {
+		struct rmca_incoming *in, *next;
+
+		if (l->rest_until && now >= l->rest_until) {
+			l->rest_until = 0;
+			if (l->nincoming < ctx->handshake_max)
+				listener_arm(l, true);
+		}
+		for (in = l->incoming; in; in = next) {
+			int rc;
+
+			next = in->next;
+			if (in->state == IN_READY)
+				continue;
+			if (in->state == IN_CONNECT) {
+				rc = ep_connect_poll(in->ep, &in->h);
+				if (!rc)
+					incoming_ready(in);
+				else if (rc != RMCA_ERR_AGAIN)
+					incoming_fail(in, 0, 0, NULL);
+				if (rc != RMCA_ERR_AGAIN)
+					continue;
+			}
+			if (now >= in->deadline) {
+				char why[96];
+
+				snprintf(why, sizeof(why),
+					 "%s within %d ms (RMCA_connect_timeout)",
+					 in->state == IN_HELLO ?
+						 "no hello" :
+						 "handshake not done",
+					 ctx->connect_timeout_ms);
+				incoming_fail(in, 0, 0, why);
+			}
+		}
 	}
 }
 
 /*
- * Accept waits for connections and for their hellos together, so a peer
- * that connects and stays silent holds up nobody: its hello has
- * RMCA_connect_timeout to arrive, while this call keeps its own timeout.
+ * Handshakes run inside every call on the context (rmca_poll included);
+ * this one hands out the endpoints they made, oldest first, waiting for
+ * one up to timeout_ms. A peer refused for what it sent during this call
+ * makes it return that refusal (logged), so the caller learns of it.
  */
 int rmca_accept(rmca_listener_t *l, int timeout_ms, rmca_ep_t **ep)
 {
 	struct rmca_context *ctx;
 	int64_t deadline;
+	unsigned refused;
+	bool waited = false;
 
 	if (!l || !ep)
 		return RMCA_ERR_INVALID;
 	ctx = l->ctx;
 	deadline = timeout_ms < 0 ? INT64_MAX : rmca_now_ms() + timeout_ms;
+	refused = l->refused;
 	for (;;) {
-		struct rmca_incoming *in, *next;
-		struct pollfd pfd[65];
-		int fd, npfd = 0, slice;
-		char why[256];
+		struct rmca_incoming *in;
+		int slice;
 
-		while ((fd = accept4(l->fd, NULL, NULL,
-				     SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
-			in = malloc(sizeof(*in));
-			if (!in) {
-				close(fd);
-				return RMCA_ERR_NO_MEMORY;
-			}
-			in->fd = fd;
-			in->have = 0;
-			in->deadline = rmca_now_ms() + ctx->connect_timeout_ms;
-			in->next = l->incoming;
-			l->incoming = in;
-		}
-		for (in = l->incoming; in; in = next) {
-			char host[64], who[96];
-			int rc = incoming_read(in, why, sizeof(why));
-
-			next = in->next;
-			if (!rc && rmca_now_ms() >= in->deadline) {
-				snprintf(why, sizeof(why),
-					 "no hello within %d ms (RMCA_connect_timeout)",
-					 ctx->connect_timeout_ms);
-				rc = RMCA_ERR_TIMEOUT;
-			}
-			if (!rc)
-				continue;
-			if (rc < 0) {
-				rmca_peer_name(in->fd, host, sizeof(host), who,
-					       sizeof(who));
-				rmca_log(0, "bootstrap from %s refused: %s", who,
-					 why);
-				incoming_drop(l, in);
-				if (rc == RMCA_ERR_PROTOCOL)
-					return rc;
-				continue;
-			}
-			fd = in->fd;
-			in->fd = -1;
-			rc = handshake_passive(ctx, fd, in->buf + 4, in->have - 4,
-					       in->deadline, ep);
+		for (in = l->incoming; in && in->state != IN_READY;
+		     in = in->next)
+			;
+		if (in) {
+			*ep = in->ep;
+			in->ep = NULL;
 			incoming_drop(l, in);
-			if (rc != RMCA_ERR_AGAIN)
-				return rc;
+			return 0;
 		}
-		if (rmca_now_ms() >= deadline)
+		if (l->refused != refused)
+			return l->refused_status;
+		if (waited && rmca_now_ms() >= deadline)
 			return RMCA_ERR_TIMEOUT;
-		/* Wait for the listener, the hellos and the context's own
-		 * events, in slices, keeping the context moving. */
-		pfd[npfd++] = (struct pollfd){ .fd = l->fd, .events = POLLIN };
-		for (in = l->incoming; in && npfd < 64; in = in->next)
-			pfd[npfd++] = (struct pollfd){ .fd = in->fd,
-						       .events = POLLIN };
-		pfd[npfd++] = (struct pollfd){ .fd = ctx->epfd, .events = POLLIN };
-		slice = rmca_ms_left(deadline);
-		poll(pfd, (nfds_t)npfd, slice > 50 ? 50 : slice);
-		rmca_progress(ctx, 0);
+		/* Wake for the handshakes' deadlines too. */
+		slice = waited ? rmca_ms_left(deadline) : 0;
+		rmca_progress(ctx, slice > 100 ? 100 : slice);
+		waited = true;
 	}
 }
 
@@ -490,6 +916,7 @@ struct active_hs {
 	struct rmca_hello *peer, *mine;
 	struct rmca_selection sel;
 	struct rmca_mod *mod;
+	char host[64]; /* numeric address of the listener */
 	char who[96];
 	char why[320]; /* on failure: the reason, for the log line */
 };
@@ -516,12 +943,37 @@ static void hs_release(struct active_hs *hs)
 	free(hs->mine);
 }
 
+static void readable_cb(void *arg, uint32_t events)
+{
+	*(bool *)arg = true;
+}
+
+/* Wait for fd to become readable, progressing the context meanwhile (its
+ * endpoints, and its own listeners: a context may connect to itself). */
+static int wait_readable(struct rmca_context *ctx, int fd, int64_t deadline)
+{
+	bool ready = false;
+	int rc;
+
+	rc = ctx->core.ops->fd_add(&ctx->core, fd, EPOLLIN, readable_cb,
+				   &ready);
+	if (rc)
+		return rc;
+	while (!ready && rmca_now_ms() < deadline) {
+		int left = rmca_ms_left(deadline);
+
+		rmca_progress(ctx, left > 100 ? 100 : left);
+	}
+	ctx->core.ops->fd_del(&ctx->core, fd);
+	return ready ? 0 : RMCA_ERR_TIMEOUT;
+}
+
 /* fd >= 0: a bootstrap connection already open (jobs), host_port unused. */
 static int handshake_active(struct rmca_context *ctx, const char *host_port,
 			    int fd, int timeout_ms, uint8_t role,
 			    struct active_hs *hs)
 {
-	char host[256], port[8], why[256], phost[64];
+	char host[256], port[8], why[256];
 	struct reach_arg ra;
 	uint8_t *buf = NULL;
 	size_t len;
@@ -552,7 +1004,8 @@ static int handshake_active(struct rmca_context *ctx, const char *host_port,
 		goto fail;
 	}
 connected:
-	rmca_peer_name(hs->fd, phost, sizeof(phost), hs->who, sizeof(hs->who));
+	rmca_peer_name(hs->fd, hs->host, sizeof(hs->host), hs->who,
+		       sizeof(hs->who));
 	hs->peer = malloc(sizeof(*hs->peer));
 	hs->mine = malloc(sizeof(*hs->mine));
 	buf = malloc(RMCA_HELLO_MAX);
@@ -567,6 +1020,8 @@ connected:
 	if (rc < 0)
 		goto out;
 	rc = rmca_msg_send(hs->fd, buf, (size_t)rc, hs->deadline);
+	if (!rc)
+		rc = wait_readable(ctx, hs->fd, hs->deadline);
 	if (!rc)
 		rc = rmca_msg_recv(hs->fd, buf, RMCA_HELLO_MAX, &len,
 				   hs->deadline, why, sizeof(why));
@@ -634,6 +1089,48 @@ fail:
 	return rc;
 }
 
+/* The module connects while the context progresses (its other endpoints
+ * keep moving); then the endpoint is made. */
+static int establish_active(struct rmca_context *ctx, struct active_hs *hs,
+			    rmca_ep_t **out)
+{
+	const struct rmca_wire_mod *pm = &hs->peer->mods[hs->peer->choice_p];
+	struct rmca_connecting *h = NULL;
+	struct rmca_ep *ep;
+	int rc;
+
+	ep = ep_new(ctx, hs->mod, pm, hs->token, hs->who);
+	if (!ep)
+		return RMCA_ERR_NO_MEMORY;
+	rc = ep_connect(ep, pm, 1, hs->local, hs->host, hs->deadline, &h);
+	if (!rc)
+		rc = ep_connect_poll(ep, &h);
+	while (rc == RMCA_ERR_AGAIN) {
+		int left = rmca_ms_left(hs->deadline);
+
+		if (!left) {
+			ep_connect_abort(ep, &h);
+			rmca_log(0, "%s: %s %s could not connect: %s", ep->peer,
+				 ep->mod->comp->comp->name, ep->mod->m->device,
+				 rmca_strerror(RMCA_ERR_TIMEOUT));
+			rc = RMCA_ERR_TIMEOUT;
+			break;
+		}
+		rmca_progress(ctx, left > 100 ? 100 : left);
+		rc = ep_connect_poll(ep, &h);
+	}
+	if (rc) {
+		free(ep);
+		return rc;
+	}
+	rc = ep_finish(ep, hs->fd, hs->local);
+	if (rc)
+		return rc;
+	hs->fd = -1;
+	*out = ep;
+	return 0;
+}
+
 int rmca_connect(rmca_context_t *ctx, const char *host_port, int timeout_ms,
 		 rmca_ep_t **out)
 {
@@ -646,13 +1143,8 @@ int rmca_connect(rmca_context_t *ctx, const char *host_port, int timeout_ms,
 			      &hs);
 	if (rc)
 		rmca_log(0, "connect %s: %s", host_port, hs.why);
-	if (!rc) {
-		rc = ep_establish(ctx, hs.fd, hs.mod,
-				  &hs.peer->mods[hs.peer->choice_p], 1, hs.token,
-				  hs.local, hs.deadline, out);
-		if (!rc)
-			hs.fd = -1;
-	}
+	if (!rc)
+		rc = establish_active(ctx, &hs, out);
 	hs_release(&hs);
 	return rc;
 }
@@ -670,26 +1162,28 @@ int rmca_ep_connect_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 	rc = handshake_active(ctx, NULL, fd, timeout_ms, RMCA_ROLE_ACTIVE, &hs);
 	if (rc)
 		rmca_log(0, "connect %s: %s", hs.who, hs.why);
-	if (!rc) {
-		rc = ep_establish(ctx, hs.fd, hs.mod,
-				  &hs.peer->mods[hs.peer->choice_p], 1, hs.token,
-				  hs.local, hs.deadline, out);
-		if (!rc)
-			hs.fd = -1;
-	}
+	if (!rc)
+		rc = establish_active(ctx, &hs, out);
 	hs_release(&hs);
 	return rc;
 }
 
+/* The passive half on a connection of its own (no listener): the same
+ * steps as an incoming one, waited for here while the context progresses
+ * (the module's data connection arrives through it). */
 int rmca_ep_accept_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 		      struct rmca_ep **out)
 {
 	int64_t deadline = rmca_now_ms() + timeout_ms;
-	uint8_t *buf = malloc(RMCA_HELLO_MAX);
+	struct rmca_connecting *h = NULL;
+	uint8_t *buf = malloc(RMCA_HELLO_MAX), *answer = NULL;
 	char why[256], host[64], who[96];
-	size_t len;
+	struct hs_result res;
+	struct rmca_ep *ep;
+	size_t len, alen = 0;
 	int rc;
 
+	rmca_peer_name(fd, host, sizeof(host), who, sizeof(who));
 	if (!buf) {
 		close(fd);
 		return RMCA_ERR_NO_MEMORY;
@@ -697,16 +1191,48 @@ int rmca_ep_accept_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 	rc = rmca_msg_recv(fd, buf, RMCA_HELLO_MAX, &len, deadline, why,
 			   sizeof(why));
 	if (rc) {
-		rmca_peer_name(fd, host, sizeof(host), who, sizeof(who));
 		rmca_log(0, "bootstrap from %s refused: %s", who, why);
+		free(buf);
 		close(fd);
-	} else {
-		rc = handshake_passive(ctx, fd, buf, len, deadline, out);
-		if (rc == RMCA_ERR_AGAIN) /* a probe makes no endpoint */
-			rc = RMCA_ERR_PROTOCOL;
+		return rc;
 	}
+	answer = hello_answer(ctx, NULL, buf, len, who, &res, &alen);
 	free(buf);
-	return rc;
+	rc = answer ? rmca_msg_send(fd, answer + 4, alen - 4, deadline) :
+		      res.status;
+	free(answer);
+	if (!rc)
+		rc = res.status == RMCA_ERR_AGAIN ? RMCA_ERR_PROTOCOL :
+						    res.status;
+	ep = rc ? NULL : ep_new(ctx, res.mod, &res.peer_mod, res.token, who);
+	if (!rc && !ep)
+		rc = RMCA_ERR_NO_MEMORY;
+	if (!rc)
+		rc = ep_connect(ep, &res.peer_mod, 0, res.local, host, deadline,
+				&h);
+	if (!rc)
+		rc = ep_connect_poll(ep, &h);
+	while (rc == RMCA_ERR_AGAIN) {
+		int left = rmca_ms_left(deadline);
+
+		if (!left) {
+			ep_connect_abort(ep, &h);
+			rc = RMCA_ERR_TIMEOUT;
+			break;
+		}
+		rmca_progress(ctx, left > 100 ? 100 : left);
+		rc = ep_connect_poll(ep, &h);
+	}
+	if (!rc)
+		rc = ep_finish(ep, fd, res.local); /* frees ep on failure */
+	else
+		free(ep);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	*out = ep;
+	return 0;
 }
 
 int rmca_info_explain(rmca_context_t *ctx, const char *host_port,

@@ -111,7 +111,18 @@ struct rmca_listener {
 	struct rmca_listener *prev, *next;
 	int fd;
 	int port;
-	struct rmca_incoming *incoming; /* connected, hello not yet in */
+	int spare_fd; /* given up to shed a peer when out of descriptors */
+	bool armed; /* fd in the epoll set for new connections */
+	int64_t rest_until; /* out of descriptors: disarmed until then */
+	int64_t shed_said; /* when that may be logged again */
+	int64_t log_window; /* rate limit of lines about failed handshakes */
+	unsigned log_lines, log_suppressed;
+	/* Handshakes in progress, then endpoints ready for rmca_accept,
+	 * oldest first; at most ctx->handshake_max of them. */
+	struct rmca_incoming *incoming;
+	int nincoming;
+	unsigned refused; /* peers refused for what they sent */
+	int refused_status; /* the last one's status */
 };
 
 struct rmca_mr {
@@ -163,6 +174,9 @@ int rmca_ep_connect_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 		       struct rmca_ep **out);
 int rmca_ep_accept_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 		      struct rmca_ep **out);
+/* Handshakes of ctx's listeners: deadlines, module connects (each pass of
+ * the event loop). */
+void rmca_listeners_progress(struct rmca_context *ctx);
 
 /* mr.c */
 void rmca_mr_destroy(struct rmca_mr *mr);

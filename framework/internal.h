@@ -70,6 +70,7 @@ struct rmca_context {
 	int connect_timeout_ms;
 	unsigned ep_max_core_ops; /* RMCA_ep_max_core_ops */
 	size_t ctrl_max_queued; /* RMCA_ctrl_max_queued */
+	int handshake_max; /* incoming handshakes per listener, at once */
 	enum rmca_atomic_mode atomic_mode; /* as set */
 	enum rmca_atomic_mode atomic_resolved; /* device or cpu */
 

@@ -137,6 +137,8 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 		if (ctx->mods[i].m->ops->progress)
 			ctx->mods[i].m->ops->progress(ctx->mods[i].m);
 	core_work(ctx);
+	if (ctx->listeners)
+		rmca_listeners_progress(ctx);
 	return n < 0 && errno != EINTR ? RMCA_ERR_INVALID : 0;
 }
 

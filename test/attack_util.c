@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
+#include <errno.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
@@ -137,6 +138,24 @@ void atk_frame_ack(int fd, uint64_t token)
 		      "no HELLO_ACK on the data connection");
 	API_CHECK(!rmca_tcp_frame_decode(buf, sizeof(buf), &f, &why));
 	API_CHECK(f.type == TCP_F_HELLO_ACK && f.id == token);
+}
+
+int atk_closed(int fd, int ms)
+{
+	long end = api_now_ms() + ms;
+	char buf[256];
+
+	for (;;) {
+		long left = end - api_now_ms();
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			return 0;
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return 1;
+	}
 }
 
 static char proc_state(pid_t pid)

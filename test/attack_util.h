@@ -36,6 +36,10 @@ int atk_data_port(const struct rmca_hello *answer);
 void atk_frame_hello(int fd, uint64_t token);
 void atk_frame_ack(int fd, uint64_t token);
 
+/* 1 when the other side closed fd (EOF or reset) within ms, else 0; data
+ * that arrives meanwhile is discarded. */
+int atk_closed(int fd, int ms);
+
 /* Stop and resume a process; stop returns once it is stopped, so that
  * whatever is sent meanwhile is seen by it in one go. */
 void atk_stop(pid_t pid);

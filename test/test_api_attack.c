@@ -5,15 +5,21 @@
  * sequence that once crashed or stalled a listener, then a real client
  * must still be served. tcp only (the frames are tcp's).
  */
+#include <dirent.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+
+#include <rmca/info.h>
 
 #include "api_util.h"
 #include "attack_util.h"
@@ -46,6 +52,9 @@ static void real_client(struct api_peer *p, int port)
  */
 static void serve(struct api_peer *p)
 {
+	/* strict: a peer that is refused (a probe, an attacker) must not end
+	 * an rmca_accept with an error. */
+	bool strict = p->arg && *(bool *)p->arg;
 	uint8_t *buf = api_alloc(64);
 	long end = api_now_ms() + API_RUN_TIMEOUT_MS;
 	rmca_mr_t *mr;
@@ -60,9 +69,9 @@ static void serve(struct api_peer *p)
 		struct rmca_completion c;
 
 		rc = rmca_accept(p->l, 200, &ep);
-		API_CHECK_MSG(rc == RMCA_OK || rc == RMCA_ERR_PROTOCOL ||
-				      rc == RMCA_ERR_TIMEOUT ||
-				      rc == RMCA_ERR_CONNECTION,
+		API_CHECK_MSG(rc == RMCA_OK || rc == RMCA_ERR_TIMEOUT ||
+				      (!strict && (rc == RMCA_ERR_PROTOCOL ||
+						   rc == RMCA_ERR_CONNECTION)),
 			      "rmca_accept returned %d (%s)", rc,
 			      api_strerror(rc));
 		API_CHECK_MSG(api_now_ms() < end,
@@ -131,10 +140,359 @@ static void test_superseded_pending_socket(void **state)
 	api_run(&t);
 }
 
+/*
+ * Issue 7.3: one hello without its data connection held rmca_accept inside
+ * the module's connect until RMCA_connect_timeout (60 s here), and every
+ * other peer with it. Now any number of half-open, silent, slow or departed
+ * peers leave a real client (5 s timeout) to be served.
+ */
+static void half_open_client(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	struct rmca_hello answer;
+	rmca_context_t *quitter;
+	rmca_ep_t *ep = NULL;
+	int fds[8], n = 0, dport = 0;
+	char hp[128];
+
+	(void)api_get_u64(p, 0);
+	/* Hellos answered, their data connections never made. */
+	for (uint64_t t = 1; t <= 3; t++) {
+		fds[n] = atk_connect(api_host(), port);
+		API_CHECK(!atk_hello(fds[n], 0x4a1f0000 + t, RMCA_ROLE_ACTIVE,
+				     ATOMIC_CPU, &answer));
+		dport = atk_data_port(&answer);
+		n++;
+	}
+	/* A peer that dies once answered. */
+	fds[n] = atk_connect(api_host(), port);
+	API_CHECK(!atk_hello(fds[n], 0x4a1f0004, RMCA_ROLE_ACTIVE, ATOMIC_CPU,
+			     &answer));
+	close(fds[n]);
+	/* Silent bootstrap connections, and a data connection that sends
+	 * half a frame. */
+	fds[n++] = atk_connect(api_host(), port);
+	fds[n++] = atk_connect(api_host(), port);
+	fds[n] = atk_connect(api_host(), dport);
+	atk_write(fds[n++], "\x01\x00\x00\x00", 4);
+	/* A real client that gives up at once. */
+	API_CHECK_OK(rmca_init(&quitter));
+	api_host_port(hp, sizeof(hp), api_host(), port);
+	(void)rmca_connect(quitter, hp, 1, &ep);
+	rmca_finalize(quitter);
+
+	real_client(p, port);
+	while (n--)
+		close(fds[n]);
+}
+
+static void test_half_open_handshakes_do_not_block(void **state)
+{
+	const struct api_test t = {
+		.server = serve, .client = half_open_client, .manual = true};
+
+	(void)state;
+	setenv("RMCA_connect_timeout", "60000", 1);
+	api_run(&t);
+	unsetenv("RMCA_connect_timeout");
+}
+
+/*
+ * Issue 8.3: a probe (rmca_info --explain) is answered by a listener that
+ * only calls rmca_poll, and a refused probe does not end rmca_accept.
+ */
+static void poll_only_server(struct api_peer *p)
+{
+	api_server_listen(p, api_host());
+	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
+	api_put_u64(p, 0, (uint64_t)getpid());
+	/* Waiting on the pipe keeps calling rmca_poll, never rmca_accept. */
+	api_expect_token(p, 0, TOKEN_DONE);
+}
+
+static void probe_client(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	static char text[8192];
+	char hp[128];
+	int rc;
+
+	(void)api_get_u64(p, 0);
+	API_CHECK_OK(rmca_init(&p->ctx));
+	api_host_port(hp, sizeof(hp), api_host(), port);
+	rc = rmca_info_explain(p->ctx, hp, API_TIMEOUT_MS, text, sizeof(text));
+	API_CHECK_MSG(rc == RMCA_OK, "explain returned %d (%s): %s", rc,
+		      api_strerror(rc), text);
+	API_CHECK_MSG(strstr(text, "transport tcp"), "explain said: %s", text);
+	api_token(p, 0, TOKEN_DONE);
+}
+
+static void test_probe_answered_from_poll(void **state)
+{
+	const struct api_test t = {.server = poll_only_server,
+				   .client = probe_client,
+				   .manual = true};
+
+	(void)state;
+	api_run(&t);
+}
+
+static void refused_probe_client(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	static char text[8192];
+	rmca_context_t *ctx;
+	char hp[128];
+
+	(void)api_get_u64(p, 0);
+	setenv("RMCA_atomic_mode", "device", 1);
+	API_CHECK_OK(rmca_init(&ctx));
+	setenv("RMCA_atomic_mode", "cpu", 1);
+	api_host_port(hp, sizeof(hp), api_host(), port);
+	API_CHECK_RC(
+		rmca_info_explain(ctx, hp, API_TIMEOUT_MS, text, sizeof(text)),
+		RMCA_ERR_PROTOCOL);
+	API_CHECK_MSG(strstr(text, "atomic mode differs"), "explain said: %s",
+		      text);
+	rmca_finalize(ctx);
+	real_client(p, port);
+}
+
+static void test_refused_probe_does_not_end_accept(void **state)
+{
+	bool strict = true;
+	const struct api_test t = {.server = serve,
+				   .client = refused_probe_client,
+				   .manual = true,
+				   .arg = &strict};
+
+	(void)state;
+	api_run(&t);
+}
+
+/* Issue 7.9: token 0 names no connection, on either port. */
+static void token_zero_client(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	struct rmca_hello answer;
+	int bfd, dfd, dport;
+
+	(void)api_get_u64(p, 0);
+	bfd = atk_connect(api_host(), port);
+	API_CHECK_MSG(
+		atk_hello(bfd, 0, RMCA_ROLE_ACTIVE, ATOMIC_CPU, &answer) != 0,
+		"a hello with token 0 was answered");
+	close(bfd);
+	bfd = atk_connect(api_host(), port);
+	API_CHECK(
+		!atk_hello(bfd, 0x20e, RMCA_ROLE_ACTIVE, ATOMIC_CPU, &answer));
+	dport = atk_data_port(&answer);
+	dfd = atk_connect(api_host(), dport);
+	atk_frame_hello(dfd, 0);
+	API_CHECK_MSG(atk_closed(dfd, API_TIMEOUT_MS),
+		      "a data hello with token 0 was kept");
+	close(dfd);
+	close(bfd);
+	real_client(p, port);
+}
+
+static void test_token_zero_refused(void **state)
+{
+	const struct api_test t = {
+		.server = serve, .client = token_zero_client, .manual = true};
+
+	(void)state;
+	api_run(&t);
+}
+
+/* Issue 7.9: parked and silent data sockets are closed at their deadline
+ * (RMCA_connect_timeout, 300 ms here). */
+static void parked_client(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	struct rmca_hello answer;
+	int bfd, a, b, dport;
+
+	(void)api_get_u64(p, 0);
+	bfd = atk_connect(api_host(), port);
+	API_CHECK(
+		!atk_hello(bfd, 0x9a2c, RMCA_ROLE_ACTIVE, ATOMIC_CPU, &answer));
+	dport = atk_data_port(&answer);
+	a = atk_connect(api_host(), dport);
+	atk_frame_hello(a, 0x9a2d);	    /* parked: no connect names it */
+	b = atk_connect(api_host(), dport); /* says nothing */
+	API_CHECK_MSG(atk_closed(a, API_TIMEOUT_MS),
+		      "a parked data socket was kept past its deadline");
+	API_CHECK_MSG(atk_closed(b, API_TIMEOUT_MS),
+		      "a silent data socket was kept past its deadline");
+	close(a);
+	close(b);
+	close(bfd);
+	real_client(p, port);
+}
+
+static void test_parked_sockets_time_out(void **state)
+{
+	const struct api_test t = {
+		.server = serve, .client = parked_client, .manual = true};
+
+	(void)state;
+	setenv("RMCA_connect_timeout", "300", 1);
+	api_run(&t);
+	unsetenv("RMCA_connect_timeout");
+}
+
+/*
+ * Issue 7.6: out of descriptors, the listener spun on accept4 (EMFILE) and
+ * left new peers hanging. Now each one it cannot take is closed at once.
+ */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	API_CHECK(d != NULL);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 3; /* ".", "..", and the directory's own */
+}
+
+static void limited_server(struct api_peer *p)
+{
+	struct rlimit rl;
+
+	api_server_listen(p, api_host());
+	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
+	api_put_u64(p, 0, (uint64_t)getpid());
+	API_CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	/* Room for three or four more descriptors, whatever is open now. */
+	rl.rlim_cur = (rlim_t)open_fds() + 3;
+	API_CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	api_expect_token(p, 0, TOKEN_DONE);
+}
+
+static void fd_limit_client(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	long end = api_now_ms() + API_TIMEOUT_MS;
+	struct pollfd pfd[12];
+	int closed = 0;
+
+	(void)api_get_u64(p, 0);
+	for (int i = 0; i < 12; i++)
+		pfd[i] = (struct pollfd){.fd = atk_connect(api_host(), port),
+					 .events = POLLIN};
+	/* A few are taken (and wait for their hello); the others must be
+	 * told at once, not left in the backlog. */
+	while (closed < 8 && api_now_ms() < end) {
+		char b[64];
+
+		if (poll(pfd, 12, 100) <= 0)
+			continue;
+		for (int i = 0; i < 12; i++) {
+			if (pfd[i].fd < 0 || !pfd[i].revents)
+				continue;
+			if (recv(pfd[i].fd, b, sizeof(b), MSG_DONTWAIT) > 0)
+				continue;
+			close(pfd[i].fd);
+			pfd[i].fd = -1;
+			closed++;
+		}
+	}
+	API_CHECK_MSG(closed >= 8, "%d of 12 connections closed", closed);
+	for (int i = 0; i < 12; i++)
+		if (pfd[i].fd >= 0)
+			close(pfd[i].fd);
+	api_token(p, 0, TOKEN_DONE);
+}
+
+static void test_fd_limit_sheds_new_peers(void **state)
+{
+	const struct api_test t = {.server = limited_server,
+				   .client = fd_limit_client,
+				   .manual = true};
+
+	(void)state;
+	setenv("RMCA_connect_timeout", "60000", 1);
+	api_run(&t);
+	unsetenv("RMCA_connect_timeout");
+}
+
+/*
+ * Issue 7.8: each refused connection was one ERROR line (84 MB in 20 s of
+ * churn). Now lines about refused peers are rate-limited, with a count of
+ * what was left out.
+ */
+static void churn_client(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	struct rmca_hello answer;
+	uint8_t junk[72];
+	int bfd, cfd, dport;
+
+	(void)api_get_u64(p, 0);
+	bfd = atk_connect(api_host(), port);
+	API_CHECK(
+		!atk_hello(bfd, 0xc4a1, RMCA_ROLE_ACTIVE, ATOMIC_CPU, &answer));
+	dport = atk_data_port(&answer);
+	/* That handshake completed, so that only the log is measured. */
+	cfd = atk_connect(api_host(), dport);
+	atk_frame_hello(cfd, 0xc4a1);
+	atk_frame_ack(cfd, 0xc4a1);
+	memset(junk, 0xee, sizeof(junk));
+	for (int i = 0; i < 200; i++) {
+		int d = atk_connect(api_host(), dport);
+		int b = atk_connect(api_host(), port);
+
+		atk_write(d, junk, sizeof(junk));
+		atk_write(b, "\xff\xff\xff\xff", 4);
+		close(d);
+		close(b);
+	}
+	close(cfd);
+	close(bfd);
+	real_client(p, port);
+}
+
+static void test_refused_peers_do_not_flood_the_log(void **state)
+{
+	char path[] = "/tmp/rmca-api-churn-XXXXXX";
+	const struct api_test t = {.server = serve,
+				   .client = churn_client,
+				   .manual = true,
+				   .server_stderr = path};
+	char line[512];
+	int fd, lines = 0;
+	FILE *f;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	api_run(&t);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		lines += !strncmp(line, "rmca:", 5);
+	fclose(f);
+	unlink(path);
+	/* 400 refused peers; a few seconds at most of lines. */
+	if (lines > 60)
+		fail_msg("400 refused peers logged %d lines", lines);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_superseded_pending_socket),
+		cmocka_unit_test(test_half_open_handshakes_do_not_block),
+		cmocka_unit_test(test_probe_answered_from_poll),
+		cmocka_unit_test(test_refused_probe_does_not_end_accept),
+		cmocka_unit_test(test_token_zero_refused),
+		cmocka_unit_test(test_parked_sockets_time_out),
+		cmocka_unit_test(test_fd_limit_sheds_new_peers),
+		cmocka_unit_test(test_refused_peers_do_not_flood_the_log),
 	};
 
 	setenv("RMCA_transports", "tcp", 1);

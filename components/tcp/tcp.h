@@ -39,6 +39,8 @@ struct tcp_addr_blob {
 struct tcp_module {
 	struct rmca_module base;
 	int lfd;
+	int spare_fd; /* kept to shed a peer when out of descriptors */
+	long long lfd_rest_until; /* lfd disarmed until then (ms); 0: armed */
 	int port;
 	int family; /* of lfd */
 	size_t sndbuf, rcvbuf; /* 0: kernel default */
@@ -47,6 +49,11 @@ struct tcp_module {
 	int npending;
 	struct tcp_list conns; /* struct rmca_conn, for mr_dereg */
 	int max_answers; /* RMCA_tcp_max_pending_responses */
+	struct tcp_list awaiting; /* passive connects without their socket */
+	long long next_expiry; /* of pending sockets, in ms; 0: none */
+	int pending_ms; /* how long one may wait: RMCA_connect_timeout */
+	long long log_next_ms; /* rate limit of eviction lines */
+	unsigned log_suppressed;
 	char *scratch;
 	/* With an interface list in force, accepts must arrive on one of
 	 * these local addresses. */
@@ -172,12 +179,19 @@ void rmca_tcp_sockname(int fd, bool peer, char *buf, size_t len);
 /* tcp_listen.c */
 int rmca_tcp_listen(struct tcp_module *m, int port);
 void rmca_tcp_pending_free_all(struct tcp_module *m);
-int rmca_tcp_accept_match(struct tcp_module *m, uint64_t token,
-			  long long deadline, int *fd);
+/* The socket parked under token (taken out of the epoll set), or -1. */
+int rmca_tcp_pending_take(struct tcp_module *m, uint64_t token);
+/* Close parked sockets past their deadline (the module's progress op). */
+int rmca_tcp_pending_expire(struct rmca_module *mod);
 
-/* tcp_connect.c */
-int rmca_tcp_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
-		     struct rmca_conn **out);
+/* tcp_connect.c: the connect_* ops */
+int rmca_tcp_connect_start(struct rmca_module *mod,
+			   const struct rmca_conn_args *a,
+			   struct rmca_connecting **out);
+int rmca_tcp_connect_poll(struct rmca_connecting *h, struct rmca_conn **out);
+void rmca_tcp_connect_abort(struct rmca_connecting *h);
+/* A socket presented token: hand it to the connect awaiting it (true). */
+bool rmca_tcp_connecting_claim(struct tcp_module *m, uint64_t token, int fd);
 
 /* tcp_conn.c */
 int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The passive side: one listening socket per module. Accepted sockets wait
- * here until their hello arrives, then stay parked under the token it
- * carries until the connect() that names that token claims them: several
- * peers may connect at once, in any order relative to the core's own
- * rmca_accept() calls.
+ * here until their hello arrives; the socket is then handed to the connect
+ * awaiting its token (tcp_connect.c), or parked under the token until that
+ * connect starts: several peers may connect at once, in any order relative
+ * to the core's handshakes. What a peer can hold here is bounded: at most
+ * TCP_MAX_PENDING sockets (the oldest is closed for a new one), each for at
+ * most RMCA_connect_timeout, and their lines in the log are rate-limited.
  */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -19,6 +21,8 @@
 #include "tcp.h"
 #include "tcp_iface.h"
 
+static void pending_cb(void *arg, uint32_t events);
+
 struct tcp_pending {
 	struct tcp_list link;
 	struct tcp_module *m;
@@ -26,6 +30,7 @@ struct tcp_pending {
 	uint8_t buf[TCP_HDR_LEN];
 	size_t got;
 	uint64_t token; /* non-zero once a valid hello is in */
+	long long deadline;
 	char peer[80];
 };
 
@@ -48,16 +53,38 @@ void rmca_tcp_pending_free_all(struct tcp_module *m)
 		pending_free(p);
 }
 
+/* One line a second at most: a peer that churns connections must not fill
+ * the log. What was left out is counted in the next line. */
+static bool log_allowed(struct tcp_module *m)
+{
+	long long now = rmca_tcp_now_ms();
+
+	if (now < m->log_next_ms) {
+		m->log_suppressed++;
+		return false;
+	}
+	if (m->log_suppressed)
+		tcp_log(m, RMCA_LOG_ERROR,
+			"%u more connections closed in the last second "
+			"(one line a second at most)",
+			m->log_suppressed);
+	m->log_suppressed = 0;
+	m->log_next_ms = now + 1000;
+	return true;
+}
+
 static void pending_reject(struct tcp_pending *p, const char *why)
 {
-	tcp_log(p->m, RMCA_LOG_ERROR, "closing connection from %s: %s",
-		p->peer, why);
+	if (log_allowed(p->m))
+		tcp_log(p->m, RMCA_LOG_ERROR, "closing connection from %s: %s",
+			p->peer, why);
 	pending_free(p);
 }
 
 /* Read what there is of the hello; a parked socket must stay silent. */
 static void pending_read(struct tcp_pending *p)
 {
+	struct tcp_module *m = p->m;
 	struct tcp_frame f;
 	const char *why;
 	ssize_t n;
@@ -90,8 +117,12 @@ static void pending_read(struct tcp_pending *p)
 		pending_reject(p, "first frame is not a hello");
 		return;
 	}
+	if (!f.id) {
+		pending_reject(p, "hello without a token");
+		return;
+	}
 	/* A second socket with the same token: the older one is stale. */
-	for (struct tcp_list *l = p->m->pending.next; l != &p->m->pending;
+	for (struct tcp_list *l = m->pending.next; l != &m->pending;
 	     l = l->next) {
 		struct tcp_pending *q = tcp_entry(l, struct tcp_pending, link);
 
@@ -99,6 +130,13 @@ static void pending_read(struct tcp_pending *p)
 			pending_reject(q, "superseded by a newer hello");
 			break;
 		}
+	}
+	/* The connect awaiting this token takes the socket at once. */
+	if (rmca_tcp_connecting_claim(m, f.id, p->fd)) {
+		tcp_list_del(&p->link);
+		m->npending--;
+		free(p);
+		return;
 	}
 	p->token = f.id;
 }
@@ -135,6 +173,9 @@ static void accept_one(struct tcp_module *m, int fd)
 	}
 	p->m = m;
 	p->fd = fd;
+	p->deadline = rmca_tcp_now_ms() + m->pending_ms;
+	if (!m->next_expiry)
+		m->next_expiry = p->deadline;
 	rmca_tcp_sockname(fd, true, p->peer, sizeof(p->peer));
 	if (core->ops->fd_add(core, fd, EPOLLIN, pending_cb, p)) {
 		free(p);
@@ -143,6 +184,37 @@ static void accept_one(struct tcp_module *m, int fd)
 	}
 	tcp_list_add_tail(&m->pending, &p->link);
 	m->npending++;
+}
+
+/*
+ * Out of descriptors, the listening socket stays readable and accept4
+ * fails at once: rather than spin, or leave the peers hanging, give up the
+ * spare descriptor kept for this, accept and close one peer (it sees a
+ * close at once), take the spare back. Without a spare the listener rests
+ * for a second (rmca_tcp_pending_expire wakes it).
+ */
+static bool shed_one(struct tcp_module *m)
+{
+	const struct rmca_core *core = m->base.core;
+	int fd;
+
+	if (log_allowed(m))
+		tcp_log(m, RMCA_LOG_ERROR,
+			"out of file descriptors (%s): closing new "
+			"connections at once",
+			strerror(errno));
+	if (m->spare_fd >= 0) {
+		close(m->spare_fd);
+		fd = accept4(m->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			close(fd);
+		m->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			return true;
+	}
+	if (!core->ops->fd_mod(core, m->lfd, 0))
+		m->lfd_rest_until = rmca_tcp_now_ms() + 1000;
+	return false;
 }
 
 static void accept_all(struct tcp_module *m)
@@ -154,7 +226,11 @@ static void accept_all(struct tcp_module *m)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			return; /* EAGAIN, or EMFILE: retried on next wakeup */
+			if ((errno == EMFILE || errno == ENFILE ||
+			     errno == ENOBUFS || errno == ENOMEM) &&
+			    shed_one(m))
+				continue;
+			return;
 		}
 		accept_one(m, fd);
 	}
@@ -212,6 +288,8 @@ int rmca_tcp_listen(struct tcp_module *m, int port)
 				((struct sockaddr_in6 *)&ss)->sin6_port :
 				((struct sockaddr_in *)&ss)->sin_port);
 	m->lfd = fd;
+	if (m->spare_fd < 0)
+		m->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (core->ops->fd_add(core, fd, EPOLLIN, listen_cb, m)) {
 		close(fd);
 		m->lfd = -1;
@@ -220,88 +298,51 @@ int rmca_tcp_listen(struct tcp_module *m, int port)
 	return 0;
 }
 
-static struct tcp_pending *find_token(struct tcp_module *m, uint64_t token)
+int rmca_tcp_pending_take(struct tcp_module *m, uint64_t token)
 {
+	const struct rmca_core *core = m->base.core;
+
 	for (struct tcp_list *l = m->pending.next; l != &m->pending;
 	     l = l->next) {
 		struct tcp_pending *p = tcp_entry(l, struct tcp_pending, link);
+		int fd = p->fd;
 
-		if (p->token == token)
-			return p;
-	}
-	return NULL;
-}
-
-static struct tcp_pending *find_fd(struct tcp_module *m, int fd)
-{
-	for (struct tcp_list *l = m->pending.next; l != &m->pending;
-	     l = l->next) {
-		struct tcp_pending *p = tcp_entry(l, struct tcp_pending, link);
-
-		if (p->fd == fd)
-			return p;
-	}
-	return NULL;
-}
-
-/*
- * Wait until a socket presenting token is parked, serving the listening
- * socket and the other hellos meanwhile. On success *fd is the socket, taken
- * out of the core's epoll set.
- */
-int rmca_tcp_accept_match(struct tcp_module *m, uint64_t token,
-			  long long deadline, int *fd)
-{
-	struct pollfd pfd[TCP_MAX_PENDING + 1];
-	struct tcp_pending *p;
-	int n, ms, r;
-
-	for (;;) {
-		p = find_token(m, token);
-		if (p) {
-			const struct rmca_core *core = m->base.core;
-
-			core->ops->fd_del(core, p->fd);
-			*fd = p->fd;
-			tcp_list_del(&p->link);
-			m->npending--;
-			free(p);
-			return 0;
-		}
-		ms = -1;
-		if (deadline >= 0) {
-			long long left = deadline - rmca_tcp_now_ms();
-
-			if (left <= 0)
-				return RMCA_ERR_TIMEOUT;
-			ms = left > 1000000 ? 1000000 : (int)left;
-		}
-		n = 0;
-		pfd[n].fd = m->lfd;
-		pfd[n].events = POLLIN;
-		n++;
-		for (struct tcp_list *l = m->pending.next;
-		     l != &m->pending && n <= TCP_MAX_PENDING; l = l->next) {
-			pfd[n].fd = tcp_entry(l, struct tcp_pending, link)->fd;
-			pfd[n].events = POLLIN;
-			n++;
-		}
-		r = poll(pfd, (nfds_t)n, ms);
-		if (r < 0 && errno != EINTR)
-			return RMCA_ERR_CONNECTION;
-		if (r <= 0)
+		if (p->token != token)
 			continue;
-		/* Reading one may evict another (a newer hello supersedes
-		 * it): look each one up anew by its socket. No socket is
-		 * opened before the loop ends, so a number is not reused. */
-		for (int i = 1; i < n; i++) {
-			if (!pfd[i].revents)
-				continue;
-			p = find_fd(m, pfd[i].fd);
-			if (p)
-				pending_read(p);
-		}
-		if (pfd[0].revents)
-			accept_all(m);
+		core->ops->fd_del(core, fd);
+		tcp_list_del(&p->link);
+		m->npending--;
+		free(p);
+		return fd;
 	}
+	return -1;
+}
+
+int rmca_tcp_pending_expire(struct rmca_module *mod)
+{
+	struct tcp_module *m = tcp_entry(mod, struct tcp_module, base);
+	const struct rmca_core *core = m->base.core;
+	long long now;
+
+	if (!m->next_expiry && !m->lfd_rest_until)
+		return 0;
+	now = rmca_tcp_now_ms();
+	if (m->lfd_rest_until && now >= m->lfd_rest_until &&
+	    !core->ops->fd_mod(core, m->lfd, EPOLLIN))
+		m->lfd_rest_until = 0;
+	if (!m->next_expiry || now < m->next_expiry)
+		return 0;
+	m->next_expiry = 0;
+	for (struct tcp_list *l = m->pending.next, *n; l != &m->pending;
+	     l = n) {
+		struct tcp_pending *p = tcp_entry(l, struct tcp_pending, link);
+
+		n = l->next;
+		if (now >= p->deadline)
+			pending_reject(p, p->token ? "its connect never came" :
+						     "no hello in time");
+		else if (!m->next_expiry || p->deadline < m->next_expiry)
+			m->next_expiry = p->deadline;
+	}
+	return 0;
 }

@@ -138,7 +138,9 @@ static int tcp_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
 static const struct rmca_module_ops tcp_module_ops = {
 	.addr = tcp_addr,
 	.atomic = rmca_tcp_atomic,
-	.connect = rmca_tcp_connect,
+	.connect_abort = rmca_tcp_connect_abort,
+	.connect_poll = rmca_tcp_connect_poll,
+	.connect_start = rmca_tcp_connect_start,
 	.disconnect = rmca_tcp_disconnect,
 	.flush = rmca_tcp_flush,
 	.get = rmca_tcp_get,
@@ -146,6 +148,7 @@ static const struct rmca_module_ops tcp_module_ops = {
 	.mr_dereg = tcp_mr_dereg,
 	.mr_reg = tcp_mr_reg,
 	.mr_rkey = tcp_mr_rkey,
+	.progress = rmca_tcp_pending_expire,
 	.put = rmca_tcp_put,
 	.reachable = tcp_reachable,
 	.recv = rmca_tcp_recv,
@@ -169,6 +172,11 @@ int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
 		       RMCA_CAP_SEND_INV | RMCA_CAP_LOOPBACK |
 		       RMCA_CAP_REMOTE_COMPLETION | RMCA_CAP_ATOMIC_CPU;
 	m->lfd = -1;
+	m->spare_fd = -1;
+	/* A socket waits for its connect as long as a handshake may take. */
+	m->pending_ms = (int)core->ops->param_int(core, "connect_timeout");
+	if (m->pending_ms <= 0)
+		m->pending_ms = 10000;
 	m->sndbuf = core->ops->param_size(core, "tcp_sndbuf");
 	m->rcvbuf = core->ops->param_size(core, "tcp_rcvbuf");
 	m->max_answers = (int)core->ops->param_int(core,
@@ -177,6 +185,7 @@ int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
 		m->max_answers = TCP_MIN_PENDING_RESP;
 	tcp_list_init(&m->pending);
 	tcp_list_init(&m->conns);
+	tcp_list_init(&m->awaiting);
 	m->scratch = malloc(TCP_SCRATCH_LEN);
 	if (!m->scratch) {
 		free(m);
@@ -211,6 +220,8 @@ void rmca_tcp_module_destroy(struct tcp_module *m)
 		core->ops->fd_del(core, m->lfd);
 		close(m->lfd);
 	}
+	if (m->spare_fd >= 0)
+		close(m->spare_fd);
 	/* Regions still registered belong to the core, which deregisters them
 	 * before closing; the table only holds pointers to them. */
 	rmca_tcp_keytab_fini(&m->keys);

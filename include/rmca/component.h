@@ -148,6 +148,7 @@ struct rmca_core {
 
 struct rmca_module;
 struct rmca_conn; /* a module's connection to one peer; defined by the module */
+struct rmca_connecting; /* a connection being established; the module's */
 struct rmca_module_mr; /* a module's registration of one region */
 
 struct rmca_conn_args {
@@ -168,9 +169,28 @@ struct rmca_module_ops {
 	int (*addr)(struct rmca_module *m, void *buf, size_t *len);
 	int (*atomic)(struct rmca_conn *c, const struct rmca_atomic *op,
 		      uint64_t *result, struct rmca_module_mr *mr, void *req);
-	/* Establish the data connection; blocks at most args->timeout_ms. */
+	/* Establish the data connection; blocks at most args->timeout_ms.
+	 * Used only where connect_start is NULL (one of the two is given). */
 	int (*connect)(struct rmca_module *m, const struct rmca_conn_args *args,
 		       struct rmca_conn **out);
+	/* Optional with connect_poll and connect_start: give up on h (no
+	 * callback follows). */
+	void (*connect_abort)(struct rmca_connecting *h);
+	/* 0 with *out once h's connection is usable, RMCA_ERR_AGAIN while it
+	 * is not, or the error that ended it (RMCA_ERR_TIMEOUT past
+	 * args->timeout_ms). Except on AGAIN, h is gone. Never blocks. */
+	int (*connect_poll)(struct rmca_connecting *h, struct rmca_conn **out);
+	/*
+	 * Optional: establish the data connection without blocking, so that a
+	 * listener serves many handshakes at once. Begins what connect does
+	 * (args, which the module copies, are valid during the call only) and
+	 * returns 0 with *out; the module advances it from its fd callbacks
+	 * and progress op, and the core asks connect_poll after each pass of
+	 * its event loop.
+	 */
+	int (*connect_start)(struct rmca_module *m,
+			     const struct rmca_conn_args *args,
+			     struct rmca_connecting **out);
 	/* Completes every outstanding op RMCA_ERR_CANCELED (before it returns)
 	 * and frees c. */
 	void (*disconnect)(struct rmca_conn *c);
