@@ -181,8 +181,12 @@ static void core_conn_failed(const struct rmca_core *core, void *cookie,
 	if (!ep->failed) {
 		ep->failed = true;
 		ep->fail_status = status;
-		rmca_log(1, "%s: connection failed: %s", ep->peer,
-			 rmca_strerror(status));
+		/* A peer that closes is no failure to report as one. */
+		if (status == RMCA_ERR_CONNECTION && rmca_ep_peer_closed(ep))
+			rmca_log(1, "%s: closed by the peer", ep->peer);
+		else
+			rmca_log(1, "%s: connection failed: %s", ep->peer,
+				 rmca_strerror(status));
 	}
 }
 

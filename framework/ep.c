@@ -284,6 +284,7 @@ static int ep_finish(struct rmca_ep *ep, int fd, int peer_is_local)
 	int rc;
 
 	ep_attr_fill(ep, peer_is_local);
+	ep->boot_fd = fd;
 	rc = rmca_ctrl_open(ep, fd);
 	if (rc) {
 		ep->mod->m->ops->disconnect(ep->conn);
@@ -1309,6 +1310,16 @@ void rmca_ep_destroy(struct rmca_ep *ep)
 	}
 	RMCA_LIST_DEL(ctx->eps, ep);
 	free(ep);
+}
+
+bool rmca_ep_peer_closed(const struct rmca_ep *ep)
+{
+	uint8_t b;
+
+	/* Both ends of a peer close together; its control channel shows
+	 * which way (it is gone already if its end came first). */
+	return !ep->ctrl ||
+	       recv(ep->boot_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
 void rmca_ep_close(rmca_ep_t *ep)

@@ -91,6 +91,7 @@ struct rmca_ep {
 
 	uint32_t peer_caps; /* of the peer's module, from its hello */
 	struct rmca_ctrl *ctrl; /* the core's channel to the peer's core */
+	int boot_fd; /* its socket (the bootstrap connection) */
 	uint64_t am_next_id;
 	/* atomics the peer's core executes, in post order (it answers them
 	 * in that order) */
@@ -174,6 +175,9 @@ int rmca_ep_connect_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 		       struct rmca_ep **out);
 int rmca_ep_accept_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 		      struct rmca_ep **out);
+/* The peer closed its end in an orderly way (rmca_ep_close, or its process
+ * ended), rather than the connection breaking. */
+bool rmca_ep_peer_closed(const struct rmca_ep *ep);
 /* Handshakes of ctx's listeners: deadlines, module connects (each pass of
  * the event loop). */
 void rmca_listeners_progress(struct rmca_context *ctx);

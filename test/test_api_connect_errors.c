@@ -9,6 +9,7 @@
  */
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,7 @@ static void capture_start(struct capture *c)
 
 static char *capture_stop(struct capture *c)
 {
-	static char text[8192];
+	static char text[65536];
 	FILE *f;
 	size_t n;
 
@@ -243,6 +244,129 @@ static void test_no_common_transport(void **state)
 	rmca_finalize(s.ctx);
 }
 
+/* ---- log lines name what happened ---- */
+
+struct closer {
+	rmca_context_t *ctx;
+	rmca_listener_t *l;
+	const char *log; /* the file stderr goes to */
+};
+
+static bool file_has(const char *path, const char *what)
+{
+	static char text[65536];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	return strstr(text, what) != NULL;
+}
+
+/* Accept, then keep progressing (no operation posted: the close is seen
+ * by the endpoint alone) until a line about the peer's end is out. */
+static void *serve_until_closed(void *arg)
+{
+	struct closer *c = arg;
+	struct rmca_completion comp;
+	rmca_ep_t *ep = NULL;
+
+	if (rmca_accept(c->l, 5000, &ep))
+		return NULL;
+	for (int i = 0; i < 5000; i++) {
+		rmca_poll(c->ctx, &comp, 1);
+		fflush(stderr);
+		if (file_has(c->log, "closed by the peer") ||
+		    file_has(c->log, "connection failed"))
+			break;
+		usleep(1000);
+	}
+	rmca_ep_close(ep);
+	return NULL;
+}
+
+/* Issue 8.5: a peer's rmca_ep_close is logged as a close, not as a failed
+ * connection. */
+static void test_normal_close_is_no_failure(void **state)
+{
+	struct closer c;
+	rmca_context_t *client;
+	rmca_ep_t *ep;
+	struct capture cap;
+	const char *log;
+	pthread_t t;
+	char hp[64];
+
+	(void)state;
+	/* The level is the process's: the last rmca_init sets it. */
+	client = init_with("RMCA_verbose", NULL);
+	c.ctx = init_with("RMCA_verbose", "1");
+	assert_int_equal(rmca_listen(c.ctx, "127.0.0.1:0", &c.l), 0);
+	snprintf(hp, sizeof(hp), "127.0.0.1:%d", rmca_listener_port(c.l));
+	capture_start(&cap);
+	c.log = cap.path;
+	assert_int_equal(pthread_create(&t, NULL, serve_until_closed, &c), 0);
+	if (rmca_connect(client, hp, 5000, &ep) == RMCA_OK)
+		rmca_ep_close(ep);
+	pthread_join(t, NULL);
+	log = capture_stop(&cap);
+	if (strstr(log, "connection failed") ||
+	    !strstr(log, "closed by the peer"))
+		fail_msg("a normal close was logged as:\n%s", log);
+	rmca_finalize(client);
+	rmca_finalize(c.ctx);
+}
+
+static void *accept_for_a_while(void *arg)
+{
+	struct server *s = arg;
+
+	for (int i = 0; i < 40 && !s->stop; i++) {
+		rmca_ep_t *ep = NULL;
+
+		if (rmca_accept(s->l, 50, &ep) == RMCA_OK)
+			rmca_ep_close(ep);
+	}
+	return NULL;
+}
+
+/* Issue 8.5: a peer that is gone by the time its line is written is still
+ * named (it was "?:?"). */
+static void test_departed_peer_is_named(void **state)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	struct capture cap;
+	struct server s;
+	const char *log;
+	pthread_t t;
+	int fd;
+
+	(void)state;
+	s.ctx = init_with("RMCA_verbose", NULL);
+	s.stop = 0;
+	assert_int_equal(rmca_listen(s.ctx, "127.0.0.1:0", &s.l), 0);
+	sa.sin_port = htons((uint16_t)rmca_listener_port(s.l));
+	capture_start(&cap);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(write(fd, "\x10\x00", 2), 2);
+	/* Gone with a reset: the listener can no longer ask who it was. */
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+	assert_int_equal(pthread_create(&t, NULL, accept_for_a_while, &s), 0);
+	pthread_join(t, NULL);
+	log = capture_stop(&cap);
+	if (strstr(log, "?:?") || !strstr(log, "bootstrap from 127.0.0.1:"))
+		fail_msg("the departed peer was logged as:\n%s", log);
+	rmca_listener_close(s.l);
+	rmca_finalize(s.ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -251,6 +375,8 @@ int main(void)
 		cmocka_unit_test(test_explain_bad_address),
 		cmocka_unit_test(test_atomic_mode_differs),
 		cmocka_unit_test(test_no_common_transport),
+		cmocka_unit_test(test_normal_close_is_no_failure),
+		cmocka_unit_test(test_departed_peer_is_named),
 	};
 
 	setenv("RMCA_transports", "tcp", 1);

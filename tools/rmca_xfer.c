@@ -2,13 +2,16 @@
 /*
  * rmca_xfer - move a buffer between two processes and check it.
  *
- *   rmca_xfer -s [-l HOST:PORT]             serve (prints the port it got)
+ *   rmca_xfer -s [-l HOST:PORT] [-m BYTES]  serve (prints the port it got)
  *   rmca_xfer [-n BYTES] [-i ITERS] HOST:PORT   BYTES may say 64k, 4m, 1g
  *
  * The server registers a region and sends its address and key; the client
  * writes a pattern into it with RMCA_DELIVERED puts, reads it back with a
  * get, exchanges messages, and both sides check every byte. The transport
  * and the paths in use are printed, so the demo also shows what rmca chose.
+ * The server serves until one client's session is done: peers refused at
+ * the handshake and clients asking for more than -m bytes (default 256m)
+ * are logged and the next one is served.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -124,19 +127,15 @@ static void show(rmca_ep_t *ep)
 		}                                                              \
 	} while (0)
 
-static int serve(rmca_context_t *ctx, const char *where)
+/* One client's session. 0: done and checked; 1: failed; 2: the client
+ * was refused (the server keeps serving). */
+static int session(rmca_context_t *ctx, rmca_ep_t *ep, size_t max)
 {
-	rmca_listener_t *l;
-	rmca_ep_t *ep;
 	rmca_mr_t *mr, *cmr, *rmr;
 	struct region_msg rm, req;
 	unsigned char *buf;
 	int iters;
 
-	CHECK(rmca_listen(ctx, where, &l), "listening on %s", where);
-	printf("listening on port %d\n", rmca_listener_port(l));
-	fflush(stdout);
-	CHECK(rmca_accept(l, -1, &ep), "accepting a client on %s", where);
 	show(ep);
 	CHECK(rmca_mr_reg(ctx, &req, sizeof(req), RMCA_ACCESS_LOCAL, &cmr),
 	      "registering the request buffer");
@@ -145,6 +144,16 @@ static int serve(rmca_context_t *ctx, const char *where)
 	CHECK(rmca_recv(ep, &req, sizeof(req), cmr, &req),
 	      "posting the receive for the client's request");
 	CHECK(wait_for(ctx, &req, NULL), "receiving the client's request");
+	/* The client names the size: never more than -m, nor 0. */
+	if (!req.len || req.len > max || req.addr < 1 || req.addr > INT32_MAX) {
+		fprintf(stderr,
+			"rmca_xfer: client refused: %" PRIu64 " bytes x %" PRIu64
+			" (1..%zu bytes, -m)\n",
+			req.len, req.addr, max);
+		rmca_mr_dereg(cmr);
+		rmca_mr_dereg(rmr);
+		return 2;
+	}
 	buf = calloc(1, req.len);
 	if (!buf)
 		return 1;
@@ -176,10 +185,44 @@ static int serve(rmca_context_t *ctx, const char *where)
 	printf("server: %d x %zu bytes received and checked\n", iters,
 	       (size_t)rm.len);
 	wait_for(ctx, &req, NULL); /* the client's goodbye, or its close */
-	rmca_ep_close(ep);
-	rmca_listener_close(l);
+	rmca_mr_dereg(mr);
 	free(buf);
 	return 0;
+}
+
+/* Serve until one client's session is done. A peer refused at the
+ * handshake, or a client asking for too much, is logged and the next one
+ * served. */
+static int serve(rmca_context_t *ctx, const char *where, size_t max)
+{
+	rmca_listener_t *l;
+	rmca_ep_t *ep;
+	int rc;
+
+	CHECK(rmca_listen(ctx, where, &l), "listening on %s", where);
+	printf("listening on port %d\n", rmca_listener_port(l));
+	fflush(stdout);
+	for (;;) {
+		rc = rmca_accept(l, -1, &ep);
+		if (rc == RMCA_ERR_NO_MEMORY || rc == RMCA_ERR_INVALID) {
+			fprintf(stderr,
+				"rmca_xfer: accepting a client on %s: %s\n",
+				where, rmca_strerror(rc));
+			break;
+		}
+		if (rc) {
+			fprintf(stderr,
+				"rmca_xfer: a peer of %s was refused: %s\n",
+				where, rmca_strerror(rc));
+			continue;
+		}
+		rc = session(ctx, ep, max);
+		rmca_ep_close(ep);
+		if (rc != 2)
+			break;
+	}
+	rmca_listener_close(l);
+	return rc;
 }
 
 static int client(rmca_context_t *ctx, const char *where, size_t len, int iters)
@@ -249,7 +292,7 @@ static int client(rmca_context_t *ctx, const char *where, size_t len, int iters)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: rmca_xfer -s [-l HOST:PORT]\n"
+	fprintf(f, "Usage: rmca_xfer -s [-l HOST:PORT] [-m BYTES]\n"
 		   "       rmca_xfer [-n BYTES] [-i ITERATIONS] HOST:PORT\n"
 		   "       rmca_xfer -h | --help | -V | --version\n"
 		   "Move a buffer between two processes with puts, gets and "
@@ -259,6 +302,8 @@ static void usage(FILE *f)
 		   "\n"
 		   "  -s, --server          serve one client; prints "
 		   "\"listening on port N\"\n"
+		   "  -m, --max BYTES       the largest buffer a client may ask "
+		   "the server for (256m)\n"
 		   "  -l, --listen HOST:PORT  where to listen (127.0.0.1:0: "
 		   "any free port)\n"
 		   "  -n, --size BYTES      buffer size (1m); suffixes k, m, "
@@ -278,19 +323,20 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{"iterations", required_argument, NULL, 'i'},
 		{"listen", required_argument, NULL, 'l'},
+		{"max", required_argument, NULL, 'm'},
 		{"server", no_argument, NULL, 's'},
 		{"size", required_argument, NULL, 'n'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *listen_at = "127.0.0.1:0", *why;
-	size_t len = 1 << 20;
+	size_t len = 1 << 20, max = (size_t)256 << 20;
 	int iters = 4, server = 0, rc, opt;
 	rmca_context_t *ctx;
 	uint64_t size;
 	long n;
 
-	while ((opt = getopt_long(argc, argv, "sl:n:i:hV", lopts, NULL)) !=
+	while ((opt = getopt_long(argc, argv, "sl:m:n:i:hV", lopts, NULL)) !=
 	       -1) {
 		switch (opt) {
 		case 's':
@@ -298,6 +344,15 @@ int main(int argc, char **argv)
 			break;
 		case 'l':
 			listen_at = optarg;
+			break;
+		case 'm':
+			if (cli_size(optarg, &size, &why))
+				return cli_bad("rmca_xfer", "-m", optarg, why);
+			if (!size || size > SIZE_MAX / 2)
+				return cli_bad("rmca_xfer", "-m", optarg,
+					       "at least one byte, and what "
+					       "fits in memory");
+			max = (size_t)size;
 			break;
 		case 'n':
 			if (cli_size(optarg, &size, &why))
@@ -348,7 +403,8 @@ int main(int argc, char **argv)
 			rmca_strerror(rc));
 		return 1;
 	}
-	rc = server ? serve(ctx, listen_at) : client(ctx, argv[optind], len, iters);
+	rc = server ? serve(ctx, listen_at, max) :
+		      client(ctx, argv[optind], len, iters);
 	rmca_finalize(ctx);
 	return rc;
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The tcp component: the whole rmca ABI in software over non-blocking TCP
- * sockets, driven by the context's epoll set. One module per context; it
- * listens on one dual-stack socket (IPv6 any with V6ONLY off, IPv4 any if the
- * host has no IPv6) and serves every connection from the core's event loop.
+ * sockets, driven by the context's epoll set. One module per context; its
+ * data port opens when a first hello needs it, on the addresses of the
+ * interfaces tcp_if_include/tcp_if_exclude select (or one dual-stack
+ * socket on every address when neither is set), and it serves every
+ * connection from the core's event loop.
  */
 #ifndef RMCA_TCP_H
 #define RMCA_TCP_H
@@ -20,6 +22,7 @@
 
 #define TCP_MAX_OPS 16384 /* outstanding ops per connection, then AGAIN */
 #define TCP_MAX_PENDING 64 /* accepted sockets awaiting their connect() */
+#define TCP_MAX_LISTEN 16 /* data port sockets (one per selected address) */
 #define TCP_SCRATCH_LEN 65536 /* where refused payloads are drained */
 #define TCP_RX_BUDGET 64 /* frames read per wakeup, for fairness */
 /* Least RMCA_tcp_max_pending_responses: a connection holds off reading only
@@ -36,13 +39,23 @@ struct tcp_addr_blob {
 	uint8_t port[2]; /* little-endian */
 };
 
+/* One listening socket of the data port. */
+struct tcp_lsock {
+	struct tcp_module *m;
+	int fd;
+};
+
 struct tcp_module {
 	struct rmca_module base;
-	int lfd;
+	/* The data port, opened when the first hello needs its address: one
+	 * socket per address of the selected interfaces, or one on every
+	 * address when no interface list is set. */
+	struct tcp_lsock ls[TCP_MAX_LISTEN];
+	int nls;
+	int want_port; /* tcp_port; 0: any free port */
 	int spare_fd; /* kept to shed a peer when out of descriptors */
-	long long lfd_rest_until; /* lfd disarmed until then (ms); 0: armed */
+	long long lfd_rest_until; /* sockets disarmed until then (ms); 0: armed */
 	int port;
-	int family; /* of lfd */
 	size_t sndbuf, rcvbuf; /* 0: kernel default */
 	struct tcp_keytab keys;
 	struct tcp_list pending; /* struct tcp_pending */
@@ -177,7 +190,9 @@ int rmca_tcp_read_all(int fd, void *buf, size_t len, long long deadline);
 void rmca_tcp_sockname(int fd, bool peer, char *buf, size_t len);
 
 /* tcp_listen.c */
-int rmca_tcp_listen(struct tcp_module *m, int port);
+/* Open the data port if it is not open yet. */
+int rmca_tcp_listen(struct tcp_module *m);
+void rmca_tcp_listen_close(struct tcp_module *m);
 void rmca_tcp_pending_free_all(struct tcp_module *m);
 /* The socket parked under token (taken out of the epoll set), or -1. */
 int rmca_tcp_pending_take(struct tcp_module *m, uint64_t token);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The passive side: one listening socket per module. Accepted sockets wait
+ * The passive side: the module's data port (one listening socket per
+ * selected address, opened on first use). Accepted sockets wait
  * here until their hello arrives; the socket is then handed to the connect
  * awaiting its token (tcp_connect.c), or parked under the token until that
  * connect starts: several peers may connect at once, in any order relative
@@ -190,11 +191,12 @@ static void accept_one(struct tcp_module *m, int fd)
  * Out of descriptors, the listening socket stays readable and accept4
  * fails at once: rather than spin, or leave the peers hanging, give up the
  * spare descriptor kept for this, accept and close one peer (it sees a
- * close at once), take the spare back. Without a spare the listener rests
+ * close at once), take the spare back. Without a spare the data port rests
  * for a second (rmca_tcp_pending_expire wakes it).
  */
-static bool shed_one(struct tcp_module *m)
+static bool shed_one(struct tcp_lsock *s)
 {
+	struct tcp_module *m = s->m;
 	const struct rmca_core *core = m->base.core;
 	int fd;
 
@@ -205,34 +207,35 @@ static bool shed_one(struct tcp_module *m)
 			strerror(errno));
 	if (m->spare_fd >= 0) {
 		close(m->spare_fd);
-		fd = accept4(m->lfd, NULL, NULL, SOCK_CLOEXEC);
+		fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd >= 0)
 			close(fd);
 		m->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (fd >= 0)
 			return true;
 	}
-	if (!core->ops->fd_mod(core, m->lfd, 0))
-		m->lfd_rest_until = rmca_tcp_now_ms() + 1000;
+	for (int i = 0; i < m->nls; i++)
+		core->ops->fd_mod(core, m->ls[i].fd, 0);
+	m->lfd_rest_until = rmca_tcp_now_ms() + 1000;
 	return false;
 }
 
-static void accept_all(struct tcp_module *m)
+static void accept_all(struct tcp_lsock *s)
 {
 	int fd;
 
 	for (;;) {
-		fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			if ((errno == EMFILE || errno == ENFILE ||
 			     errno == ENOBUFS || errno == ENOMEM) &&
-			    shed_one(m))
+			    shed_one(s))
 				continue;
 			return;
 		}
-		accept_one(m, fd);
+		accept_one(s->m, fd);
 	}
 }
 
@@ -241,60 +244,137 @@ static void listen_cb(void *arg, uint32_t events)
 	accept_all(arg);
 }
 
-int rmca_tcp_listen(struct tcp_module *m, int port)
+/* One listening socket on addr (NULL: every address) and port. */
+static int listen_one(struct tcp_module *m, const struct tcp_laddr *addr,
+		      int port)
 {
 	const struct rmca_core *core = m->base.core;
 	struct sockaddr_storage ss = { 0 };
+	struct tcp_lsock *s = &m->ls[m->nls];
+	int fd, zero = 0, one = 1, family;
 	socklen_t sl;
-	int fd, zero = 0, one = 1;
 
-	m->family = AF_INET6;
-	fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		m->family = AF_INET;
+	family = addr ? addr->family : AF_INET6;
+	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 && !addr) {
+		family = AF_INET;
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 			    0);
 	}
 	if (fd < 0)
 		return RMCA_ERR_NOT_FOUND;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (m->family == AF_INET6) {
-		struct sockaddr_in6 *s = (struct sockaddr_in6 *)&ss;
+	if (family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
 
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-		s->sin6_family = AF_INET6;
-		s->sin6_addr = in6addr_any;
-		s->sin6_port = htons((uint16_t)port);
-		sl = sizeof(*s);
+		/* Every address: IPv4 too. One address: that one only. */
+		if (!addr)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero,
+				   sizeof(zero));
+		else
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+				   sizeof(one));
+		a->sin6_family = AF_INET6;
+		if (addr)
+			memcpy(&a->sin6_addr, addr->addr, 16);
+		else
+			a->sin6_addr = in6addr_any;
+		a->sin6_port = htons((uint16_t)port);
+		sl = sizeof(*a);
 	} else {
-		struct sockaddr_in *s = (struct sockaddr_in *)&ss;
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
 
-		s->sin_family = AF_INET;
-		s->sin_addr.s_addr = htonl(INADDR_ANY);
-		s->sin_port = htons((uint16_t)port);
-		sl = sizeof(*s);
+		a->sin_family = AF_INET;
+		if (addr)
+			memcpy(&a->sin_addr, addr->addr, 4);
+		else
+			a->sin_addr.s_addr = htonl(INADDR_ANY);
+		a->sin_port = htons((uint16_t)port);
+		sl = sizeof(*a);
 	}
 	/* Accepted sockets inherit the buffer sizes (and window scale). */
 	if (rmca_tcp_sock_setup(m, fd) || bind(fd, (struct sockaddr *)&ss, sl) ||
 	    listen(fd, 128)) {
-		tcp_log(m, RMCA_LOG_ERROR, "cannot listen on port %d: %s", port,
-			strerror(errno));
+		int err = errno;
+
 		close(fd);
-		return RMCA_ERR_NOT_FOUND;
+		return err == EADDRINUSE ? RMCA_ERR_AGAIN : RMCA_ERR_NOT_FOUND;
 	}
 	sl = sizeof(ss);
 	getsockname(fd, (struct sockaddr *)&ss, &sl);
 	m->port = ntohs(ss.ss_family == AF_INET6 ?
 				((struct sockaddr_in6 *)&ss)->sin6_port :
 				((struct sockaddr_in *)&ss)->sin_port);
-	m->lfd = fd;
-	if (m->spare_fd < 0)
-		m->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (core->ops->fd_add(core, fd, EPOLLIN, listen_cb, m)) {
+	s->m = m;
+	s->fd = fd;
+	if (core->ops->fd_add(core, fd, EPOLLIN, listen_cb, s)) {
 		close(fd);
-		m->lfd = -1;
 		return RMCA_ERR_NO_MEMORY;
 	}
+	m->nls++;
+	return 0;
+}
+
+void rmca_tcp_listen_close(struct tcp_module *m)
+{
+	const struct rmca_core *core = m->base.core;
+
+	while (m->nls) {
+		struct tcp_lsock *s = &m->ls[--m->nls];
+
+		core->ops->fd_del(core, s->fd);
+		close(s->fd);
+	}
+}
+
+/* Link-local IPv6 addresses need a scope to bind, and no peer dials them
+ * from a bootstrap address: left out. */
+static bool bindable(const struct tcp_laddr *a)
+{
+	return a->family == AF_INET ||
+	       !(a->addr[0] == 0xfe && (a->addr[1] & 0xc0) == 0x80);
+}
+
+int rmca_tcp_listen(struct tcp_module *m)
+{
+	int r = 0;
+
+	if (m->nls)
+		return 0;
+	if (!m->nladdrs) {
+		r = listen_one(m, NULL, m->want_port);
+	} else {
+		/* Every selected address on one port: the first picks it
+		 * (tcp_port 0), the others follow; a port taken on one of
+		 * them means another try. */
+		for (int attempt = 0; attempt < 8; attempt++) {
+			int port = m->want_port;
+
+			r = RMCA_ERR_NOT_FOUND;
+			for (int i = 0; i < m->nladdrs && m->nls < TCP_MAX_LISTEN;
+			     i++) {
+				if (!bindable(&m->laddrs[i]))
+					continue;
+				r = listen_one(m, &m->laddrs[i], port);
+				if (r)
+					break;
+				port = m->port;
+			}
+			if (!r && m->nls)
+				break;
+			rmca_tcp_listen_close(m);
+			if (r != RMCA_ERR_AGAIN || m->want_port)
+				break;
+		}
+	}
+	if (r || !m->nls) {
+		tcp_log(m, RMCA_LOG_ERROR, "cannot open the data port %d: %s",
+			m->want_port, strerror(errno));
+		rmca_tcp_listen_close(m);
+		return r ? r : RMCA_ERR_NOT_FOUND;
+	}
+	if (m->spare_fd < 0)
+		m->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	return 0;
 }
 
@@ -327,9 +407,11 @@ int rmca_tcp_pending_expire(struct rmca_module *mod)
 	if (!m->next_expiry && !m->lfd_rest_until)
 		return 0;
 	now = rmca_tcp_now_ms();
-	if (m->lfd_rest_until && now >= m->lfd_rest_until &&
-	    !core->ops->fd_mod(core, m->lfd, EPOLLIN))
+	if (m->lfd_rest_until && now >= m->lfd_rest_until) {
+		for (int i = 0; i < m->nls; i++)
+			core->ops->fd_mod(core, m->ls[i].fd, EPOLLIN);
 		m->lfd_rest_until = 0;
+	}
 	if (!m->next_expiry || now < m->next_expiry)
 		return 0;
 	m->next_expiry = 0;

@@ -17,11 +17,15 @@ static int tcp_addr(struct rmca_module *mod, void *buf, size_t *len)
 	struct tcp_addr_blob b = {
 		.magic = { 'R', 'T', 'C', 'P' },
 		.version = TCP_PROTO_VERSION,
-		.port = { (uint8_t)m->port, (uint8_t)(m->port >> 8) },
 	};
 
 	if (*len < sizeof(b))
 		return RMCA_ERR_INVALID;
+	/* The port opens when a hello first needs it, not at rmca_init. */
+	if (rmca_tcp_listen(m))
+		return RMCA_ERR_NOT_FOUND;
+	b.port[0] = (uint8_t)m->port;
+	b.port[1] = (uint8_t)(m->port >> 8);
 	memcpy(buf, &b, sizeof(b));
 	*len = sizeof(b);
 	return 0;
@@ -171,8 +175,8 @@ int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
 	m->base.caps = RMCA_CAP_ATOMIC | RMCA_CAP_MASKED_ATOMIC |
 		       RMCA_CAP_SEND_INV | RMCA_CAP_LOOPBACK |
 		       RMCA_CAP_REMOTE_COMPLETION | RMCA_CAP_ATOMIC_CPU;
-	m->lfd = -1;
 	m->spare_fd = -1;
+	m->want_port = (int)core->ops->param_int(core, "tcp_port");
 	/* A socket waits for its connect as long as a handshake may take. */
 	m->pending_ms = (int)core->ops->param_int(core, "connect_timeout");
 	if (m->pending_ms <= 0)
@@ -197,29 +201,16 @@ int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
 		free(m);
 		return r;
 	}
-	r = rmca_tcp_listen(m, (int)core->ops->param_int(core, "tcp_port"));
-	if (r) {
-		rmca_tcp_keytab_fini(&m->keys);
-		free(m->scratch);
-		free(m);
-		return r;
-	}
 	snprintf(m->base.detail, sizeof(m->base.detail),
-		 "port=%d if=%s listen=%s atomics=cpu", m->port, device,
-		 m->family == AF_INET6 ? "ipv6+ipv4" : "ipv4");
+		 "if=%s listen=on first use atomics=cpu", device);
 	*out = m;
 	return 0;
 }
 
 void rmca_tcp_module_destroy(struct tcp_module *m)
 {
-	const struct rmca_core *core = m->base.core;
-
 	rmca_tcp_pending_free_all(m);
-	if (m->lfd >= 0) {
-		core->ops->fd_del(core, m->lfd);
-		close(m->lfd);
-	}
+	rmca_tcp_listen_close(m);
 	if (m->spare_fd >= 0)
 		close(m->spare_fd);
 	/* Regions still registered belong to the core, which deregisters them
