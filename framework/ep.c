@@ -324,7 +324,7 @@ static const char *mode_name(unsigned m)
  * what follows once it is out.
  */
 struct hs_result {
-	int status; /* 0: make an endpoint; else why not (a reject, a probe) */
+	int status;  /* 0: make an endpoint; else why not (a reject, a probe) */
 	bool counts; /* a refusal rmca_accept reports */
 	bool probe;
 	struct rmca_mod *mod;
@@ -437,8 +437,8 @@ static uint8_t *hello_answer(struct rmca_context *ctx, struct rmca_listener *l,
 	mine->choice_a = (uint8_t)sel.a;
 	mine->choice_p = (uint8_t)sel.p;
 	buf = malloc(4 + RMCA_HELLO_MAX);
-	rc = buf ? rmca_hello_encode(mine, buf + 4, RMCA_HELLO_MAX) :
-		   RMCA_ERR_NO_MEMORY;
+	rc = buf ? rmca_hello_encode(mine, buf + 4, RMCA_HELLO_MAX)
+		 : RMCA_ERR_NO_MEMORY;
 	if (rc < 0) {
 		free(buf);
 		buf = NULL;
@@ -480,10 +480,10 @@ out:
  * progress. Memory stays small until a hello's length is known.
  */
 enum in_state {
-	IN_HELLO, /* reading the length-prefixed hello */
-	IN_ANSWER, /* writing the answer */
+	IN_HELLO,   /* reading the length-prefixed hello */
+	IN_ANSWER,  /* writing the answer */
 	IN_CONNECT, /* the module connects */
-	IN_READY, /* an endpoint for rmca_accept */
+	IN_READY,   /* an endpoint for rmca_accept */
 };
 
 struct rmca_incoming {
@@ -494,7 +494,7 @@ struct rmca_incoming {
 	bool watched;
 	int64_t deadline;
 	uint8_t pfx[4];
-	uint8_t *msg; /* the hello, then the answer */
+	uint8_t *msg;	  /* the hello, then the answer */
 	size_t have, len; /* bytes of msg read or written; its length */
 	struct hs_result res;
 	struct rmca_ep *ep;
@@ -546,8 +546,9 @@ static bool fail_log_allowed(struct rmca_listener *l)
 
 	if (now >= l->log_window + 1000) {
 		if (l->log_suppressed)
-			rmca_log(0, "listener on port %d: %u more failed "
-				    "handshakes not logged (ten a second at most)",
+			rmca_log(0,
+				 "listener on port %d: %u more failed "
+				 "handshakes not logged (ten a second at most)",
 				 l->port, l->log_suppressed);
 		l->log_window = now;
 		l->log_lines = 0;
@@ -583,7 +584,8 @@ static int incoming_read(struct rmca_incoming *in)
 	char why[128];
 
 	for (;;) {
-		uint8_t *dst = in->msg ? in->msg + in->have : in->pfx + in->have;
+		uint8_t *dst =
+			in->msg ? in->msg + in->have : in->pfx + in->have;
 		size_t want = in->msg ? in->len : sizeof(in->pfx);
 		ssize_t got;
 
@@ -624,7 +626,8 @@ static int incoming_read(struct rmca_incoming *in)
 			incoming_fail(in, 0, 0, "closed before its hello");
 			return -1;
 		}
-		snprintf(why, sizeof(why), "closed after %zu bytes of its hello",
+		snprintf(why, sizeof(why),
+			 "closed after %zu bytes of its hello",
 			 in->have + (in->msg ? sizeof(in->pfx) : 0));
 		incoming_fail(in, 0, 0, why);
 		return -1;
@@ -755,8 +758,9 @@ static bool listener_shed(struct rmca_listener *l, int err)
 	int fd;
 
 	if (now >= l->shed_said) {
-		rmca_log(0, "listener on port %d: out of file descriptors "
-			    "(%s): closing new connections at once",
+		rmca_log(0,
+			 "listener on port %d: out of file descriptors "
+			 "(%s): closing new connections at once",
 			 l->port, strerror(err));
 		l->shed_said = now + 60000;
 	}
@@ -854,10 +858,11 @@ void rmca_listeners_progress(struct rmca_context *ctx)
 				char why[96];
 
 				snprintf(why, sizeof(why),
-					 "%s within %d ms (RMCA_connect_timeout)",
-					 in->state == IN_HELLO ?
-						 "no hello" :
-						 "handshake not done",
+					 "%s within %d ms "
+					 "(RMCA_connect_timeout)",
+					 in->state == IN_HELLO
+						 ? "no hello"
+						 : "handshake not done",
 					 ctx->connect_timeout_ms);
 				incoming_fail(in, 0, 0, why);
 			}

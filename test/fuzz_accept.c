@@ -5,17 +5,18 @@
  * the passive connects that claim them (or give up), newer hellos that
  * supersede older ones, expiry. The input is a script of operations on
  * real loopback sockets against a real tcp module, with a minimal core
- * (an fd table polled after each step). Not built by make; from a
- * configured build tree:
+ * (an fd table polled after each step). From a
+ * configured build tree, make -C test check-fuzz builds and runs it (with
+ * the others), or by hand:
  *
- *   tcp=$SRC/components/tcp
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
- *     -I$SRC/include -I$tcp -I. $SRC/test/fuzz_accept.c \
- *     $(ls $tcp/tcp_*.c $tcp/frame.c $tcp/keytab.c | grep -v tcp_component) \
- *     -o fuzz_accept
- *   ./fuzz_accept -max_total_time=60
+ *   make -C test fuzz-accept && ./test/fuzz-accept -max_total_time=60
  *
- *   operations (one byte, then their arguments):
+ * make check replays it (fuzz_accept_replay) from the seeds below, the
+ * first of which is the sequence that once freed a parked socket twice.
+ *
+ *   operations (one byte: the low three bits, then their arguments; with
+ *   bit 7 set, the module does not run before the next one, so that
+ *   several sockets are ready in one pass):
  *     0 k      connect client k (0..7) to the data port
  *     1 k t    client k sends a hello with token t (0..3)
  *     2 k n .. client k sends n (0..15) raw bytes
@@ -28,6 +29,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -39,6 +41,7 @@
 #include "tcp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+size_t rmca_fuzz_seed(unsigned i, uint8_t *buf, size_t cap);
 
 #define NFD 1024
 
@@ -205,6 +208,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sa.sin_port = htons((uint16_t)port);
 
 	while (i < size) {
+		bool hold = data[i] & 0x80;
 		uint8_t op = data[i++] % 8;
 		uint8_t a = i < size ? data[i] : 0;
 		uint8_t b = i + 1 < size ? data[i + 1] : 0;
@@ -286,9 +290,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			rmca_tcp_pending_expire(&m->base);
 			break;
 		}
-		/* Let the kernel deliver, then the module react. */
-		usleep(50);
-		dispatch();
+		/* Loopback delivers within the system call: the module can
+		 * react at once. */
+		if (!hold)
+			dispatch();
 	}
 	for (int j = 0; j < 4; j++)
 		if (h[j])
@@ -298,4 +303,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			close(cl[k]);
 	rmca_tcp_module_destroy(m);
 	return 0;
+}
+
+size_t rmca_fuzz_seed(unsigned i, uint8_t *buf, size_t cap)
+{
+	static const uint8_t seeds[][40] = {
+		/* Issue 7.1: A and B connect, B parks under 0x11, then B
+		 * sends a byte more and A a hello with 0x11, seen together;
+		 * a connect for another token waits meanwhile. */
+		{4,   0, 2, 0, 0, 0, 1, 1, 1, 1, 0x82, 1, 1,
+		 '!', 1, 0, 1, 7, 5, 0, 6, 0, 3, 0,    3, 1},
+		/* A connect waits, its socket comes and is claimed. */
+		{4, 0, 1, 0, 2, 1, 2, 1, 5, 0, 3, 2},
+		/* The socket comes first and is parked, then the connect. */
+		{0, 3, 1, 3, 3, 4, 1, 3, 5, 1, 5, 1, 3, 3},
+		/* Token 0, garbage, a close mid-hello, expiry. */
+		{0, 4, 1, 4, 0, 0, 5, 2, 5, 8, 1, 2, 3, 4, 5, 6,
+		 7, 8, 0, 6, 2, 6, 3, 1, 2, 3, 3, 6, 0, 7, 7},
+	};
+	static const size_t lens[] = {26, 12, 14, 31};
+
+	if (i >= sizeof(lens) / sizeof(lens[0]) || cap < lens[i])
+		return 0;
+	memcpy(buf, seeds[i], lens[i]);
+	return lens[i];
 }

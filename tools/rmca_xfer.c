@@ -147,8 +147,8 @@ static int session(rmca_context_t *ctx, rmca_ep_t *ep, size_t max)
 	/* The client names the size: never more than -m, nor 0. */
 	if (!req.len || req.len > max || req.addr < 1 || req.addr > INT32_MAX) {
 		fprintf(stderr,
-			"rmca_xfer: client refused: %" PRIu64 " bytes x %" PRIu64
-			" (1..%zu bytes, -m)\n",
+			"rmca_xfer: client refused: %" PRIu64
+			" bytes x %" PRIu64 " (1..%zu bytes, -m)\n",
 			req.len, req.addr, max);
 		rmca_mr_dereg(cmr);
 		rmca_mr_dereg(rmr);
@@ -292,29 +292,30 @@ static int client(rmca_context_t *ctx, const char *where, size_t len, int iters)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: rmca_xfer -s [-l HOST:PORT] [-m BYTES]\n"
-		   "       rmca_xfer [-n BYTES] [-i ITERATIONS] HOST:PORT\n"
-		   "       rmca_xfer -h | --help | -V | --version\n"
-		   "Move a buffer between two processes with puts, gets and "
-		   "messages,\n"
-		   "check every byte, and show the transport and paths rmca "
-		   "chose.\n"
-		   "\n"
-		   "  -s, --server          serve one client; prints "
-		   "\"listening on port N\"\n"
-		   "  -m, --max BYTES       the largest buffer a client may ask "
-		   "the server for (256m)\n"
-		   "  -l, --listen HOST:PORT  where to listen (127.0.0.1:0: "
-		   "any free port)\n"
-		   "  -n, --size BYTES      buffer size (1m); suffixes k, m, "
-		   "g: 64k, 4m\n"
-		   "  -i, --iterations N    rounds of put, get and check (4)\n"
-		   "  -h, --help            this text\n"
-		   "  -V, --version         the version of rmca_xfer and of "
-		   "librmca\n"
-		   "\n"
-		   "Exit status: 0 all bytes checked, 1 a failure, 2 bad "
-		   "usage.\n");
+	fprintf(f,
+		"Usage: rmca_xfer -s [-l HOST:PORT] [-m BYTES]\n"
+		"       rmca_xfer [-n BYTES] [-i ITERATIONS] HOST:PORT\n"
+		"       rmca_xfer -h | --help | -V | --version\n"
+		"Move a buffer between two processes with puts, gets and "
+		"messages,\n"
+		"check every byte, and show the transport and paths rmca "
+		"chose.\n"
+		"\n"
+		"  -s, --server          serve one client; prints "
+		"\"listening on port N\"\n"
+		"  -m, --max BYTES       the largest buffer a client may ask "
+		"the server for (256m)\n"
+		"  -l, --listen HOST:PORT  where to listen (127.0.0.1:0: "
+		"any free port)\n"
+		"  -n, --size BYTES      buffer size (1m); suffixes k, m, "
+		"g: 64k, 4m\n"
+		"  -i, --iterations N    rounds of put, get and check (4)\n"
+		"  -h, --help            this text\n"
+		"  -V, --version         the version of rmca_xfer and of "
+		"librmca\n"
+		"\n"
+		"Exit status: 0 all bytes checked, 1 a failure, 2 bad "
+		"usage.\n");
 }
 
 int main(int argc, char **argv)
@@ -403,8 +404,8 @@ int main(int argc, char **argv)
 			rmca_strerror(rc));
 		return 1;
 	}
-	rc = server ? serve(ctx, listen_at, max) :
-		      client(ctx, argv[optind], len, iters);
+	rc = server ? serve(ctx, listen_at, max)
+		    : client(ctx, argv[optind], len, iters);
 	rmca_finalize(ctx);
 	return rc;
 }

@@ -21,10 +21,10 @@
 
 enum tc_state {
 	TC_AWAIT, /* passive: no socket has presented the token yet */
-	TC_DIAL, /* active: connect() in progress */
+	TC_DIAL,  /* active: connect() in progress */
 	TC_WRITE, /* writing our frame (active: HELLO, passive: HELLO_ACK) */
-	TC_READ, /* active: reading the HELLO_ACK */
-	TC_DONE, /* usable: connect_poll makes the connection */
+	TC_READ,  /* active: reading the HELLO_ACK */
+	TC_DONE,  /* usable: connect_poll makes the connection */
 	TC_FAILED,
 };
 
@@ -111,7 +111,8 @@ static void tc_step(struct rmca_connecting *h)
 				 MSG_NOSIGNAL);
 			if (n < 0 && errno == EINTR)
 				continue;
-			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (n < 0 &&
+			    (errno == EAGAIN || errno == EWOULDBLOCK)) {
 				tc_events(h, EPOLLOUT);
 				return;
 			}
@@ -141,8 +142,8 @@ static void tc_step(struct rmca_connecting *h)
 				return;
 			if (n <= 0) {
 				tc_fail(h, RMCA_ERR_CONNECTION,
-					n ? strerror(errno) :
-					    "closed before its hello answer");
+					n ? strerror(errno)
+					  : "closed before its hello answer");
 				return;
 			}
 			h->off += (size_t)n;
@@ -150,11 +151,12 @@ static void tc_step(struct rmca_connecting *h)
 		if (rmca_tcp_frame_decode(h->buf, TCP_HDR_LEN, &f, &why) ||
 		    f.type != TCP_F_HELLO_ACK || f.id != h->token) {
 			tcp_log(h->m, RMCA_LOG_ERROR,
-				"closing connection to %s: bad hello answer (%s)",
+				"closing connection to %s: bad hello answer "
+				"(%s)",
 				h->peer,
-				f.type != TCP_F_HELLO_ACK ? "not a hello ack" :
-				f.id != h->token	  ? "wrong token" :
-							    why);
+				f.type != TCP_F_HELLO_ACK ? "not a hello ack"
+				: f.id != h->token	  ? "wrong token"
+							  : why);
 			tc_fail(h, RMCA_ERR_PROTOCOL, "bad hello answer");
 			return;
 		}
@@ -261,8 +263,8 @@ bool rmca_tcp_connecting_claim(struct tcp_module *m, uint64_t token, int fd)
 }
 
 int rmca_tcp_connect_start(struct rmca_module *mod,
-			     const struct rmca_conn_args *a,
-			     struct rmca_connecting **out)
+			   const struct rmca_conn_args *a,
+			   struct rmca_connecting **out)
 {
 	struct tcp_module *m = tcp_entry(mod, struct tcp_module, base);
 	struct rmca_connecting *h;
@@ -281,8 +283,8 @@ int rmca_tcp_connect_start(struct rmca_module *mod,
 	h->active = a->active;
 	h->token = a->token;
 	h->cookie = a->cookie;
-	h->deadline = a->timeout_ms >= 0 ? rmca_tcp_now_ms() + a->timeout_ms :
-					   -1;
+	h->deadline =
+		a->timeout_ms >= 0 ? rmca_tcp_now_ms() + a->timeout_ms : -1;
 	if (h->active) {
 		r = start_active(h, a);
 		if (r) {
@@ -326,8 +328,8 @@ int rmca_tcp_connect_poll(struct rmca_connecting *h, struct rmca_conn **out)
 			return RMCA_ERR_AGAIN;
 		tcp_log(h->m, RMCA_LOG_INFO, "connection %s %s: timed out (%s)",
 			h->active ? "to" : "from", h->peer,
-			h->state == TC_AWAIT ? "no data connection came" :
-					       "no hello exchanged");
+			h->state == TC_AWAIT ? "no data connection came"
+					     : "no hello exchanged");
 		rmca_tcp_connect_abort(h);
 		return RMCA_ERR_TIMEOUT;
 	}

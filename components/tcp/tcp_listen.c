@@ -351,8 +351,8 @@ int rmca_tcp_listen(struct tcp_module *m)
 			int port = m->want_port;
 
 			r = RMCA_ERR_NOT_FOUND;
-			for (int i = 0; i < m->nladdrs && m->nls < TCP_MAX_LISTEN;
-			     i++) {
+			for (int i = 0;
+			     i < m->nladdrs && m->nls < TCP_MAX_LISTEN; i++) {
 				if (!bindable(&m->laddrs[i]))
 					continue;
 				r = listen_one(m, &m->laddrs[i], port);
@@ -421,8 +421,8 @@ int rmca_tcp_pending_expire(struct rmca_module *mod)
 
 		n = l->next;
 		if (now >= p->deadline)
-			pending_reject(p, p->token ? "its connect never came" :
-						     "no hello in time");
+			pending_reject(p, p->token ? "its connect never came"
+						   : "no hello in time");
 		else if (!m->next_expiry || p->deadline < m->next_expiry)
 			m->next_expiry = p->deadline;
 	}
