@@ -9,7 +9,7 @@
 set -u
 . "${RMCATEST_SRCDIR:-.}/tools_lib.sh"
 
-echo "1..15"
+echo "1..17"
 
 plugins=$(cd "${RMCATEST_BUILDDIR:-.}" && pwd)/.libs
 
@@ -58,6 +58,15 @@ ok $? "--param NAME shows that one parameter"
 run rmca_info --parsable --param RMCA_tcp_port
 [ "$rc" -eq 0 ] && has '^param:tcp_port:value:' && [ "$(grep -c '^param:[^:]*:value:' "$tmp/out")" -eq 1 ]
 ok $? "--param RMCA_NAME too"
+
+# Scripts diff two runs: nothing ephemeral (ports, pids) in the output.
+for fmt in --parsable --json; do
+	run rmca_info $fmt --param all
+	cp "$tmp/out" "$tmp/first"
+	run rmca_info $fmt --param all
+	[ "$rc" -eq 0 ] && diff "$tmp/first" "$tmp/out" >"$tmp/err"
+	ok $? "rmca_info $fmt --param all prints the same twice"
+done
 
 # --explain against a live listener. The asking side also has the phantom
 # test component, which the listener lacks: its module is skipped, with a

@@ -252,9 +252,8 @@ int rmca_shm_module_create(const struct rmca_core *core,
 		return r;
 	}
 	snprintf(m->base.detail, sizeof(m->base.detail),
-		 "pid=%u uid=%u rings=%uKiB inline=%u copy=cma%s atomics=cpu",
-		 (unsigned)m->self.pid, (unsigned)m->self.uid,
-		 SHM_REQ_BYTES / 1024, SHM_INLINE_MAX,
+		 "uid=%u rings=%uKiB inline=%u copy=cma%s atomics=cpu",
+		 (unsigned)m->self.uid, SHM_REQ_BYTES / 1024, SHM_INLINE_MAX,
 		 m->yama > 0 ? "(refused: yama ptrace_scope)" : "");
 	*out = m;
 	return 0;
