@@ -51,9 +51,10 @@ wait
 opens=$(cat "$out"/open.*.n | awk "{ s += \$1 } END { print s + 0 }")
 jobs=$(cat "$out"/job.*.n | awk "{ s += \$1 } END { print s + 0 }")
 warn=$(cat "$out"/open.*.err "$out"/job.*.out | grep -c '^rmca: ')
-bad=$(cat "$out"/open.*.err "$out"/job.*.out |
-	grep -c -E 'cannot set up|no enabled transport|^not ok')
-cat "$out"/open.*.err "$out"/job.*.out | grep -E '^rmca: |^not ok' |
+bad=$(cat "$out"/open.*.err "$out"/job.*.out | grep -v '# SKIP' |
+	grep -c -E 'cannot set up|cannot listen|no enabled transport|^not ok')
+cat "$out"/open.*.err "$out"/job.*.out | grep -v '# SKIP' |
+	grep -E 'cannot|no enabled transport|^not ok' |
 	sort | uniq -c | sort -rn | head -20
 echo "stress: $opens opens, $jobs jobs, $warn warnings, $bad failures," \
 	"at most $tw_max ports in TIME_WAIT on $RMCATEST_HOST"
