@@ -1,0 +1,134 @@
+#!/bin/bash
+# contrib/bench/syscalls.sh - system calls per operation over tcp on
+# loopback, server and client together, counted with strace -f -c.
+#
+#   contrib/bench/syscalls.sh [--build DIR] [--mode wait|spin] [-n N]
+#                             [-S SIZE] [-w WINDOW] [-t TESTS] [--raw]
+#                             [--out DIR] [--detail]
+#
+#   --build DIR  use this build tree (default: build one in $TMPDIR)
+#   --mode MODE  wait (default): both sides sleep in poll() when idle; spin
+#                counts busy polling too, which is load dependent
+#   -n N         iterations of the shorter run (default 2000); the other
+#                does 2N, so that set-up and tear-down cancel out
+#   -S SIZE      message size (default 8)
+#   -w WINDOW    outstanding operations in the *_bw tests (default 64)
+#   -t TESTS     default send_lat,put_lat,atomic_lat,send_bw,put_bw
+#   --raw        also count rmca_perf --raw (send_lat, send_bw)
+#   --detail     the per-call breakdown of every test as well
+#   --out DIR    keep strace's outputs there
+#
+# Prints, per test, (calls at 2N - calls at N) / N, both processes summed:
+# per round trip for the *_lat tests, per message for the *_bw tests. The
+# warm-up is fixed (-W 50) so that it is the same in both runs. A count
+# does not drift with the machine's load in wait mode.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/contrib/bench/lib.sh"
+build= mode=wait n=2000 size=8 window=64 raw=0 detail=0 out=
+tests=send_lat,put_lat,atomic_lat,send_bw,put_bw
+while [ $# -gt 0 ]; do
+	case $1 in
+	--build) build=$2; shift ;;
+	--mode) mode=$2; shift ;;
+	-n) n=$2; shift ;;
+	-S) size=$2; shift ;;
+	-w) window=$2; shift ;;
+	-t) tests=$2; shift ;;
+	--raw) raw=1 ;;
+	--detail) detail=1 ;;
+	--out) out=$2; shift ;;
+	-h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "syscalls.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+command -v strace >/dev/null || { echo "syscalls.sh: strace not installed" >&2; exit 1; }
+case $mode in wait) spin= ;; spin) spin=--spin ;;
+*) echo "syscalls.sh: --mode wait|spin" >&2; exit 2 ;; esac
+
+build=$(bench_build "$build")
+perf=$build/tools/rmca_perf
+[ -x "$perf" ] || { echo "syscalls.sh: no $perf (build first)" >&2; exit 1; }
+export RMCA_component_path=$build/components/tcp/.libs
+export RMCA_transports=tcp
+[ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/rmca-syscalls.XXXXXX")
+mkdir -p "$out"
+
+# Total calls in an strace -c summary (its "total" line, calls column).
+total_of() { awk '$NF == "total" { print $4 }' "$1"; }
+
+# Calls per name in a summary, "name count" lines.
+calls_of() {
+	awk '/^-/ { body = !body; next } body && NF >= 5 { print $NF, $4 }' "$1"
+}
+
+# One counted run: $1 name, $2 iterations, then rmca_perf options.
+# Leaves $out/NAME.server.strace and $out/NAME.client.strace.
+counted() {
+	local name=$1 iters=$2 log port= spid
+	shift 2
+	log=$out/$name.server
+	timeout 300 strace -f -c -o "$out/$name.server.strace" \
+		"$perf" -s -l 127.0.0.1:0 $spin "$@" >"$log" 2>&1 &
+	spid=$!
+	for _ in $(seq 200); do
+		port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log")
+		[ -n "$port" ] && break
+		sleep 0.05
+	done
+	if [ -z "$port" ]; then
+		echo "syscalls.sh: $name: the server did not start" >&2
+		cat "$log" >&2
+		kill "$spid" 2>/dev/null || true
+		return 1
+	fi
+	timeout 300 strace -f -c -o "$out/$name.client.strace" "$perf" \
+		--parsable $spin -n "$iters" -W 50 "$@" "127.0.0.1:$port" \
+		>"$out/$name.client.out" 2>&1 || {
+		echo "syscalls.sh: $name: rmca_perf failed" >&2
+		cat "$out/$name.client.out" >&2
+		kill "$spid" 2>/dev/null || true
+		return 1
+	}
+	wait "$spid" || true
+}
+
+sum() { echo $(( $(total_of "$out/$1.server.strace") + $(total_of "$out/$1.client.strace") )); }
+
+# Per-call difference of both sides between the 2N and the N run.
+detail_of() {
+	local a=$1 b=$2
+	{ calls_of "$out/$a.server.strace"; calls_of "$out/$a.client.strace"; } |
+		awk '{ s[$1] += $2 } END { for (k in s) print k, s[k] }' | sort >"$out/$a.calls"
+	{ calls_of "$out/$b.server.strace"; calls_of "$out/$b.client.strace"; } |
+		awk '{ s[$1] += $2 } END { for (k in s) print k, s[k] }' | sort >"$out/$b.calls"
+	join -a1 -a2 -e 0 -o 0,1.2,2.2 "$out/$a.calls" "$out/$b.calls" |
+		awk -v n="$n" '{ d = ($3 - $2) / n; if (d >= 0.005 || d <= -0.005)
+			printf "    %-16s %7.2f\n", $1, d }'
+}
+
+echo "# $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
+echo "# rmca $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'); $mode mode; size $size; window $window; N $n and $((2 * n)); results in $out"
+printf "%-8s %-12s %10s  %s\n" what test calls per
+runs=()
+IFS=, read -ra tl <<<"$tests"
+for t in "${tl[@]}"; do runs+=("rmca:$t"); done
+if [ "$raw" = 1 ]; then
+	for t in "${tl[@]}"; do
+		case $t in send_lat|send_bw) runs+=("raw:$t") ;; esac
+	done
+fi
+for r in "${runs[@]}"; do
+	what=${r%%:*} t=${r#*:}
+	opt=(-t "$t" -S "$size" -w "$window")
+	[ "$what" = raw ] && opt+=(--raw)
+	counted "$what-$t-1" "$n" "${opt[@]}" || continue
+	counted "$what-$t-2" $((2 * n)) "${opt[@]}" || continue
+	per=$(awk -v a="$(sum "$what-$t-1")" -v b="$(sum "$what-$t-2")" -v n="$n" \
+		'BEGIN { printf "%.2f", (b - a) / n }')
+	case $t in *_lat) unit="round trip" ;; *) unit=message ;; esac
+	printf "%-8s %-12s %10s  %s\n" "$what" "$t" "$per" "$unit"
+	[ "$detail" = 1 ] && detail_of "$what-$t-1" "$what-$t-2"
+done
