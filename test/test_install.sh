@@ -65,23 +65,27 @@ PKG_CONFIG_PATH=$(dirname "$pc")
 export PKG_CONFIG_PATH
 pkgc() { pkg-config --define-prefix "$@" rmca; }
 CC=${CC:-cc}
+# The flags the library was built with: a user links an instrumented
+# library (configure CFLAGS=-fsanitize=...) with the same instrumentation.
+ucflags=$(mkvar CFLAGS)
+uldflags=$(mkvar LDFLAGS)
 
 [ "$(pkgc --modversion)" = "$("$tools/rmca_info" --version | sed -n 's/.*(rmca) //p')" ]
 ok $? "pkg-config --modversion rmca is the version built"
 
 # shellcheck disable=SC2046
-$CC -o "$work/service" "$work/service.c" $(pkgc --cflags --libs) >"$tmp/err" 2>&1 &&
-	$CC -o "$work/rpc_client" "$work/rpc_client.c" $(pkgc --cflags --libs) >>"$tmp/err" 2>&1
+$CC $ucflags -o "$work/service" "$work/service.c" $uldflags $(pkgc --cflags --libs) >"$tmp/err" 2>&1 &&
+	$CC $ucflags -o "$work/rpc_client" "$work/rpc_client.c" $uldflags $(pkgc --cflags --libs) >>"$tmp/err" 2>&1
 ok $? "the examples build with pkg-config --cflags --libs rmca"
 
 # shellcheck disable=SC2046
-$CC -o "$work/use_once_client" "$work/use_once_client.c" $(pkgc --static --cflags --libs) \
+$CC $ucflags -o "$work/use_once_client" "$work/use_once_client.c" $uldflags $(pkgc --static --cflags --libs) \
 	>"$tmp/err" 2>&1 && pkgc --static --libs | grep -q -e '-lltdl'
 ok $? "pkg-config --static gives a line that links (with librmca's own dependencies)"
 
 if [ -f "$(dirname "$lib")/librmca.a" ]; then
 	# shellcheck disable=SC2046
-	$CC -o "$work/rma_static" "$work/rma_client.c" $(pkgc --static --cflags) \
+	$CC $ucflags -o "$work/rma_static" "$work/rma_client.c" $uldflags $(pkgc --static --cflags) \
 		"$(dirname "$lib")/librmca.a" $(pkgc --static --libs-only-other --libs-only-l | sed 's/-lrmca//') \
 		>"$tmp/err" 2>&1 && ! ldd "$work/rma_static" | grep -q librmca
 	ok $? "the static archive links with pkg-config --static's libraries"
@@ -99,7 +103,8 @@ find_package(rmca 0.1 REQUIRED)
 add_executable(rma_client ../rma_client.c)
 target_link_libraries(rma_client PRIVATE rmca::rmca)
 CM
-	(cd "$work/cm" && cmake -S . -B build -DCMAKE_PREFIX_PATH="$root" &&
+	(cd "$work/cm" && cmake -S . -B build -DCMAKE_PREFIX_PATH="$root" \
+		-DCMAKE_C_FLAGS="$ucflags" -DCMAKE_EXE_LINKER_FLAGS="$uldflags" &&
 		cmake --build build) >"$tmp/err" 2>&1
 	ok $? "a CMake project builds with find_package(rmca) and rmca::rmca"
 

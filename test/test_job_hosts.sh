@@ -85,11 +85,16 @@ export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM \
 	OMPI_MCA_plm_rsh_agent
 
 # The remote daemon does not inherit this environment: -x carries what
-# the ranks need (libtool's wrappers find the build tree's library).
+# the ranks need (libtool's wrappers find the build tree's library), and
+# the sanitizers' settings in an instrumented tree (test/Makefile.am).
+xenv=
+for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS; do
+	eval "[ -n \"\${$v+set}\" ]" && xenv="$xenv -x $v"
+done
 job() {
 	timeout -k 10 "$limit" ip netns exec "$a" unshare --uts sh -c \
 		"hostname $a; exec \"$mpirun\" --hostfile \"$tmp/hosts\" -np 4 \
-		--map-by node -x RMCA_component_path -x RMCATEST_JOBDIR -x PATH $*"
+		--map-by node -x RMCA_component_path -x RMCATEST_JOBDIR -x PATH$xenv $*"
 }
 
 RMCATEST_JOBDIR=$tmp/out

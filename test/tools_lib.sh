@@ -79,6 +79,8 @@ reap() {
 	[ "$1" -eq 0 ] || kill "$pid" 2>/dev/null
 	wait "$pid"
 	src=$?
+	# what the server said when it failed (a sanitizer's report, say)
+	[ "$src" -eq 0 ] || sed -n "1,40s/^/# $name: /p" "$tmp/$name.err"
 }
 
 # A TCP port nobody listens on: bound then released by the kernel's choice.

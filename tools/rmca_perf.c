@@ -657,7 +657,12 @@ static int serve(const struct opts *o)
 	}
 	rmca_ep_close(b.ep);
 	rmca_listener_close(l);
+	/* The regions go with the context; their memory only after it. */
 	rmca_finalize(b.ctx);
+	free(s.rma);
+	free(s.sbuf);
+	free(s.rbuf);
+	free(s.word);
 	return 0;
 }
 
