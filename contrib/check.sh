@@ -4,7 +4,8 @@
 #
 #   dependencies, autoreconf, an out-of-tree --enable-werror build in _build/,
 #   make check, make check-fuzz (one minute per fuzz target), make distcheck,
-#   make check-vm (rxe0 and siw0 in a qemu guest)
+#   make check-vm (rxe0 and siw0 in a qemu guest), and make check again in
+#   _build-san/, built with -fsanitize=address,undefined
 #
 # A failing step does not stop the later ones, except that nothing can be
 # tested when the build fails. Test cases are counted from automake's
@@ -109,27 +110,35 @@ else
 	counted setup 0 1 0
 fi
 
+# suite PHASE STATUS: counts test/test-suite.log of the build tree we are in
+# as PHASE, whose make check ended with STATUS; failing logs are kept for
+# the end.
+failing_logs=""
+suite() {
+	local name=$1 status=$2 log=$PWD/test/test-suite.log bad=0
+	local PASS=0 FAIL=0 SKIP=0 XFAIL=0 XPASS=0 ERROR=0
+	if [ -f "$log" ]; then
+		# The first of each "# KIND: N" lines is the suite's total;
+		# failing tests' own logs follow.
+		eval "$(awk '/^# (PASS|FAIL|SKIP|XFAIL|XPASS|ERROR): +[0-9]+$/ {
+			k = substr($2, 1, length($2) - 1)
+			if (!seen[k]++) print k "=" $3
+		}' "$log")"
+		bad=$((FAIL + ERROR + XPASS))
+	fi
+	counted "$name" $((PASS + XFAIL)) $bad $SKIP
+	if [ $bad != 0 ]; then
+		failing_logs="$failing_logs $log"
+	elif [ "$status" != 0 ]; then
+		# make check can fail before any test ran (one does not build).
+		echo "ci: $name: make check failed with no failing test counted"
+		failed=$((failed + 1))
+	fi
+}
+
 check=0
 phase check make -j2 check || check=$?
-log=test/test-suite.log
-if [ -f $log ]; then
-	# The first of each "# KIND: N" lines is the suite's total; failing
-	# tests' own logs follow.
-	eval "$(awk '/^# (PASS|FAIL|SKIP|XFAIL|XPASS|ERROR): +[0-9]+$/ {
-		k = substr($2, 1, length($2) - 1)
-		if (!seen[k]++) print k "=" $3
-	}' $log)"
-	suite_failed=$((${FAIL:-0} + ${ERROR:-0} + ${XPASS:-0}))
-	counted host $((${PASS:-0} + ${XFAIL:-0})) $suite_failed ${SKIP:-0}
-else
-	suite_failed=0
-	counted host 0 0 0
-fi
-# make check can fail before any test ran (a test does not build).
-if [ $check != 0 ] && [ $suite_failed = 0 ]; then
-	echo "ci: make check failed with no failing test counted"
-	failed=$((failed + 1))
-fi
+suite host $check
 
 # The fuzz targets under libFuzzer, a bounded time each (test/fuzz.am).
 if phase fuzz make -C test check-fuzz FUZZ_SECONDS=60; then
@@ -166,13 +175,35 @@ else
 	counted vm 0 0 0
 fi
 
+# The host tests again in a tree built with AddressSanitizer (leaks
+# included) and UBSan, any undefined behaviour fatal: a memory error, a
+# leak or UB fails the case it happens in. Not --enable-werror: the first
+# tree is the warnings' judge, and instrumented builds warn falsely
+# (-Wrestrict at -O1).
+san="-fsanitize=address,undefined -fno-omit-frame-pointer"
+san="$san -fno-sanitize-recover=undefined"
+sbuild=$top/_build-san
+rm -rf "$sbuild"
+mkdir "$sbuild"
+cd "$sbuild"
+sancheck=0
+if phase san-configure "$top/configure" CFLAGS="-O1 -g $san" \
+	LDFLAGS="$san" && phase san-build make -j2; then
+	ASAN_OPTIONS=detect_leaks=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		phase san-check make -j2 check || sancheck=$?
+else
+	sancheck=1
+fi
+suite san $sancheck
+cd "$build"
+
 if [ $failed != 0 ]; then
 	echo "ci: === failing logs"
-	if [ $suite_failed != 0 ]; then
-		cat $log
-	elif [ $check != 0 ]; then
-		echo "(make check stopped before its tests: see its output above)"
-	fi
+	for l in $failing_logs; do
+		echo "ci: --- $l"
+		cat "$l"
+	done
 fi
 summary
 [ $failed = 0 ]
