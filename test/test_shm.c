@@ -11,9 +11,17 @@
  * - local peers go to shm by default, elsewhere when told (^shm) or when
  *   one of them cannot be attached to (a non-dumpable process);
  * - a peer that writes garbage into the shared rings ends that connection
- *   with RMCA_ERR_PROTOCOL, and the target lives on.
+ *   with RMCA_ERR_PROTOCOL, and the target lives on;
+ * - large puts and gets are copied by the initiator's core, without the
+ *   target's, and still refused for a made-up key, a range outside the
+ *   region, a missing permission, a deregistered or a revoked key, with
+ *   the target's memory untouched;
+ * - a deregistration wins against puts racing with it: once rmca_mr_dereg
+ *   returned, not one byte of the region changes.
  */
 #include <dirent.h>
+#include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -363,6 +371,261 @@ static void test_garbage_in_the_rings_ends_only_that_connection(void **state)
 	}
 }
 
+/* ---- puts and gets copied by the initiator ---- */
+
+#define DBIG (1u << 20)
+
+/* A token read without progressing rmca: this side's core serves nothing
+ * meanwhile. */
+static uint64_t quiet_read(struct api_peer *p)
+{
+	struct pollfd pf = {.fd = p->link[0].rd, .events = POLLIN};
+	uint64_t v;
+	size_t got = 0;
+
+	while (got < sizeof(v)) {
+		ssize_t n;
+
+		API_CHECK_MSG(poll(&pf, 1, API_TIMEOUT_MS) == 1,
+			      "nothing from the other side within %d ms",
+			      API_TIMEOUT_MS);
+		n = read(pf.fd, (char *)&v + got, sizeof(v) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		API_CHECK_MSG(n > 0, "the other side ended; see its line");
+		got += (size_t)n;
+	}
+	return v;
+}
+
+static void quiet_expect(struct api_peer *p, uint64_t token)
+{
+	uint64_t v = quiet_read(p);
+
+	API_CHECK_MSG(v == token, "expected token %#llx, got %#llx",
+		      (unsigned long long)token, (unsigned long long)v);
+}
+
+/* Serves nothing after the key is out: what completes, the client did. */
+static void idle_server(struct api_peer *p)
+{
+	uint8_t *mem = api_alloc(2 * DBIG);
+	rmca_mr_t *mr;
+
+	expect_shm(p);
+	api_pattern(mem, DBIG, 3);
+	API_CHECK_OK(rmca_mr_reg(
+		p->ctx, mem, 2 * DBIG,
+		RMCA_ACCESS_REMOTE_WRITE | RMCA_ACCESS_REMOTE_READ, &mr));
+	api_put_region(p, 0, mem, 2 * DBIG, mr, p->ep);
+	quiet_expect(p, TOKEN_GO);
+	API_CHECK_MSG(api_pattern_check(mem + DBIG, DBIG, 5) < 0,
+		      "the put did not land");
+	api_token(p, 0, TOKEN_GO);
+}
+
+static void idle_client(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(2 * DBIG);
+	struct api_region r;
+	rmca_mr_t *mr;
+
+	expect_shm(p);
+	api_get_region(p, 0, &r);
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, 2 * DBIG, RMCA_ACCESS_LOCAL, &mr));
+	api_pattern(buf, DBIG, 5);
+	API_CHECK_OK(API_POST(p, rmca_put(p->ep, buf, DBIG, mr, r.addr + DBIG,
+					  r.rkey, RMCA_DELIVERED, API_CTX(1))));
+	API_CHECK_OK(API_POST(p, rmca_get(p->ep, buf + DBIG, DBIG, mr, r.addr,
+					  r.rkey, API_CTX(2))));
+	api_wait_status(p, API_CTX(1), RMCA_OK);
+	api_wait_status(p, API_CTX(2), RMCA_OK);
+	API_CHECK_MSG(api_pattern_check(buf + DBIG, DBIG, 3) < 0,
+		      "the get read something else");
+	api_token(p, 0, TOKEN_GO);
+	api_expect_token(p, 0, TOKEN_GO);
+}
+
+static void test_big_put_and_get_need_no_target_core(void **state)
+{
+	const struct api_test t = {.server = idle_server,
+				   .client = idle_client,
+				   .no_barrier = true};
+
+	(void)state;
+	api_run(&t);
+}
+
+enum refusal {
+	REFUSE_MADE_UP,	  /* the right slot, another key */
+	REFUSE_NO_SLOT,	  /* a slot that holds nothing (or another key) */
+	REFUSE_RANGE,	  /* one byte past the region */
+	REFUSE_READONLY,  /* a put under a key without remote write */
+	REFUSE_WRITEONLY, /* a get under a key without remote read */
+	REFUSE_DEREG,	  /* the region was deregistered */
+	REFUSE_REVOKED,	  /* a use-once key the client revoked itself */
+	REFUSE_MAX,
+};
+
+static void refuse_server(struct api_peer *p)
+{
+	enum refusal how = (enum refusal)(intptr_t)p->arg;
+	unsigned access =
+		how == REFUSE_READONLY ? RMCA_ACCESS_REMOTE_READ
+		: how == REFUSE_WRITEONLY
+			? RMCA_ACCESS_REMOTE_WRITE
+			: RMCA_ACCESS_REMOTE_WRITE | RMCA_ACCESS_REMOTE_READ;
+	uint8_t *mem = api_alloc(2 * DBIG), *msg = api_alloc(64);
+	struct rmca_completion c;
+	rmca_mr_t *mr, *mm;
+
+	expect_shm(p);
+	api_pattern(mem, 2 * DBIG, 9);
+	if (how == REFUSE_REVOKED)
+		access |= RMCA_MR_USE_ONCE;
+	API_CHECK_OK(rmca_mr_reg(p->ctx, mem, DBIG, access, &mr));
+	api_put_region(p, 0, mem, DBIG, mr, p->ep);
+	if (how == REFUSE_DEREG)
+		API_CHECK_OK(rmca_mr_dereg(mr));
+	if (how == REFUSE_REVOKED) {
+		API_CHECK_OK(
+			rmca_mr_reg(p->ctx, msg, 64, RMCA_ACCESS_LOCAL, &mm));
+		API_CHECK_OK(rmca_recv(p->ep, msg, 64, mm, API_CTX(1)));
+		api_wait(p, API_CTX(1), &c);
+		API_CHECK_RC(c.status, RMCA_OK);
+		API_CHECK(c.revoked_rkey == rmca_mr_rkey(mr, p->ep) ||
+			  c.revoked_rkey != 0);
+	}
+	api_token(p, 0, TOKEN_GO);
+	/* The client's attempts run while this core serves nothing. */
+	quiet_expect(p, TOKEN_GO);
+	API_CHECK_MSG(api_pattern_check(mem, 2 * DBIG, 9) < 0,
+		      "a refused access changed byte %ld",
+		      api_pattern_check(mem, 2 * DBIG, 9));
+	api_token(p, 0, TOKEN_GO);
+}
+
+static void refuse_client(struct api_peer *p)
+{
+	enum refusal how = (enum refusal)(intptr_t)p->arg;
+	uint8_t *buf = api_alloc(DBIG + 4096);
+	uint64_t key, addr;
+	struct api_region r;
+	rmca_mr_t *mr;
+
+	expect_shm(p);
+	api_get_region(p, 0, &r);
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, DBIG + 4096, RMCA_ACCESS_LOCAL, &mr));
+	if (how == REFUSE_REVOKED) {
+		API_CHECK_OK(API_POST(p, rmca_send_inv(p->ep, buf, 8, mr,
+						       r.rkey, API_CTX(3))));
+		api_wait_status(p, API_CTX(3), RMCA_OK);
+	}
+	api_expect_token(p, 0, TOKEN_GO);
+	key = r.rkey;
+	addr = r.addr;
+	if (how == REFUSE_MADE_UP)
+		key ^= 1ull << 40;
+	if (how == REFUSE_NO_SLOT) /* another slot, never 0 (not published) */
+		key ^= (key & 3) == 2 ? 1 : 2;
+	if (how == REFUSE_RANGE)
+		addr += 1;
+	api_pattern(buf, DBIG, 4);
+	if (how == REFUSE_WRITEONLY)
+		API_CHECK_OK(API_POST(p, rmca_get(p->ep, buf, 64 * 1024, mr,
+						  addr, key, API_CTX(1))));
+	else
+		API_CHECK_OK(
+			API_POST(p, rmca_put(p->ep, buf, DBIG, mr, addr, key,
+					     RMCA_DELIVERED, API_CTX(1))));
+	api_wait_status(p, API_CTX(1), RMCA_ERR_REMOTE_ACCESS);
+	if (how == REFUSE_WRITEONLY)
+		API_CHECK_MSG(api_pattern_check(buf, DBIG, 4) < 0,
+			      "a refused get wrote into its buffer");
+	api_token(p, 0, TOKEN_GO);
+	api_expect_token(p, 0, TOKEN_GO);
+}
+
+static void test_direct_access_is_refused_untouched(void **state)
+{
+	struct api_test t = {.server = refuse_server,
+			     .client = refuse_client,
+			     .no_barrier = true};
+
+	(void)state;
+	for (intptr_t i = 0; i < REFUSE_MAX; i++) {
+		t.arg = (void *)i;
+		api_run(&t);
+	}
+}
+
+/* The region, filled with this after the dereg, must stay so. */
+#define CANARY 0xa5
+
+static void race_server(struct api_peer *p)
+{
+	uint8_t *mem = api_alloc(4 * DBIG);
+	rmca_mr_t *mr;
+
+	expect_shm(p);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, mem, 4 * DBIG,
+				 RMCA_ACCESS_REMOTE_WRITE, &mr));
+	api_put_region(p, 0, mem, 4 * DBIG, mr, p->ep);
+	quiet_expect(p, TOKEN_GO);
+	/* Puts are streaming in: wait a little, differently each round. */
+	usleep((useconds_t)(200 + 150 * (intptr_t)p->arg));
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	memset(mem, CANARY, 4 * DBIG);
+	quiet_expect(p, TOKEN_GO);
+	for (size_t i = 0; i < 4 * DBIG; i++)
+		API_CHECK_MSG(mem[i] == CANARY,
+			      "byte %zu changed after rmca_mr_dereg returned",
+			      i);
+	api_token(p, 0, TOKEN_GO);
+}
+
+static void race_client(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(DBIG);
+	struct rmca_completion c;
+	struct api_region r;
+	rmca_mr_t *mr;
+	int n = 0;
+
+	expect_shm(p);
+	api_get_region(p, 0, &r);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, DBIG, RMCA_ACCESS_LOCAL, &mr));
+	memset(buf, 0x11, DBIG);
+	api_token(p, 0, TOKEN_GO);
+	for (;; n++) {
+		API_CHECK_OK(API_POST(
+			p, rmca_put(p->ep, buf, DBIG, mr,
+				    r.addr + (uint64_t)(n % 4) * DBIG, r.rkey,
+				    RMCA_DELIVERED, API_CTX(1 + n))));
+		api_wait(p, API_CTX(1 + n), &c);
+		if (c.status)
+			break;
+	}
+	API_CHECK_RC(c.status, RMCA_ERR_REMOTE_ACCESS);
+	api_token(p, 0, TOKEN_GO);
+	api_expect_token(p, 0, TOKEN_GO);
+}
+
+static void test_dereg_wins_against_racing_puts(void **state)
+{
+	struct api_test t = {.server = race_server,
+			     .client = race_client,
+			     .no_barrier = true};
+
+	(void)state;
+	for (intptr_t i = 0; i < 12; i++) {
+		t.arg = (void *)i;
+		api_run(&t);
+	}
+}
+
 /* ---- which transport serves a local peer ---- */
 
 static void transport_is(struct api_peer *p)
@@ -421,6 +684,9 @@ int main(void)
 		cmocka_unit_test(test_local_peer_transport_choice),
 		cmocka_unit_test(
 			test_garbage_in_the_rings_ends_only_that_connection),
+		cmocka_unit_test(test_big_put_and_get_need_no_target_core),
+		cmocka_unit_test(test_direct_access_is_refused_untouched),
+		cmocka_unit_test(test_dereg_wins_against_racing_puts),
 	};
 
 	/* Local peers over shm, whatever the default priorities say. */

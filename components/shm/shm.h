@@ -4,13 +4,15 @@
  *
  * Each connection shares one sealed memfd segment (handed over a unix socket,
  * so nothing is ever named in /dev/shm) holding, per side, a request ring
- * and a response ring. Every remote access is a request executed by the
- * target's own core: the target checks the key in its table, then copies
- * with memcpy (data inline in the ring) or with process_vm_readv/writev
- * straight between the two processes' memory (cross-memory attach). So the
- * key table never leaves the target, revocation and deregistration need no
- * protocol (the target runs single-threaded), and atomics run on the
- * target's CPU, coherent with tcp's and with the core's emulation.
+ * and a response ring. Messages, atomics and small puts and gets are
+ * requests executed by the target's own core: it checks the key in its
+ * table, then copies with memcpy (data inline in the ring) or with
+ * process_vm_readv/writev (cross-memory attach, CMA). Atomics thus run on
+ * the target's CPU, coherent with tcp's and with the core's emulation.
+ *
+ * Large puts and gets do not wait for the target: the initiator's core
+ * checks the key in the table the target publishes (shm_pub.h) and copies
+ * with CMA itself, under a protocol that lets revocation win (shm_direct.c).
  *
  * The unix socket stays open for the connection's life: it carries wakeups
  * (one byte, only when the peer said it may sleep) and its hang-up tells a
@@ -27,9 +29,10 @@
 #include <rmca/component.h>
 
 #include "shm_list.h"
+#include "shm_pub.h"
 #include "shm_ring.h"
 
-#define SHM_PROTO_VERSION 1u
+#define SHM_PROTO_VERSION 2u
 #define SHM_MAX_OPS	  16384 /* outstanding ops per connection, then AGAIN */
 #define SHM_MAX_PENDING	  64	/* accepted sockets awaiting their connect() */
 
@@ -67,7 +70,14 @@ struct shm_module {
 	struct shm_list conns; /* struct rmca_conn */
 	struct shm_keytab keys;
 	uint64_t probe_word;
-	int yama;	   /* kernel.yama.ptrace_scope, 0 when absent */
+	int yama;		/* kernel.yama.ptrace_scope, 0 when absent */
+	int pub_fd;		/* the published key table: its memfd ... */
+	struct shm_keypub *pub; /* ... mapped here, the one writer */
+	unsigned nfree;		/* free slots of pub, in free_slots */
+	uint16_t free_slots[SHM_KEY_SLOTS];
+	/* Closed connections whose peer was copying under a key when they
+	 * closed: a deregistration still waits for it. */
+	struct shm_list zombies;
 	long long idle_ns; /* shm_idle_us: busy sides stay disarmed this long */
 };
 
@@ -110,6 +120,10 @@ struct rmca_conn {
 	void *cookie;
 	int side; /* 0: active, 1: passive */
 	pid_t peer_pid;
+	int pidfd;    /* the peer's: readable once it exited; -1 without */
+	bool cma;     /* both sides may attach to each other */
+	uint64_t tag; /* our side's shm_side.tag */
+	const struct shm_keypub *peer_keys; /* mapped read-only, or NULL */
 	bool failed;
 	int fail_status;
 	struct shm_seg *seg;
@@ -136,6 +150,8 @@ void rmca_shm_module_destroy(struct shm_module *m);
  * why. */
 int rmca_shm_addr_check(const struct shm_module *m, const void *addr,
 			size_t len, char *why, size_t why_len);
+/* This side lets its core copy between the two processes (CMA). */
+bool rmca_shm_may_attach(const struct shm_module *m);
 
 /* shm_keys.c */
 int rmca_shm_keytab_init(struct shm_keytab *t,
@@ -158,6 +174,21 @@ int rmca_shm_access(struct rmca_conn *c, uint64_t rkey, uint64_t raddr,
 uint64_t rmca_shm_revoke_inv(struct rmca_conn *c, uint64_t rkey);
 /* c goes away: the use-once keys bound to it die with it. */
 void rmca_shm_keys_drop_conn(struct shm_module *m, struct rmca_conn *c);
+int rmca_shm_pub_create(struct shm_module *m);
+void rmca_shm_pub_destroy(struct shm_module *m);
+
+/* shm_direct.c: the initiator's own copy under the peer's published key.
+ * 0 done; RMCA_ERR_REMOTE_ACCESS refused, nothing copied from then on;
+ * RMCA_ERR_CONNECTION the peer is gone or closed; SHM_NOT_DIRECT the key
+ * is not published (or c cannot attach): the target must serve it. */
+#define SHM_NOT_DIRECT 1
+int rmca_shm_direct(struct rmca_conn *c, bool to_peer, char *local,
+		    uint64_t raddr, uint64_t rkey, size_t len);
+/* The target withdrew slot: wait until no peer is copying under it. */
+void rmca_shm_wait_accessors(struct shm_module *m, unsigned slot);
+/* Closed connections whose peer copies under no key any more (or all):
+ * freed. */
+void rmca_shm_reap_zombies(struct shm_module *m, bool all);
 
 /* shm_connect.c */
 int rmca_shm_listen(struct shm_module *m);
@@ -166,13 +197,24 @@ int rmca_shm_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
 		     struct rmca_conn **out);
 
 /* shm_conn.c */
-int rmca_shm_conn_create(struct shm_module *m, int fd, struct shm_seg *seg,
-			 int side, pid_t peer_pid, void *cookie,
+struct shm_conn_parts {
+	struct shm_seg *seg;
+	int side;
+	pid_t peer_pid;
+	int pidfd;
+	bool cma;
+	const struct shm_keypub *peer_keys;
+};
+/* On success c owns the parts and fd. */
+int rmca_shm_conn_create(struct shm_module *m, int fd,
+			 const struct shm_conn_parts *p, void *cookie,
 			 struct rmca_conn **out);
 void rmca_shm_conn_fail(struct rmca_conn *c, int status);
 void rmca_shm_wake_peer(struct rmca_conn *c);
 void rmca_shm_conn_poll(struct rmca_conn *c);
 void rmca_shm_disconnect(struct rmca_conn *c);
+/* The segment, the peer's key table and pidfd of c: gone. */
+void rmca_shm_conn_unmap(struct rmca_conn *c);
 int rmca_shm_progress(struct rmca_module *mod);
 
 /* shm_ops.c: posting */

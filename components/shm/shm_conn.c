@@ -71,6 +71,8 @@ void rmca_shm_conn_fail(struct rmca_conn *c, int status)
 		return;
 	c->failed = true;
 	c->fail_status = status;
+	/* The peer starts no copy into our memory from now on. */
+	__atomic_store_n(&c->r.me->closed, 1, __ATOMIC_SEQ_CST);
 	rmca_shm_complete_all(c, status == RMCA_ERR_PROTOCOL
 					 ? RMCA_ERR_PROTOCOL
 					 : RMCA_ERR_CONNECTION);
@@ -136,8 +138,8 @@ static void conn_cb(void *arg, uint32_t events)
 	rmca_shm_conn_poll(c);
 }
 
-int rmca_shm_conn_create(struct shm_module *m, int fd, struct shm_seg *seg,
-			 int side, pid_t peer_pid, void *cookie,
+int rmca_shm_conn_create(struct shm_module *m, int fd,
+			 const struct shm_conn_parts *p, void *cookie,
 			 struct rmca_conn **out)
 {
 	const struct rmca_core *core = m->base.core;
@@ -148,10 +150,18 @@ int rmca_shm_conn_create(struct shm_module *m, int fd, struct shm_seg *seg,
 	c->mod = m;
 	c->fd = fd;
 	c->cookie = cookie;
-	c->side = side;
-	c->peer_pid = peer_pid;
-	c->seg = seg;
-	rmca_shm_rings_init(&c->r, seg, side);
+	c->side = p->side;
+	c->peer_pid = p->peer_pid;
+	c->pidfd = p->pidfd;
+	c->cma = p->cma;
+	c->peer_keys = p->peer_keys;
+	c->seg = p->seg;
+	rmca_shm_rings_init(&c->r, p->seg, p->side);
+	if (core->ops->random(&c->tag, sizeof(c->tag)) || !c->tag) {
+		free(c);
+		return RMCA_ERR_AGAIN;
+	}
+	__atomic_store_n(&c->r.me->tag, c->tag, __ATOMIC_RELEASE);
 	shm_list_init(&c->ops);
 	shm_list_init(&c->recvs);
 	shm_list_init(&c->backlog);
@@ -165,20 +175,36 @@ int rmca_shm_conn_create(struct shm_module *m, int fd, struct shm_seg *seg,
 	return 0;
 }
 
+void rmca_shm_conn_unmap(struct rmca_conn *c)
+{
+	munmap(c->seg, sizeof(*c->seg));
+	if (c->peer_keys)
+		munmap((void *)c->peer_keys, sizeof(*c->peer_keys));
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+}
+
 void rmca_shm_disconnect(struct rmca_conn *c)
 {
+	struct shm_module *m = c->mod;
+
 	rmca_shm_complete_all(c, RMCA_ERR_CANCELED);
+	__atomic_store_n(&c->r.me->closed, 1, __ATOMIC_SEQ_CST);
 	close_fd(c);
-	rmca_shm_keys_drop_conn(c->mod, c);
-	munmap(c->seg, sizeof(*c->seg));
+	rmca_shm_keys_drop_conn(m, c);
+	/* The peer may be copying under one of our keys still: the
+	 * connection stays, as a zombie, until it no longer is. */
 	shm_list_del(&c->link);
-	free(c);
+	shm_list_add_tail(&m->zombies, &c->link);
+	rmca_shm_reap_zombies(m, false);
 }
 
 int rmca_shm_progress(struct rmca_module *mod)
 {
 	struct shm_module *m = shm_entry(mod, struct shm_module, base);
 
+	if (!shm_list_empty(&m->zombies))
+		rmca_shm_reap_zombies(m, false);
 	for (struct shm_list *l = m->conns.next; l != &m->conns; l = l->next)
 		rmca_shm_conn_poll(shm_entry(l, struct rmca_conn, link));
 	return 0;

@@ -8,6 +8,11 @@
  * kernel's word on who sent it (SO_PEERCRED), the seals and size of the
  * segment, and acknowledges. The memfd is closed on both sides once mapped,
  * so the memory goes away with the last mapping, however a process ends.
+ *
+ * The hello and its acknowledgement also carry each side's published key
+ * table (a second memfd, mapped read-only by the peer; sent only when this
+ * side holds a pidfd of the peer, so that it can tell when the peer is
+ * gone) and whether that side may attach to the other (SHM_HF_CMA).
  */
 #define _GNU_SOURCE /* memfd_create, accept4, ucred */
 #include <errno.h>
@@ -19,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,18 +34,27 @@
 #define SHM_HELLO_MAGIC 0x4f4c4548u /* "HELO" */
 #define SHM_ACK_MAGIC	0x4b434148u /* "HACK" */
 
+enum shm_hello_flags {
+	SHM_HF_CMA = 1 << 0,  /* the sender may attach to the receiver */
+	SHM_HF_KEYS = 1 << 1, /* the sender's key table comes with it */
+};
+
 struct shm_hello {
 	uint32_t magic;
 	uint32_t version;
 	uint64_t token;
 	int32_t status; /* ack: 0, or why the passive side refused */
-	uint32_t zero;
+	uint32_t flags;
 };
+
+#define SHM_HELLO_FDS 2 /* the segment (hello only), the key table */
 
 struct shm_pending {
 	struct shm_list link;
 	int fd;
 	int memfd;
+	int keyfd;
+	uint32_t flags;
 	uint64_t token;
 	pid_t pid;
 };
@@ -115,6 +130,8 @@ static void pending_free(struct shm_module *m, struct shm_pending *p)
 		close(p->fd);
 	if (p->memfd >= 0)
 		close(p->memfd);
+	if (p->keyfd >= 0)
+		close(p->keyfd);
 	free(p);
 }
 
@@ -126,41 +143,29 @@ void rmca_shm_pending_free_all(struct shm_module *m)
 		pending_free(m, p);
 }
 
-static int write_all(int fd, const void *buf, size_t len, long long deadline)
+static void close_fds(int *fds, int n)
 {
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno != EAGAIN)
-			return RMCA_ERR_CONNECTION;
-		n = wait_fd(fd, POLLOUT, deadline);
-		if (n < 0)
-			return (int)n;
+	for (int i = 0; i < n; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
 	}
-	return 0;
 }
 
-/* Read one hello (and the descriptor that may come with it). */
-static int read_hello(int fd, struct shm_hello *h, int *memfd,
+/* Read one hello and the descriptors that may come with it, in order. */
+static int read_hello(int fd, struct shm_hello *h, int fds[SHM_HELLO_FDS],
 		      long long deadline)
 {
 	char *p = (char *)h;
 	size_t got = 0;
+	int nfds = 0;
 
-	*memfd = -1;
+	for (int i = 0; i < SHM_HELLO_FDS; i++)
+		fds[i] = -1;
 	while (got < sizeof(*h)) {
 		union {
 			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int))];
+			char b[CMSG_SPACE(SHM_HELLO_FDS * sizeof(int))];
 		} cm;
 		struct iovec iov = {.iov_base = p + got,
 				    .iov_len = sizeof(*h) - got};
@@ -191,14 +196,14 @@ static int read_hello(int fd, struct shm_hello *h, int *memfd,
 			if (c->cmsg_level != SOL_SOCKET ||
 			    c->cmsg_type != SCM_RIGHTS)
 				continue;
-			/* One descriptor, once: anything more is closed. */
+			/* What we expect, once: anything more is closed. */
 			for (size_t i = 0;
 			     i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 			     i++) {
 				memcpy(&f, CMSG_DATA(c) + i * sizeof(int),
 				       sizeof(f));
-				if (*memfd < 0)
-					*memfd = f;
+				if (nfds < SHM_HELLO_FDS)
+					fds[nfds++] = f;
 				else
 					close(f);
 			}
@@ -206,12 +211,90 @@ static int read_hello(int fd, struct shm_hello *h, int *memfd,
 		got += (size_t)n;
 		continue;
 	fail:
-		if (*memfd >= 0)
-			close(*memfd);
-		*memfd = -1;
+		close_fds(fds, SHM_HELLO_FDS);
 		return r;
 	}
 	return 0;
+}
+
+/* Send h with the descriptors given (those >= 0). */
+static int send_hello(int fd, const struct shm_hello *h, const int *fds,
+		      int nfds)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(SHM_HELLO_FDS * sizeof(int))];
+	} cm;
+	struct iovec iov = {.iov_base = (void *)h, .iov_len = sizeof(*h)};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *c;
+	int n = 0;
+	ssize_t r;
+
+	memset(cm.b, 0, sizeof(cm.b));
+	for (int i = 0; i < nfds; i++)
+		if (fds[i] >= 0)
+			memcpy(cm.b + CMSG_LEN(0) + n++ * sizeof(int), &fds[i],
+			       sizeof(int));
+	if (n) {
+		msg.msg_control = cm.b;
+		msg.msg_controllen = CMSG_SPACE(n * sizeof(int));
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(n * sizeof(int));
+	}
+	do {
+		r = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} while (r < 0 && errno == EINTR);
+	return r == (ssize_t)sizeof(*h) ? 0 : RMCA_ERR_CONNECTION;
+}
+
+/* A descriptor that tells when pid has exited, or -1. */
+static int pidfd_of(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	long fd = syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd >= 0) {
+		if (fcntl((int)fd, F_SETFD, FD_CLOEXEC)) {
+			close((int)fd);
+			return -1;
+		}
+		return (int)fd;
+	}
+#else
+	(void)pid;
+#endif
+	return -1;
+}
+
+/* The peer's key table, read-only; NULL (and the peer's keys are served by
+ * its core) when it is not a sealed table of the right size. */
+static const struct shm_keypub *keys_attach(struct shm_module *m, int fd)
+{
+	struct shm_keypub *k;
+	struct stat st;
+	int seals;
+
+	if (fd < 0)
+		return NULL;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) ||
+	    (size_t)st.st_size != sizeof(*k)) {
+		shm_log(m, RMCA_LOG_INFO,
+			"ignored a peer's key table that "
+			"is not a sealed memfd of its size");
+		return NULL;
+	}
+	k = mmap(NULL, sizeof(*k), PROT_READ, MAP_SHARED, fd, 0);
+	if (k == MAP_FAILED)
+		return NULL;
+	if (k->magic != SHM_PUB_MAGIC || k->version != SHM_PROTO_VERSION) {
+		munmap(k, sizeof(*k));
+		return NULL;
+	}
+	return k;
 }
 
 static pid_t peer_pid(int fd)
@@ -306,6 +389,45 @@ static int dial(struct shm_module *m, uint64_t sock_id, long long deadline,
 	return 0;
 }
 
+/* This side's flags for the peer of pid, and its key table's fd (or -1),
+ * with *pidfd opened for it. */
+static uint32_t our_flags(struct shm_module *m, pid_t pid, int *pidfd,
+			  int *keyfd)
+{
+	uint32_t f = rmca_shm_may_attach(m) ? SHM_HF_CMA : 0;
+
+	*pidfd = pidfd_of(pid);
+	*keyfd = -1;
+	if (*pidfd >= 0 && m->pub_fd >= 0) {
+		f |= SHM_HF_KEYS;
+		*keyfd = m->pub_fd;
+	}
+	return f;
+}
+
+/* The connection, from the parts both sides agreed on; on failure every
+ * part is released (fd is the caller's). */
+static int conn_make(struct shm_module *m, int fd, struct shm_conn_parts *cp,
+		     uint32_t mine, uint32_t theirs, int keyfd, void *cookie,
+		     struct rmca_conn **out)
+{
+	int r;
+
+	cp->cma = (mine & SHM_HF_CMA) && (theirs & SHM_HF_CMA);
+	cp->peer_keys =
+		cp->cma && (theirs & SHM_HF_KEYS) && (mine & SHM_HF_KEYS)
+			? keys_attach(m, keyfd)
+			: NULL;
+	r = rmca_shm_conn_create(m, fd, cp, cookie, out);
+	if (r) {
+		if (cp->peer_keys)
+			munmap((void *)cp->peer_keys, sizeof(*cp->peer_keys));
+		if (cp->pidfd >= 0)
+			close(cp->pidfd);
+	}
+	return r;
+}
+
 static int active(struct shm_module *m, const struct rmca_conn_args *a,
 		  const struct shm_addr_blob *b, long long deadline,
 		  struct rmca_conn **out)
@@ -313,19 +435,9 @@ static int active(struct shm_module *m, const struct rmca_conn_args *a,
 	struct shm_hello h = {.magic = SHM_HELLO_MAGIC,
 			      .version = SHM_PROTO_VERSION,
 			      .token = a->token};
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} cm;
-	struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = cm.b,
-			     .msg_controllen = sizeof(cm.b)};
-	struct cmsghdr *c;
-	struct shm_seg *s;
-	int fd, memfd, junk, r;
-	ssize_t n;
+	struct shm_conn_parts cp = {.side = 0, .peer_pid = (pid_t)b->pid};
+	int fd, fds[SHM_HELLO_FDS], got[SHM_HELLO_FDS] = {-1, -1}, r;
+	uint32_t mine;
 
 	r = dial(m, b->sock_id, deadline, &fd);
 	if (r)
@@ -337,40 +449,37 @@ static int active(struct shm_module *m, const struct rmca_conn_args *a,
 		close(fd);
 		return RMCA_ERR_PROTOCOL;
 	}
-	s = seg_create(&memfd);
-	if (!s) {
+	cp.seg = seg_create(&fds[0]);
+	if (!cp.seg) {
 		close(fd);
 		return RMCA_ERR_NO_MEMORY;
 	}
-	memset(cm.b, 0, sizeof(cm.b));
-	c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &memfd, sizeof(int));
-	do {
-		n = sendmsg(fd, &msg, MSG_NOSIGNAL);
-	} while (n < 0 && errno == EINTR);
-	close(memfd);
-	r = n == (ssize_t)sizeof(h) ? 0 : RMCA_ERR_CONNECTION;
+	mine = our_flags(m, cp.peer_pid, &cp.pidfd, &fds[1]);
+	h.flags = mine;
+	r = send_hello(fd, &h, fds, SHM_HELLO_FDS);
+	close(fds[0]);
 	if (!r)
-		r = read_hello(fd, &h, &junk, deadline);
-	if (!r && junk >= 0) {
-		close(junk);
-		r = RMCA_ERR_PROTOCOL;
-	}
-	if (!r && (h.magic != SHM_ACK_MAGIC || h.token != a->token))
+		r = read_hello(fd, &h, got, deadline);
+	if (!r && (h.magic != SHM_ACK_MAGIC || h.token != a->token ||
+		   got[1] >= 0 || (got[0] >= 0) != !!(h.flags & SHM_HF_KEYS)))
 		r = RMCA_ERR_PROTOCOL;
 	if (!r && h.status)
 		r = h.status == RMCA_ERR_UNREACHABLE ? RMCA_ERR_UNREACHABLE
 						     : RMCA_ERR_PROTOCOL;
+	if (!r) {
+		r = conn_make(m, fd, &cp, mine, h.flags, got[0], a->cookie,
+			      out);
+		cp.pidfd = -1; /* released either way */
+	}
 	if (!r)
-		r = rmca_shm_conn_create(m, fd, s, 0, (pid_t)b->pid, a->cookie,
-					 out);
+		close_fds(got, SHM_HELLO_FDS);
 	if (r) {
 		shm_log(m, RMCA_LOG_INFO, "connect to pid %u failed (%d)",
 			(unsigned)b->pid, r);
-		munmap(s, sizeof(*s));
+		close_fds(got, SHM_HELLO_FDS);
+		if (cp.pidfd >= 0)
+			close(cp.pidfd);
+		munmap(cp.seg, sizeof(*cp.seg));
 		close(fd);
 	}
 	return r;
@@ -381,7 +490,7 @@ static int accept_one(struct shm_module *m, long long deadline)
 {
 	struct shm_pending *p, *q;
 	struct shm_hello h;
-	int fd, memfd, r;
+	int fd, fds[SHM_HELLO_FDS], r;
 
 	r = wait_fd(m->lfd, POLLIN, deadline);
 	if (r < 0)
@@ -391,27 +500,29 @@ static int accept_one(struct shm_module *m, long long deadline)
 		return 0;
 	/* A hello follows the connect at once; a silent socket gets a
 	 * second at most. */
-	r = read_hello(fd, &h, &memfd,
+	r = read_hello(fd, &h, fds,
 		       deadline >= 0 && deadline < now_ms() + 1000
 			       ? deadline
 			       : now_ms() + 1000);
 	if (r || h.magic != SHM_HELLO_MAGIC || h.version != SHM_PROTO_VERSION ||
-	    !h.token || memfd < 0) {
+	    !h.token || fds[0] < 0 ||
+	    (fds[1] >= 0) != !!(h.flags & SHM_HF_KEYS)) {
 		shm_log(m, RMCA_LOG_ERROR, "closing connection: %s",
 			r ? "no hello" : "bad hello");
-		if (memfd >= 0)
-			close(memfd);
+		close_fds(fds, SHM_HELLO_FDS);
 		close(fd);
 		return 0;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
-		close(memfd);
+		close_fds(fds, SHM_HELLO_FDS);
 		close(fd);
 		return RMCA_ERR_NO_MEMORY;
 	}
 	p->fd = fd;
-	p->memfd = memfd;
+	p->memfd = fds[0];
+	p->keyfd = fds[1];
+	p->flags = h.flags;
 	p->token = h.token;
 	p->pid = peer_pid(fd);
 	/* A newer hello with the same token supersedes; the oldest goes
@@ -439,9 +550,11 @@ static int passive(struct shm_module *m, const struct rmca_conn_args *a,
 	struct shm_hello h = {.magic = SHM_ACK_MAGIC,
 			      .version = SHM_PROTO_VERSION,
 			      .token = a->token};
+	struct shm_conn_parts cp = {
+		.side = 1, .peer_pid = (pid_t)b->pid, .pidfd = -1};
 	struct shm_pending *p = NULL;
-	struct shm_seg *s = NULL;
-	int fd, r;
+	uint32_t mine = 0, theirs;
+	int fd, keyfd = -1, r;
 
 	while (!p) {
 		for (struct shm_list *l = m->pending.next; l != &m->pending;
@@ -467,24 +580,32 @@ static int passive(struct shm_module *m, const struct rmca_conn_args *a,
 			(int)p->pid, (unsigned)b->pid);
 		h.status = RMCA_ERR_PROTOCOL;
 	} else {
-		s = seg_attach(m, p->memfd);
-		if (!s)
+		cp.seg = seg_attach(m, p->memfd);
+		if (!cp.seg)
 			h.status = RMCA_ERR_PROTOCOL;
 	}
+	if (!h.status)
+		mine = our_flags(m, cp.peer_pid, &cp.pidfd, &keyfd);
+	h.flags = mine;
+	theirs = p->flags;
 	fd = p->fd;
 	p->fd = -1; /* ours now */
-	pending_free(m, p);
-	r = write_all(fd, &h, sizeof(h), deadline);
+	r = send_hello(fd, &h, &keyfd, 1);
 	if (!r && h.status)
 		r = h.status;
-	if (!r)
-		r = rmca_shm_conn_create(m, fd, s, 1, (pid_t)b->pid, a->cookie,
-					 out);
+	if (!r) {
+		r = conn_make(m, fd, &cp, mine, theirs, p->keyfd, a->cookie,
+			      out);
+		cp.pidfd = -1; /* released either way */
+	}
+	pending_free(m, p);
 	if (!r)
 		return 0;
 	close(fd);
-	if (s)
-		munmap(s, sizeof(*s));
+	if (cp.pidfd >= 0)
+		close(cp.pidfd);
+	if (cp.seg)
+		munmap(cp.seg, sizeof(*cp.seg));
 	return h.status ? h.status : RMCA_ERR_CONNECTION;
 }
 

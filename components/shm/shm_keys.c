@@ -7,12 +7,18 @@
  * to, valid on that connection only, until the peer's send-with-invalidate
  * (or the core's revoke) ends it.
  *
- * The table lives in the target's private memory and only the target's core
- * reads it (every remote access is a request the target serves), so removing
- * a key is final the moment it returns: no reader can be in the middle of a
- * lookup.
+ * The table lives in the target's private memory and serves the requests
+ * that reach the target's core. Each key is also published, while a slot
+ * is free, in the table peers read (shm_pub.h): its low bits name the slot
+ * (0: not published). Removing a published key waits until no peer copies
+ * under it, so once a removal returns nothing can reach the region, through
+ * the rings (served by this thread, between requests) or directly.
  */
+#define _GNU_SOURCE /* memfd_create */
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "shm.h"
 
@@ -22,6 +28,7 @@ struct shm_key {
 	struct rmca_conn *conn;	 /* use-once: the connection it was handed to */
 	struct shm_key *next;	 /* hash chain */
 	struct shm_list mr_link; /* use-once: mr->once */
+	unsigned slot;		 /* in the published table, 0: none */
 };
 
 #define KEYTAB_MIN   64
@@ -31,6 +38,91 @@ static size_t slot(const struct shm_keytab *t, uint64_t key)
 {
 	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) &
 	       (t->nbuckets - 1);
+}
+
+int rmca_shm_pub_create(struct shm_module *m)
+{
+	struct shm_keypub *p;
+	int fd = memfd_create("rmca-keys", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+	m->pub_fd = -1;
+	m->pub = NULL;
+	if (fd < 0)
+		return RMCA_ERR_NO_MEMORY;
+	if (ftruncate(fd, sizeof(*p))) {
+		close(fd);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	p = mmap(NULL, sizeof(*p), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return RMCA_ERR_NO_MEMORY;
+	}
+#ifdef F_SEAL_FUTURE_WRITE
+	/* Only this mapping may write: peers get to read it. */
+	seals |= F_SEAL_FUTURE_WRITE;
+#endif
+	if (fcntl(fd, F_ADD_SEALS, seals)) {
+		munmap(p, sizeof(*p));
+		close(fd);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	p->magic = SHM_PUB_MAGIC;
+	p->version = SHM_PROTO_VERSION;
+	m->pub = p;
+	m->pub_fd = fd;
+	m->nfree = 0;
+	for (unsigned i = SHM_KEY_SLOTS - 1; i > 0; i--)
+		m->free_slots[m->nfree++] = (uint16_t)i;
+	return 0;
+}
+
+void rmca_shm_pub_destroy(struct shm_module *m)
+{
+	if (m->pub)
+		munmap(m->pub, sizeof(*m->pub));
+	if (m->pub_fd >= 0)
+		close(m->pub_fd);
+	m->pub = NULL;
+	m->pub_fd = -1;
+}
+
+static void slot_store(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+
+/* A seqlock write: readers that overlap it see seq odd or changed. */
+static void publish(struct shm_module *m, const struct shm_key *e,
+		    const struct rmca_module_mr *mr, uint64_t tag)
+{
+	struct shm_kslot *s = &m->pub->slot[e->slot];
+	uint64_t seq = s->seq;
+
+	slot_store(&s->seq, seq + 1);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	slot_store(&s->addr, (uint64_t)(uintptr_t)mr->addr);
+	slot_store(&s->len, mr->len);
+	slot_store(&s->tag, tag);
+	slot_store(&s->access, mr->access);
+	slot_store(&s->key, e->key);
+	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* The slot names nothing any more; returns once no peer copies under it. */
+static void unpublish(struct shm_module *m, unsigned slot)
+{
+	struct shm_kslot *s = &m->pub->slot[slot];
+	uint64_t seq = s->seq;
+
+	__atomic_store_n(&s->seq, seq + 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&s->key, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_SEQ_CST);
+	/* Dekker with rmca_shm_direct(): our store, then their marks. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	rmca_shm_wait_accessors(m, slot);
+	m->free_slots[m->nfree++] = (uint16_t)slot;
 }
 
 int rmca_shm_keytab_init(struct shm_keytab *t,
@@ -99,10 +191,17 @@ static struct shm_key *find(const struct shm_keytab *t, uint64_t key)
 	return NULL;
 }
 
-static struct shm_key *add(struct shm_keytab *t, struct rmca_module_mr *mr,
+static struct shm_key *add(struct shm_module *m, struct rmca_module_mr *mr,
 			   struct rmca_conn *conn)
 {
+	struct shm_keytab *t = &m->keys;
 	bool once = mr->access & RMCA_MR_USE_ONCE;
+	unsigned remote = RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE;
+	/* Published if a peer's core may copy under it; not for atomics,
+	 * which the target executes. */
+	unsigned ps = m->pub && m->nfree && (mr->access & remote)
+			      ? m->free_slots[m->nfree - 1]
+			      : 0;
 	struct shm_key *e;
 	uint64_t k = 0;
 	int tries;
@@ -111,7 +210,8 @@ static struct shm_key *add(struct shm_keytab *t, struct rmca_module_mr *mr,
 		if (t->random(&k, sizeof(k)))
 			return NULL;
 		k = once ? k | RMCA_KEY_USE_ONCE : k & ~RMCA_KEY_USE_ONCE;
-		if (k && !find(t, k))
+		k = (k & ~SHM_SLOT_MASK) | ps;
+		if ((k & ~SHM_SLOT_MASK) && !find(t, k))
 			break;
 	}
 	if (tries == KEYTAB_TRIES)
@@ -124,6 +224,11 @@ static struct shm_key *add(struct shm_keytab *t, struct rmca_module_mr *mr,
 	e->key = k;
 	e->mr = mr;
 	e->conn = conn;
+	e->slot = ps;
+	if (ps) {
+		m->nfree--;
+		publish(m, e, mr, conn ? conn->tag : 0);
+	}
 	shm_list_init(&e->mr_link);
 	e->next = t->buckets[slot(t, k)];
 	t->buckets[slot(t, k)] = e;
@@ -133,10 +238,13 @@ static struct shm_key *add(struct shm_keytab *t, struct rmca_module_mr *mr,
 	return e;
 }
 
-static void del(struct shm_keytab *t, struct shm_key *e)
+static void del(struct shm_module *m, struct shm_key *e)
 {
+	struct shm_keytab *t = &m->keys;
 	struct shm_key **pp;
 
+	if (e->slot)
+		unpublish(m, e->slot);
 	for (pp = &t->buckets[slot(t, e->key)]; *pp; pp = &(*pp)->next) {
 		if (*pp == e) {
 			*pp = e->next;
@@ -163,7 +271,7 @@ int rmca_shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 	mr->access = access;
 	shm_list_init(&mr->once);
 	if (!(access & RMCA_MR_USE_ONCE)) {
-		e = add(&m->keys, mr, NULL);
+		e = add(m, mr, NULL);
 		if (!e) {
 			free(mr);
 			return RMCA_ERR_AGAIN;
@@ -178,13 +286,13 @@ int rmca_shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
  * read by this thread, between requests. */
 int rmca_shm_mr_dereg(struct rmca_module_mr *mr)
 {
-	struct shm_keytab *t = &mr->mod->keys;
+	struct shm_module *m = mr->mod;
 	struct shm_key *e;
 
 	if (mr->key)
-		del(t, find(t, mr->key));
+		del(m, find(&m->keys, mr->key));
 	while ((e = shm_first(&mr->once, struct shm_key, mr_link)))
-		del(t, e);
+		del(m, e);
 	free(mr);
 	return 0;
 }
@@ -209,7 +317,7 @@ uint64_t rmca_shm_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
 		return mr->key;
 	e = once_key(mr, c);
 	if (!e)
-		e = add(&mr->mod->keys, mr, c);
+		e = add(mr->mod, mr, c);
 	return e ? e->key : 0;
 }
 
@@ -227,7 +335,7 @@ int rmca_shm_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
 	struct shm_key *e = find(&mr->mod->keys, rkey);
 
 	if (e && e->mr == mr && e->conn == c)
-		del(&mr->mod->keys, e);
+		del(mr->mod, e);
 	return 0;
 }
 
@@ -237,7 +345,7 @@ uint64_t rmca_shm_revoke_inv(struct rmca_conn *c, uint64_t rkey)
 
 	if (!e || !e->conn || e->conn != c)
 		return 0; /* revoked nothing: the completion says 0 */
-	del(&c->mod->keys, e);
+	del(c->mod, e);
 	return rkey;
 }
 
@@ -275,7 +383,7 @@ void rmca_shm_keys_drop_conn(struct shm_module *m, struct rmca_conn *c)
 		for (; e; e = n) {
 			n = e->next;
 			if (e->conn == c)
-				del(t, e);
+				del(m, e);
 		}
 	}
 }

@@ -189,6 +189,12 @@ int rmca_shm_addr_check(const struct shm_module *m, const void *addr,
 	return probe(&b, why, why_len);
 }
 
+bool rmca_shm_may_attach(const struct shm_module *m)
+{
+	(void)m;
+	return true; /* a peer is reachable only if it may */
+}
+
 static int shm_reachable(struct rmca_module *mod, const void *addr, size_t len,
 			 char *why, size_t why_len)
 {
@@ -232,8 +238,10 @@ int rmca_shm_module_create(const struct rmca_core *core,
 		       RMCA_CAP_REMOTE_COMPLETION | RMCA_CAP_ATOMIC_CPU;
 	m->lfd = -1;
 	m->idle_ns = core->ops->param_int(core, "shm_idle_us") * 1000;
+	m->pub_fd = -1;
 	shm_list_init(&m->pending);
 	shm_list_init(&m->conns);
+	shm_list_init(&m->zombies);
 	r = identity(m);
 	if (r) {
 		shm_log(m, RMCA_LOG_INFO, "cannot tell this host's identity");
@@ -245,8 +253,14 @@ int rmca_shm_module_create(const struct rmca_core *core,
 		free(m);
 		return r;
 	}
+	/* Without a published table every access goes through the rings. */
+	if (rmca_shm_pub_create(m))
+		shm_log(m, RMCA_LOG_INFO,
+			"no key table to publish: the target "
+			"serves every access");
 	r = rmca_shm_listen(m);
 	if (r) {
+		rmca_shm_pub_destroy(m);
 		rmca_shm_keytab_fini(&m->keys);
 		free(m);
 		return r;
@@ -262,6 +276,8 @@ int rmca_shm_module_create(const struct rmca_core *core,
 void rmca_shm_module_destroy(struct shm_module *m)
 {
 	rmca_shm_pending_free_all(m);
+	rmca_shm_reap_zombies(m, true);
+	rmca_shm_pub_destroy(m);
 	if (m->lfd >= 0)
 		close(m->lfd);
 	/* Regions still registered are the core's, deregistered before it

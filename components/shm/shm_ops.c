@@ -5,13 +5,18 @@
  * completion is remote. An op that finds no room (ring space, a response
  * slot, or for a send a receive posted by the peer) waits in the backlog in
  * post order; sends keep their order among themselves.
+ *
+ * Large puts and gets under a published key are copied by this core
+ * (shm_direct.c) and complete at once, the data in place. They wait their
+ * turn: only once every request posted before them has been answered, so
+ * that they are executed in post order with the rest as on the rings.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "shm.h"
 
-enum push_result { PUSHED, NO_CREDIT, NO_ROOM };
+enum push_result { PUSHED, NO_CREDIT, NO_ROOM, DONE };
 
 static void op_release(struct shm_op *op)
 {
@@ -56,12 +61,37 @@ void rmca_shm_complete_all(struct rmca_conn *c, int status)
 	}
 }
 
-static enum push_result push(struct rmca_conn *c, struct shm_op *op)
+/* A put or get this core may copy itself: SHM_NOT_DIRECT if not, else
+ * its status once done. */
+static int direct(struct rmca_conn *c, struct shm_op *op)
+{
+	if (!c->peer_keys || !shm_key_slot(op->rkey))
+		return SHM_NOT_DIRECT;
+	if (op->kind == SHM_OP_PUT && op->len > SHM_INLINE_MAX)
+		return rmca_shm_direct(c, true, op->buf, op->raddr, op->rkey,
+				       op->len);
+	if (op->kind == SHM_OP_GET && op->len > SHM_RESP_INLINE)
+		return rmca_shm_direct(c, false, op->buf, op->raddr, op->rkey,
+				       op->len);
+	return SHM_NOT_DIRECT;
+}
+
+static enum push_result push(struct rmca_conn *c, struct shm_op *op, int *st)
 {
 	bool inl = op->len <= SHM_INLINE_MAX;
 	uint32_t units = 1;
 	struct shm_req *q;
 	uint8_t type;
+
+	if (c->peer_keys &&
+	    (op->kind == SHM_OP_PUT || op->kind == SHM_OP_GET) &&
+	    op->len > SHM_RESP_INLINE && shm_key_slot(op->rkey)) {
+		if (c->reqs_pushed != c->resps_seen)
+			return NO_ROOM; /* after those in flight */
+		*st = direct(c, op);
+		if (*st != SHM_NOT_DIRECT)
+			return DONE;
+	}
 
 	if (c->reqs_pushed - c->resps_seen >= SHM_RESP_SLOTS)
 		return NO_ROOM;
@@ -128,6 +158,7 @@ void rmca_shm_pump(struct rmca_conn *c)
 {
 	struct shm_list *l, *next;
 	bool pushed = false, sends_wait = false;
+	int st;
 
 	for (l = c->backlog.next; l != &c->backlog; l = next) {
 		struct shm_op *op = shm_entry(l, struct shm_op, qlink);
@@ -137,10 +168,18 @@ void rmca_shm_pump(struct rmca_conn *c)
 		if (op->kind == SHM_OP_SEND && sends_wait)
 			continue;
 		shm_list_del(&op->qlink);
-		r = push(c, op);
+		r = push(c, op, &st);
 		if (r == PUSHED) {
 			pushed = true;
 			continue;
+		}
+		if (r == DONE) {
+			rmca_shm_op_done(c, op, st, 0, 0);
+			if (!st)
+				continue;
+			/* Refused or gone, as an answer would have said. */
+			rmca_shm_conn_fail(c, st);
+			return;
 		}
 		/* Back where it was. */
 		op->qlink.next = next;

@@ -73,6 +73,14 @@ struct shm_side {
 	 * to 0 owes that side a wake byte on the socket. */
 	_Alignas(SHM_CL) uint64_t armed;
 	_Alignas(SHM_CL) uint64_t recvs_posted; /* receives ever posted */
+	/* As an initiator: the slot of the peer's key table (shm_pub.h) this
+	 * side's core is copying under right now, 0 when none. */
+	_Alignas(SHM_CL) uint64_t access;
+	/* As a target: set when it closed the connection, so that the peer
+	 * starts no copy into its memory any more; and the tag that marks
+	 * the use-once keys it handed out on this connection. */
+	_Alignas(SHM_CL) uint64_t closed;
+	uint64_t tag;
 };
 
 struct shm_seg {

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Puts and gets the initiator's core copies itself, under a key of the
+ * table the target publishes, and the target's side of that bargain:
+ * waiting, when it withdraws a key, until no peer copies under it. The
+ * protocol and why it lets revocation win are in shm_pub.h.
+ */
+#define _GNU_SOURCE /* process_vm_readv */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "shm.h"
+
+static uint64_t ld(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+/* The slot still grants [raddr, raddr + len) with need to this
+ * connection, as of seq; false if it changed or never did. */
+static bool slot_grants(const struct rmca_conn *c, const struct shm_kslot *s,
+			uint64_t seq, uint64_t rkey, uint64_t raddr,
+			uint64_t len, unsigned need)
+{
+	uint64_t key = ld(&s->key), base = ld(&s->addr), size = ld(&s->len);
+	uint64_t tag = ld(&s->tag), access = ld(&s->access);
+
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if ((seq & 1) || ld(&s->seq) != seq)
+		return false;
+	if (key != rkey || (access & need) != need)
+		return false;
+	if (tag && tag != ld(&c->r.peer->tag))
+		return false;
+	return raddr >= base && raddr - base <= size &&
+	       len <= size - (raddr - base);
+}
+
+int rmca_shm_direct(struct rmca_conn *c, bool to_peer, char *local,
+		    uint64_t raddr, uint64_t rkey, size_t len)
+{
+	unsigned slot = shm_key_slot(rkey);
+	unsigned need =
+		to_peer ? RMCA_ACCESS_REMOTE_WRITE : RMCA_ACCESS_REMOTE_READ;
+	const struct shm_kslot *s;
+	uint64_t seq;
+	int st = 0;
+
+	if (!c->cma || !c->peer_keys || !slot)
+		return SHM_NOT_DIRECT;
+	s = &c->peer_keys->slot[slot];
+	/* Announce, then look (shm_pub.h). */
+	__atomic_store_n(&c->r.me->access, slot, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&c->r.peer->closed, __ATOMIC_SEQ_CST)) {
+		st = RMCA_ERR_CONNECTION;
+		goto out;
+	}
+	seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+	if (!slot_grants(c, s, seq, rkey, raddr, len, need)) {
+		st = RMCA_ERR_REMOTE_ACCESS;
+		goto out;
+	}
+	while (len) {
+		size_t n = len < SHM_DIRECT_CHUNK ? len : SHM_DIRECT_CHUNK;
+		struct iovec l = {.iov_base = local, .iov_len = n};
+		struct iovec r = {.iov_base = (void *)(uintptr_t)raddr,
+				  .iov_len = n};
+		ssize_t got = to_peer ? process_vm_writev(c->peer_pid, &l, 1,
+							  &r, 1, 0)
+				      : process_vm_readv(c->peer_pid, &l, 1, &r,
+							 1, 0);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			st = got < 0 && errno == ESRCH ? RMCA_ERR_CONNECTION
+						       : RMCA_ERR_REMOTE_ACCESS;
+			break;
+		}
+		local += got;
+		raddr += (uint64_t)got;
+		len -= (size_t)got;
+		/* Withdrawn meanwhile: the rest lands nowhere. */
+		if (len && __atomic_load_n(&s->seq, __ATOMIC_SEQ_CST) != seq) {
+			st = RMCA_ERR_REMOTE_ACCESS;
+			break;
+		}
+	}
+out:
+	__atomic_store_n(&c->r.me->access, 0, __ATOMIC_RELEASE);
+	return st;
+}
+
+/* The peer exited: its memory, and any copy it was making, are gone (a
+ * pidfd is readable only then). A peer without a pidfd was never shown
+ * the table, so it copies under none of its slots. */
+static bool peer_gone(const struct rmca_conn *c)
+{
+	struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
+
+	return c->pidfd < 0 || (poll(&p, 1, 0) > 0 && p.revents);
+}
+
+static bool copying_under(const struct rmca_conn *c, unsigned slot)
+{
+	return __atomic_load_n(&c->r.peer->access, __ATOMIC_SEQ_CST) == slot &&
+	       !peer_gone(c);
+}
+
+static void wait_conn(const struct rmca_conn *c, unsigned slot)
+{
+	struct timespec ts = {.tv_nsec = 20000};
+
+	/* One chunk at most, unless the peer is descheduled in it: spin a
+	 * little, then give the CPU away. */
+	for (int i = 0; copying_under(c, slot); i++) {
+		if (i < 1000)
+			sched_yield();
+		else
+			nanosleep(&ts, NULL);
+	}
+}
+
+void rmca_shm_wait_accessors(struct shm_module *m, unsigned slot)
+{
+	struct shm_list *l;
+
+	for (l = m->conns.next; l != &m->conns; l = l->next)
+		wait_conn(shm_entry(l, struct rmca_conn, link), slot);
+	for (l = m->zombies.next; l != &m->zombies; l = l->next)
+		wait_conn(shm_entry(l, struct rmca_conn, link), slot);
+}
+
+static void zombie_free(struct rmca_conn *c)
+{
+	shm_list_del(&c->link);
+	rmca_shm_conn_unmap(c);
+	free(c);
+}
+
+void rmca_shm_reap_zombies(struct shm_module *m, bool all)
+{
+	struct shm_list *l, *next;
+
+	for (l = m->zombies.next; l != &m->zombies; l = next) {
+		struct rmca_conn *c = shm_entry(l, struct rmca_conn, link);
+
+		next = l->next;
+		if (all ||
+		    !__atomic_load_n(&c->r.peer->access, __ATOMIC_SEQ_CST) ||
+		    peer_gone(c))
+			zombie_free(c);
+	}
+}
