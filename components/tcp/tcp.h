@@ -24,7 +24,12 @@
 #define TCP_MAX_PENDING 64 /* accepted sockets awaiting their connect() */
 #define TCP_MAX_LISTEN 16 /* data port sockets (one per selected address) */
 #define TCP_SCRATCH_LEN 65536 /* where refused payloads are drained */
-#define TCP_RX_BUDGET 64 /* frames read per wakeup, for fairness */
+#define TCP_RX_BUDGET 16 /* recv() calls per wakeup, for fairness */
+/* Bytes read at once: every frame that is in the socket, up to this much,
+ * comes in with one recv(). A payload at least TCP_RX_DIRECT long that
+ * starts at a frame boundary is read straight where it belongs. */
+#define TCP_RX_BUF 32768
+#define TCP_RX_DIRECT 16384
 /* Least RMCA_tcp_max_pending_responses: a connection holds off reading only
  * with every one of a peer's outstanding requests (at most TCP_MAX_OPS)
  * read and unanswered, so nothing of the peer's waits in the socket and
@@ -61,6 +66,9 @@ struct tcp_module {
 	struct tcp_list pending; /* struct tcp_pending */
 	int npending;
 	struct tcp_list conns; /* struct rmca_conn, for mr_dereg */
+	/* Connections with frames held back for the next progress pass, or
+	 * with buffered input to go on with (struct rmca_conn, dirty_link). */
+	struct tcp_list dirty;
 	int max_answers; /* RMCA_tcp_max_pending_responses */
 	struct tcp_list awaiting; /* passive connects without their socket */
 	long long next_expiry; /* of pending sockets, in ms; 0: none */
@@ -132,8 +140,8 @@ struct tcp_op {
 };
 
 struct tcp_rx {
-	uint8_t hdr[TCP_HDR_LEN];
-	size_t got; /* header bytes read */
+	char *buf; /* TCP_RX_BUF bytes read ahead ... */
+	size_t start, end; /* ... of which [start, end) are not used yet */
 	bool payload; /* reading the payload of f */
 	struct tcp_frame f;
 	char *dst; /* payload destination ... */
@@ -148,6 +156,7 @@ struct tcp_rx {
 struct rmca_conn {
 	struct tcp_module *mod;
 	struct tcp_list link; /* in mod->conns */
+	struct tcp_list dirty_link; /* in mod->dirty, when linked */
 	struct tcp_list keys; /* struct tcp_rkey bound to this connection */
 	int fd; /* -1 once closed */
 	void *cookie;
@@ -168,6 +177,10 @@ struct rmca_conn {
 	struct tcp_list outq; /* struct tcp_out */
 	uint64_t *credits; /* ring of receive lengths granted by the peer */
 	size_t cred_head, ncred, cred_cap;
+	/* Credits granted to the peer (receives posted), and messages that
+	 * used one: while the peer holds an unused credit, a new one may
+	 * wait, since the peer's next message brings us back. */
+	uint64_t granted, msgs_in;
 	struct tcp_rx rx;
 	char peer[80]; /* "host:port", for log lines */
 };
@@ -221,6 +234,14 @@ bool rmca_tcp_rx_held(const struct rmca_conn *c);
 struct tcp_out *rmca_tcp_out_new(const struct tcp_frame *f, const void *pl,
 				 size_t len);
 void rmca_tcp_out_flush(struct rmca_conn *c);
+/* Frames were queued by a post: write them now, or (defer) leave them for
+ * the next progress pass, which the caller knows is coming. */
+void rmca_tcp_out_kick(struct rmca_conn *c, bool defer);
+/* True when a request posted now may wait for the next pass: answers to
+ * requests already out will wake the context, or the socket is full. */
+bool rmca_tcp_out_busy(const struct rmca_conn *c);
+/* The module's progress op: held-back frames, then parked sockets. */
+int rmca_tcp_progress(struct rmca_module *mod);
 void rmca_tcp_op_done(struct rmca_conn *c, struct tcp_op *op, int status,
 		      size_t len, uint64_t revoked);
 void rmca_tcp_complete_all(struct rmca_conn *c, int status);
@@ -230,6 +251,8 @@ void rmca_tcp_conn_mr_gone(struct rmca_conn *c,
 
 /* tcp_rx.c */
 void rmca_tcp_rx(struct rmca_conn *c);
+/* Complete frames are buffered and c may read them. */
+bool rmca_tcp_rx_ready(const struct rmca_conn *c);
 
 /* tcp_target.c */
 int rmca_tcp_access(struct tcp_module *m, const struct rmca_conn *c,

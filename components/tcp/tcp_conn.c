@@ -2,6 +2,11 @@
 /*
  * A connection: its life in the event loop, its output queue (partial
  * writes resume where they stopped), and how it fails.
+ *
+ * Writes are batched: what one wakeup of a connection queues (answers,
+ * credits, sends a credit released) leaves in one sendmsg() when it is
+ * done; a post writes at once only when nothing else would bring the
+ * context back soon, and otherwise waits for the next progress pass.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,16 +43,67 @@ static void conn_close_fd(struct rmca_conn *c)
 	c->fd = -1;
 }
 
+static void dirty_del(struct rmca_conn *c)
+{
+	if (tcp_list_linked(&c->dirty_link))
+		tcp_list_del(&c->dirty_link);
+}
+
+static void dirty_add(struct rmca_conn *c)
+{
+	if (!tcp_list_linked(&c->dirty_link))
+		tcp_list_add_tail(&c->mod->dirty, &c->dirty_link);
+}
+
+/* Read what there is, then write what that queued, once; go on with
+ * frames left buffered while the connection held off reading if the
+ * write let it read again. */
+static void conn_serve(struct rmca_conn *c, bool readable)
+{
+	for (int i = 0; i < 2 && c->fd >= 0; i++) {
+		if (readable || rmca_tcp_rx_ready(c))
+			rmca_tcp_rx(c);
+		if (c->fd >= 0)
+			rmca_tcp_out_flush(c);
+		if (!rmca_tcp_rx_ready(c))
+			return;
+		readable = false;
+	}
+	if (c->fd >= 0)
+		dirty_add(c); /* the rest at the next pass */
+}
+
 static void conn_cb(void *arg, uint32_t events)
 {
 	struct rmca_conn *c = arg;
 
 	/* An error or hang-up fails the connection here even while it holds
-	 * off reading (EPOLLIN off). */
-	if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
-		rmca_tcp_out_flush(c);
-	if (c->fd >= 0 && (events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
-		rmca_tcp_rx(c);
+	 * off reading (EPOLLIN off): its write fails. */
+	conn_serve(c, events & (EPOLLIN | EPOLLERR | EPOLLHUP));
+}
+
+int rmca_tcp_progress(struct rmca_module *mod)
+{
+	struct tcp_module *m = tcp_entry(mod, struct tcp_module, base);
+	struct rmca_conn *c;
+	/* Each once: serving may queue a connection again, for the next
+	 * pass. */
+	struct tcp_list todo;
+
+	tcp_list_init(&todo);
+	if (!tcp_list_empty(&m->dirty)) {
+		todo.next = m->dirty.next;
+		todo.prev = m->dirty.prev;
+		todo.next->prev = &todo;
+		todo.prev->next = &todo;
+		tcp_list_init(&m->dirty);
+	}
+	while ((c = tcp_first(&todo, struct rmca_conn, dirty_link))) {
+		dirty_del(c);
+		if (c->fd >= 0)
+			conn_serve(c, false);
+	}
+	return rmca_tcp_pending_expire(mod);
 }
 
 int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
@@ -61,7 +117,13 @@ int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 	c->mod = m;
 	c->fd = fd;
 	c->cookie = cookie;
+	c->rx.buf = malloc(TCP_RX_BUF);
+	if (!c->rx.buf) {
+		free(c);
+		return RMCA_ERR_NO_MEMORY;
+	}
 	tcp_list_init(&c->link);
+	tcp_list_init(&c->dirty_link);
 	tcp_list_init(&c->keys);
 	tcp_list_init(&c->ops);
 	tcp_list_init(&c->recvs);
@@ -70,6 +132,7 @@ int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 	tcp_list_init(&c->outq);
 	rmca_tcp_sockname(fd, true, c->peer, sizeof(c->peer));
 	if (core->ops->fd_add(core, fd, EPOLLIN, conn_cb, c)) {
+		free(c->rx.buf);
 		free(c);
 		return RMCA_ERR_NO_MEMORY;
 	}
@@ -174,6 +237,7 @@ void rmca_tcp_out_flush(struct rmca_conn *c)
 	struct msghdr msg = { .msg_iov = iov };
 	ssize_t n;
 
+	dirty_del(c);
 	while (c->fd >= 0 && !tcp_list_empty(&c->outq)) {
 		msg.msg_iovlen = (size_t)out_iov(c, iov);
 		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
@@ -203,6 +267,24 @@ void rmca_tcp_out_flush(struct rmca_conn *c)
 	}
 	set_events(c, (rmca_tcp_rx_held(c) ? 0 : EPOLLIN) |
 			      (tcp_list_empty(&c->outq) ? 0 : EPOLLOUT));
+	/* Reading again, with whole frames buffered: the socket may stay
+	 * silent, so the next pass goes on with them. */
+	if (rmca_tcp_rx_ready(c))
+		dirty_add(c);
+}
+
+bool rmca_tcp_out_busy(const struct rmca_conn *c)
+{
+	return !tcp_list_empty(&c->inflight) ||
+	       (!tcp_list_empty(&c->outq) && (c->events & EPOLLOUT));
+}
+
+void rmca_tcp_out_kick(struct rmca_conn *c, bool defer)
+{
+	if (defer && c->fd >= 0 && !c->failed)
+		dirty_add(c);
+	else
+		rmca_tcp_out_flush(c);
 }
 
 static void op_release(struct tcp_op *op)
@@ -420,10 +502,12 @@ void rmca_tcp_conn_destroy(struct rmca_conn *c)
 	while ((o = tcp_first(&c->outq, struct tcp_out, link)))
 		out_drop(c, o);
 	conn_close_fd(c);
+	dirty_del(c);
 	/* Keys bound to c die with it. */
 	while ((k = tcp_first(&c->keys, struct tcp_rkey, conn_link)))
 		rmca_tcp_rkey_free(k);
 	tcp_list_del(&c->link);
 	free(c->credits);
+	free(c->rx.buf);
 	free(c);
 }

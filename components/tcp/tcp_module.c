@@ -152,7 +152,7 @@ static const struct rmca_module_ops tcp_module_ops = {
 	.mr_dereg = tcp_mr_dereg,
 	.mr_reg = tcp_mr_reg,
 	.mr_rkey = tcp_mr_rkey,
-	.progress = rmca_tcp_pending_expire,
+	.progress = rmca_tcp_progress,
 	.put = rmca_tcp_put,
 	.reachable = tcp_reachable,
 	.recv = rmca_tcp_recv,
@@ -189,6 +189,7 @@ int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
 		m->max_answers = TCP_MIN_PENDING_RESP;
 	tcp_list_init(&m->pending);
 	tcp_list_init(&m->conns);
+	tcp_list_init(&m->dirty);
 	tcp_list_init(&m->awaiting);
 	m->scratch = malloc(TCP_SCRATCH_LEN);
 	if (!m->scratch) {

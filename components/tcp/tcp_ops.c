@@ -6,6 +6,12 @@
  * Flow control: each posted receive sends the peer a credit carrying its
  * length; a send goes on the wire only against the oldest credit, so a
  * message is never dropped and never buffered by the target.
+ *
+ * A post writes its frame at once only when nothing is due to wake the
+ * context: with requests out, their answers bring the next progress pass,
+ * which writes every frame posted meanwhile with one sendmsg(); a credit
+ * may also wait while the peer still holds an unused one (its message
+ * brings us back).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +132,7 @@ static struct tcp_op *op_new(struct rmca_conn *c, enum tcp_op_kind kind,
 static int post_send(struct rmca_conn *c, const void *buf, size_t len,
 		     const struct rmca_module_mr *mr, uint64_t rkey, void *req)
 {
+	bool defer = rmca_tcp_out_busy(c);
 	struct tcp_op *op;
 	int err;
 
@@ -140,7 +147,7 @@ static int post_send(struct rmca_conn *c, const void *buf, size_t len,
 	op->inv_rkey = rkey;
 	tcp_list_add_tail(&c->sendq, &op->qlink);
 	rmca_tcp_pump_sends(c);
-	rmca_tcp_out_flush(c);
+	rmca_tcp_out_kick(c, defer);
 	return 0;
 }
 
@@ -165,6 +172,7 @@ int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
 		.type = TCP_F_CREDIT,
 		.len = len > TCP_MAX_PAYLOAD ? TCP_MAX_PAYLOAD : len,
 	};
+	bool defer = rmca_tcp_out_busy(c) || c->granted > c->msgs_in;
 	struct tcp_out *o;
 	struct tcp_op *op;
 	int err;
@@ -181,7 +189,8 @@ int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
 	op->len = (size_t)f.len;
 	op->mr = mr;
 	rmca_tcp_out_queue(c, o);
-	rmca_tcp_out_flush(c);
+	c->granted++;
+	rmca_tcp_out_kick(c, defer);
 	return 0;
 }
 
@@ -195,6 +204,7 @@ static int post_rdma(struct rmca_conn *c, enum tcp_op_kind kind, void *buf,
 		.raddr = raddr,
 		.rkey = rkey,
 	};
+	bool defer = rmca_tcp_out_busy(c);
 	struct tcp_op *op;
 	int err;
 
@@ -209,7 +219,7 @@ static int post_rdma(struct rmca_conn *c, enum tcp_op_kind kind, void *buf,
 	f.id = op->id;
 	op_queue(c, op, &f, kind == TCP_OP_PUT ? buf : NULL,
 		 kind == TCP_OP_PUT ? len : 0);
-	rmca_tcp_out_flush(c);
+	rmca_tcp_out_kick(c, defer);
 	return 0;
 }
 
@@ -239,6 +249,7 @@ int rmca_tcp_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
 		.rkey = a->rkey,
 		.operand = a->operand,
 	};
+	bool defer = rmca_tcp_out_busy(c);
 	struct tcp_op *op;
 	int err;
 
@@ -266,7 +277,7 @@ int rmca_tcp_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
 	op->mr = mr;
 	f.id = op->id;
 	op_queue(c, op, &f, NULL, 0);
-	rmca_tcp_out_flush(c);
+	rmca_tcp_out_kick(c, defer);
 	return 0;
 }
 

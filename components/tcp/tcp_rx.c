@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The receive side of a connection: a header is read and validated in full,
- * then its payload lands straight where it belongs (a posted receive, the
- * target region, the initiator's get buffer) or, when refused, in a scratch
- * buffer. Requests are answered in the order they arrive, so responses
- * match the initiator's in-flight queue head.
+ * The receive side of a connection: one recv() takes in every frame the
+ * socket holds (up to TCP_RX_BUF bytes); each header is validated in full,
+ * then its payload is copied where it belongs (a posted receive, the target
+ * region, the initiator's get buffer) or dropped when refused; a large
+ * payload is read straight to its place. A read shorter than asked for
+ * emptied the socket, so no recv() is spent to learn it would block.
+ * Requests are answered in the order they arrive, so responses match the
+ * initiator's in-flight queue head; the answers of one wakeup leave
+ * together, with one write, when the connection's event is done.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -50,7 +54,6 @@ static void respond(struct rmca_conn *c, const struct tcp_frame *req,
 	/* Read from the region when written out: mr_dereg must know. */
 	o->mr = f.len ? region : NULL;
 	rmca_tcp_answer_queue(c, o);
-	rmca_tcp_out_flush(c);
 }
 
 static void expect_payload(struct rmca_conn *c, char *dst, uint64_t dst_len,
@@ -75,6 +78,7 @@ static void on_send(struct rmca_conn *c, const struct tcp_frame *f)
 		protocol_error(c, "message longer than its credit");
 		return;
 	}
+	c->msgs_in++;
 	c->rx.op = r;
 	expect_payload(c, r->buf, f->len, 0, NULL);
 }
@@ -159,7 +163,6 @@ static void start_frame(struct rmca_conn *c)
 			return;
 		}
 		rmca_tcp_pump_sends(c);
-		rmca_tcp_out_flush(c);
 		return;
 	case TCP_F_SEND:
 		on_send(c, f);
@@ -239,60 +242,130 @@ static ssize_t rx_read(struct rmca_conn *c, void *buf, size_t len)
 	return -1;
 }
 
-static bool rx_step(struct rmca_conn *c)
+static size_t min_size(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * Act on the buffered bytes: whole headers, and payload bytes to their
+ * place. Returns false when c may not go on reading now (it failed, or it
+ * holds off until its answers are written).
+ */
+static bool rx_consume(struct rmca_conn *c)
 {
 	struct tcp_rx *rx = &c->rx;
 	const char *why;
+	size_t k;
+
+	for (;;) {
+		if (c->failed || c->fd < 0)
+			return false;
+		if (!rx->payload) {
+			/* Each request gets one answer: none is read while
+			 * the peer leaves the answers it has unread. */
+			if (rmca_tcp_rx_held(c))
+				return false;
+			if (rx->end - rx->start < TCP_HDR_LEN)
+				break;
+			if (rmca_tcp_frame_decode(
+				    (uint8_t *)rx->buf + rx->start,
+				    TCP_HDR_LEN, &rx->f, &why)) {
+				protocol_error(c, why);
+				return false;
+			}
+			rx->start += TCP_HDR_LEN;
+			start_frame(c);
+			continue;
+		}
+		if (rx->start == rx->end && (rx->dst_left || rx->drain_left))
+			break;
+		if (rx->dst_left) {
+			k = min_size(rx->end - rx->start, rx->dst_left);
+			memcpy(rx->dst, rx->buf + rx->start, k);
+			rx->dst += k;
+			rx->dst_left -= k;
+			rx->start += k;
+		} else if (rx->drain_left) {
+			k = min_size(rx->end - rx->start, rx->drain_left);
+			rx->drain_left -= k;
+			rx->start += k;
+		}
+		if (!rx->dst_left && !rx->drain_left)
+			finish_frame(c);
+	}
+	/* Room for the rest of a frame: what is left moves to the front. */
+	if (rx->start == rx->end) {
+		rx->start = rx->end = 0;
+	} else if (rx->start) {
+		memmove(rx->buf, rx->buf + rx->start, rx->end - rx->start);
+		rx->end -= rx->start;
+		rx->start = 0;
+	}
+	return true;
+}
+
+/* One recv() of what the frame being read needs next. Returns the bytes
+ * read (0: none now), -1 once c failed; *drained: a short read, so the
+ * socket held no more. */
+static ssize_t rx_fill(struct rmca_conn *c, bool *drained)
+{
+	struct tcp_rx *rx = &c->rx;
+	size_t want;
 	ssize_t n;
 
-	if (!rx->payload) {
-		/* Each request gets one answer: none is read while the peer
-		 * leaves the answers it has unread (out_flush reads on). */
-		if (rmca_tcp_rx_held(c)) {
-			rmca_tcp_out_flush(c);
-			return false;
+	if (rx->payload && rx->start == rx->end &&
+	    rx->dst_left >= TCP_RX_DIRECT) {
+		want = min_size(rx->dst_left, (size_t)1 << 30);
+		n = rx_read(c, rx->dst, want);
+		if (n > 0) {
+			rx->dst += n;
+			rx->dst_left -= (size_t)n;
+			if (!rx->dst_left && !rx->drain_left)
+				finish_frame(c);
 		}
-		n = rx_read(c, rx->hdr + rx->got, TCP_HDR_LEN - rx->got);
-		if (n <= 0)
-			return false;
-		rx->got += (size_t)n;
-		if (rx->got < TCP_HDR_LEN)
-			return false;
-		rx->got = 0;
-		if (rmca_tcp_frame_decode(rx->hdr, TCP_HDR_LEN, &rx->f, &why)) {
-			protocol_error(c, why);
-			return false;
+	} else if (rx->payload && rx->start == rx->end &&
+		   rx->drain_left >= TCP_RX_DIRECT) {
+		want = min_size(rx->drain_left, TCP_SCRATCH_LEN);
+		n = rx_read(c, c->mod->scratch, want);
+		if (n > 0) {
+			rx->drain_left -= (size_t)n;
+			if (!rx->drain_left)
+				finish_frame(c);
 		}
-		start_frame(c);
-	} else if (rx->dst_left) {
-		n = rx_read(c, rx->dst,
-			    rx->dst_left > (1u << 30) ? 1u << 30 :
-							rx->dst_left);
-		if (n <= 0)
-			return false;
-		rx->dst += n;
-		rx->dst_left -= (size_t)n;
-	} else if (rx->drain_left) {
-		n = rx_read(c, c->mod->scratch,
-			    rx->drain_left > TCP_SCRATCH_LEN ? TCP_SCRATCH_LEN :
-							       rx->drain_left);
-		if (n <= 0)
-			return false;
-		rx->drain_left -= (size_t)n;
+	} else {
+		want = TCP_RX_BUF - rx->end;
+		n = rx_read(c, rx->buf + rx->end, want);
+		if (n > 0)
+			rx->end += (size_t)n;
 	}
-	if (!c->failed && rx->payload && !rx->dst_left && !rx->drain_left)
-		finish_frame(c);
-	return true;
+	*drained = n > 0 && (size_t)n < want;
+	return n;
+}
+
+bool rmca_tcp_rx_ready(const struct rmca_conn *c)
+{
+	const struct tcp_rx *rx = &c->rx;
+
+	if (c->failed || c->fd < 0 || rmca_tcp_rx_held(c))
+		return false;
+	if (rx->payload)
+		return rx->start < rx->end;
+	return rx->end - rx->start >= TCP_HDR_LEN;
 }
 
 void rmca_tcp_rx(struct rmca_conn *c)
 {
-	for (int budget = TCP_RX_BUDGET; budget > 0 && c->fd >= 0; budget--) {
+	bool drained = false;
+
+	for (int budget = TCP_RX_BUDGET; c->fd >= 0; budget--) {
 		if (c->failed) {
 			rmca_tcp_discard(c);
 			return;
 		}
-		if (!rx_step(c))
+		if (!rx_consume(c) || drained || !budget)
+			return;
+		if (rx_fill(c, &drained) <= 0)
 			return;
 	}
 }

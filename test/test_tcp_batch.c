@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Batched reads and writes of the tcp component (tcp_harness.h). Only the
+ * connections' own events drive the modules here, never their progress op:
+ * that is all a context sleeping on its wait fd gets, so a frame held back
+ * for a later write with nothing due to bring the connection back would
+ * stall these tests.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tcp_harness.h"
+
+#define NMSG	    300
+#define NRECV	    8
+#define SEND_TAG(i) ((void *)(uintptr_t)(100000 + (i)))
+#define RECV_TAG(i) ((void *)(uintptr_t)(1 + (i)))
+
+static int tag_of(void *req)
+{
+	return (int)(uintptr_t)req;
+}
+
+/* Frames queued on c and not written yet. */
+static int queued(const struct rmca_conn *c)
+{
+	int n = 0;
+
+	for (const struct tcp_list *l = c->outq.next; l != &c->outq;
+	     l = l->next)
+		n++;
+	return n;
+}
+
+/*
+ * Only one side sends, many more messages than receives are posted, and
+ * the receiver posts a new receive for each message it gets: credits held
+ * back while the sender still has one and sends held back behind sends in
+ * flight all go out, every message arrives once, in order, and every send
+ * completes.
+ */
+static void one_way_stream_through_a_small_window(void **state)
+{
+	struct tcp_module *a = th_module(), *b = th_module();
+	struct rmca_conn *ca, *cb;
+	static uint32_t out[NMSG], in[NRECV];
+	int sends_done = 0, recvs_done = 0, next_recv = 0, seen = 0;
+
+	th_conn_pair(a, b, &ca, &cb);
+	for (int i = 0; i < NRECV; i++, next_recv++)
+		assert_int_equal(rmca_tcp_recv(cb, &in[i], sizeof(in[i]), NULL,
+					       RECV_TAG(i)),
+				 0);
+	for (int i = 0; i < NMSG; i++) {
+		out[i] = 0xc0de0000u + (uint32_t)i;
+		assert_int_equal(rmca_tcp_send(ca, &out[i], sizeof(out[i]),
+					       NULL, SEND_TAG(i)),
+				 0);
+	}
+	for (int round = 0; sends_done < NMSG || recvs_done < NMSG; round++) {
+		bool any = th_pump();
+
+		for (; seen < th_ndone && seen < TH_MAX_DONE; seen++) {
+			int t = tag_of(th_done[seen].req);
+
+			assert_int_equal(th_done[seen].status, 0);
+			if (t >= 100000) {
+				assert_int_equal(t - 100000, sends_done);
+				sends_done++;
+				continue;
+			}
+			/* receive k lands in in[k % NRECV], message k */
+			assert_int_equal(t - 1, recvs_done);
+			assert_int_equal(th_done[seen].len, sizeof(uint32_t));
+			assert_int_equal(in[recvs_done % NRECV],
+					 0xc0de0000u + (uint32_t)recvs_done);
+			recvs_done++;
+			if (next_recv < NMSG) {
+				assert_int_equal(
+					rmca_tcp_recv(cb,
+						      &in[next_recv % NRECV],
+						      sizeof(uint32_t), NULL,
+						      RECV_TAG(next_recv)),
+					0);
+				next_recv++;
+				any = true;
+			}
+		}
+		assert_true(seen == th_ndone); /* none went unrecorded */
+		th_ndone = seen = 0;
+		/* Nothing moved and nothing can: stalled. */
+		assert_true(any);
+		assert_true(round < 100000);
+	}
+	assert_int_equal(th_nfailed, 0);
+	assert_int_equal(queued(ca), 0);
+	assert_int_equal(queued(cb), 0);
+
+	rmca_tcp_conn_destroy(ca);
+	rmca_tcp_conn_destroy(cb);
+	th_module_free(a);
+	th_module_free(b);
+}
+
+/*
+ * Puts posted while one is in flight wait, and leave together when its
+ * answer comes; all of them complete.
+ */
+static void puts_behind_one_in_flight_leave_together(void **state)
+{
+	struct tcp_module *a = th_module(), *b = th_module();
+	struct rmca_conn *ca, *cb;
+	static char region[64 * 8], src[64 * 8];
+	struct rmca_module_mr *mr = NULL;
+	uint64_t key;
+
+	th_conn_pair(a, b, &ca, &cb);
+	assert_int_equal(b->base.ops->mr_reg(&b->base, region, sizeof(region),
+					     RMCA_ACCESS_REMOTE_WRITE, &mr),
+			 0);
+	key = b->base.ops->mr_rkey(mr, cb);
+	assert_true(key != 0);
+	for (int i = 0; i < 64; i++) {
+		memset(src + 8 * i, i + 1, 8);
+		assert_int_equal(
+			rmca_tcp_put(ca, src + 8 * i, 8, NULL,
+				     (uintptr_t)region + 8 * (unsigned)i, key,
+				     SEND_TAG(i)),
+			0);
+	}
+	/* The first went out at once, the others wait for its answer. */
+	assert_int_equal(queued(ca), 63);
+	th_pump_idle();
+	assert_int_equal(th_ndone, 64);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(th_done[i].status, 0);
+	assert_memory_equal(region, src, sizeof(region));
+	assert_int_equal(queued(ca), 0);
+
+	rmca_tcp_conn_destroy(ca);
+	rmca_tcp_conn_destroy(cb);
+	assert_int_equal(b->base.ops->mr_dereg(mr), 0);
+	th_module_free(a);
+	th_module_free(b);
+}
+
+/*
+ * A message longer than its receive, among others sent in one batch: the
+ * receive and the send both end RMCA_ERR_TRUNCATED, the messages before it
+ * are delivered whole, nothing is written past the receive.
+ */
+static void truncation_reaches_the_sender_in_a_batch(void **state)
+{
+	struct tcp_module *a = th_module(), *b = th_module();
+	struct rmca_conn *ca, *cb;
+	static char in[3][32], out[3][64];
+	int send_status[3] = {1, 1, 1}, recv_status[3] = {1, 1, 1};
+	size_t recv_len[3] = {0};
+
+	th_conn_pair(a, b, &ca, &cb);
+	memset(in, 0x55, sizeof(in));
+	for (int i = 0; i < 3; i++) {
+		memset(out[i], 'a' + i, sizeof(out[i]));
+		assert_int_equal(rmca_tcp_recv(cb, in[i], i == 1 ? 16 : 32,
+					       NULL, RECV_TAG(i)),
+				 0);
+	}
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(rmca_tcp_send(ca, out[i], i == 1 ? 64 : 32,
+					       NULL, SEND_TAG(i)),
+				 0);
+	th_pump_idle();
+	for (int i = 0; i < th_ndone && i < TH_MAX_DONE; i++) {
+		int t = tag_of(th_done[i].req);
+
+		if (t >= 100000) {
+			send_status[t - 100000] = th_done[i].status;
+		} else {
+			recv_status[t - 1] = th_done[i].status;
+			recv_len[t - 1] = th_done[i].len;
+		}
+	}
+	assert_int_equal(recv_status[0], 0);
+	assert_int_equal(recv_len[0], 32);
+	assert_memory_equal(in[0], out[0], 32);
+	assert_int_equal(send_status[0], 0);
+	assert_int_equal(recv_status[1], RMCA_ERR_TRUNCATED);
+	assert_int_equal(send_status[1], RMCA_ERR_TRUNCATED);
+	assert_memory_equal(in[1], out[1], 16);
+	for (int k = 16; k < 32; k++)
+		assert_int_equal(in[1][k], 0x55);
+	/* the connection failed there: the third ended with it */
+	assert_int_not_equal(send_status[2], 0);
+	assert_int_not_equal(send_status[2], 1);
+	assert_int_not_equal(recv_status[2], 0);
+
+	rmca_tcp_conn_destroy(ca);
+	rmca_tcp_conn_destroy(cb);
+	th_module_free(a);
+	th_module_free(b);
+}
+
+/*
+ * Frames as a raw peer may cut them: hundreds in one write, headers and
+ * payloads split a byte at a time, a payload large enough to be read
+ * straight into the region. Each is placed and answered once, in order.
+ */
+static void frames_cut_anywhere_are_read_whole(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	enum { NPUT = 400, BIG = 1 << 20 };
+	size_t wire_len = (size_t)NPUT * (TCP_HDR_LEN + 8);
+	uint8_t *wire = malloc(wire_len), hdr[TCP_HDR_LEN];
+	char *region = calloc(1, BIG), *big = malloc(BIG);
+	struct rmca_module_mr *mr = NULL;
+	struct tcp_frame f;
+	uint64_t key;
+	uint64_t id = 1;
+
+	assert_non_null(wire);
+	assert_non_null(region);
+	assert_non_null(big);
+	assert_int_equal(m->base.ops->mr_reg(&m->base, region, BIG,
+					     RMCA_ACCESS_REMOTE_WRITE, &mr),
+			 0);
+	key = m->base.ops->mr_rkey(mr, c);
+	/* many small puts in one write */
+	for (int i = 0; i < NPUT; i++, id++) {
+		uint8_t *p = wire + (size_t)i * (TCP_HDR_LEN + 8);
+
+		f = (struct tcp_frame){.type = TCP_F_PUT,
+				       .id = id,
+				       .len = 8,
+				       .raddr = (uintptr_t)region +
+						8 * (unsigned)i,
+				       .rkey = key};
+		rmca_tcp_frame_encode(&f, p);
+		memset(p + TCP_HDR_LEN, i & 0xff, 8);
+	}
+	th_peer_write(peer, wire, wire_len);
+	/* one put cut a byte at a time, header and payload */
+	f = (struct tcp_frame){.type = TCP_F_PUT,
+			       .id = id++,
+			       .len = 8,
+			       .raddr = (uintptr_t)region + BIG - 8,
+			       .rkey = key};
+	rmca_tcp_frame_encode(&f, hdr);
+	for (size_t k = 0; k < TCP_HDR_LEN; k++) {
+		th_peer_write(peer, hdr + k, 1);
+		th_pump_idle();
+	}
+	for (int k = 0; k < 8; k++) {
+		th_peer_write(peer, "\x7e", 1);
+		th_pump_idle();
+	}
+	/* a large one, read straight into the region */
+	memset(big, 0x42, BIG);
+	f = (struct tcp_frame){.type = TCP_F_PUT,
+			       .id = id++,
+			       .len = BIG / 2,
+			       .raddr = (uintptr_t)region + BIG / 4,
+			       .rkey = key};
+	th_peer_frame(peer, &f);
+	th_peer_write(peer, big, BIG / 2);
+
+	for (uint64_t want = 1; want < id; want++) {
+		assert_true(th_peer_read_frame(peer, &f));
+		assert_int_equal(f.type, TCP_F_RESP);
+		assert_int_equal(f.id, want);
+		assert_int_equal(f.status, 0);
+	}
+	for (int i = 0; i < NPUT && 8 * (size_t)i < BIG / 4; i++)
+		for (int k = 0; k < 8; k++)
+			assert_int_equal((uint8_t)region[8 * i + k],
+					 (uint8_t)(i & 0xff));
+	for (size_t k = BIG / 4; k < BIG / 4 + BIG / 2; k++)
+		assert_int_equal(region[k], 0x42);
+	for (int k = 0; k < 8; k++)
+		assert_int_equal(region[BIG - 8 + k], 0x7e);
+	assert_int_equal(th_nfailed, 0);
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	assert_int_equal(m->base.ops->mr_dereg(mr), 0);
+	th_module_free(m);
+	free(wire);
+	free(region);
+	free(big);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(one_way_stream_through_a_small_window),
+		cmocka_unit_test(puts_behind_one_in_flight_leave_together),
+		cmocka_unit_test(truncation_reaches_the_sender_in_a_batch),
+		cmocka_unit_test(frames_cut_anywhere_are_read_whole),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
