@@ -17,6 +17,7 @@ enum rmca_req_kind {
 
 struct rmca_req {
 	struct rmca_req *prev, *next; /* ep->reqs or ep->recvs, post order */
+	struct rmca_context *ctx; /* its pool: ep may be gone when it is freed */
 	struct rmca_ep *ep;
 	void *user_ctx;
 	enum rmca_op op;
@@ -139,6 +140,9 @@ struct rmca_mr {
 int rmca_cq_init(struct rmca_context *ctx);
 void rmca_cq_fini(struct rmca_context *ctx);
 void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r);
+/* Requests come from, and go back to, the context's pool. */
+struct rmca_req *rmca_req_alloc(struct rmca_context *ctx);
+void rmca_req_free(struct rmca_context *ctx, struct rmca_req *r);
 int rmca_progress(struct rmca_context *ctx, int timeout_ms);
 
 /* ops.c */

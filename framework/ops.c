@@ -29,11 +29,12 @@ static struct rmca_req **req_list(struct rmca_ep *ep, enum rmca_op op,
 struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
 			      enum rmca_req_kind kind, void *user_ctx)
 {
-	struct rmca_req *r = calloc(1, sizeof(*r));
+	struct rmca_req *r = rmca_req_alloc(ep->ctx);
 	struct rmca_req **head, **tail;
 
 	if (!r)
 		return NULL;
+	r->ctx = ep->ctx;
 	r->ep = ep;
 	r->op = op;
 	r->kind = kind;
@@ -72,7 +73,7 @@ void rmca_req_abandon(struct rmca_req *r)
 	if (r->op == RMCA_OP_FLUSH && r->kind == RMCA_REQ_USER)
 		r->ep->nflushes--;
 	req_unlink(r);
-	free(r);
+	rmca_req_free(r->ctx, r);
 }
 
 /* Freed once nobody holds it any more: the completion queue until
@@ -80,7 +81,7 @@ void rmca_req_abandon(struct rmca_req *r)
 void rmca_req_release(struct rmca_req *r)
 {
 	if (r->emitted && !r->queued && !r->flush && !r->uncovered)
-		free(r);
+		rmca_req_free(r->ctx, r);
 }
 
 static bool req_ready(const struct rmca_req *r)
@@ -195,7 +196,7 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 	if (r->kind == RMCA_REQ_DELIVERY_FLUSH) {
 		flush_resolve(r, status);
 		req_unlink(r);
-		free(r);
+		rmca_req_free(r->ctx, r);
 	} else if (req_ready(r) &&
 		   (r->op == RMCA_OP_RECV ||
 		    (!ep->nflushes && r->op != RMCA_OP_FLUSH))) {
@@ -239,7 +240,7 @@ void rmca_ep_flush_delivered(struct rmca_ep *ep)
 		ep->unflushed = f->covers;
 		f->covers = NULL;
 		req_unlink(f);
-		free(f);
+		rmca_req_free(f->ctx, f);
 	} else if (rc) {
 		rmca_req_done(f, rc, 0, 0);
 	}
@@ -264,7 +265,7 @@ void rmca_ep_cancel_all(struct rmca_ep *ep, int status)
 	while ((r = ep->reqs_head) || (r = ep->recvs_head)) {
 		if (r->kind == RMCA_REQ_DELIVERY_FLUSH) {
 			req_unlink(r);
-			free(r);
+			rmca_req_free(r->ctx, r);
 			continue;
 		}
 		if (!r->done) {

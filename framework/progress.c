@@ -19,13 +19,45 @@
 
 #include "ep.h"
 
+/* Requests kept for reuse, so that a post does not allocate: as many as
+ * were ever outstanding at once, up to this many. */
+#define RMCA_REQ_SPARE_MAX 4096
+
 struct rmca_cq {
 	struct rmca_req *head, *tail;
 	size_t count;
 	int efd;
 	bool signaled;
 	bool polling; /* inside rmca_poll: it signals what is left */
+	struct rmca_req *spare; /* linked through cq_next */
+	unsigned nspare;
 };
+
+struct rmca_req *rmca_req_alloc(struct rmca_context *ctx)
+{
+	struct rmca_cq *cq = ctx->cq;
+	struct rmca_req *r = cq->spare;
+
+	if (!r)
+		return calloc(1, sizeof(*r));
+	cq->spare = r->cq_next;
+	cq->nspare--;
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+void rmca_req_free(struct rmca_context *ctx, struct rmca_req *r)
+{
+	struct rmca_cq *cq = ctx->cq;
+
+	if (cq->nspare >= RMCA_REQ_SPARE_MAX) {
+		free(r);
+		return;
+	}
+	r->cq_next = cq->spare;
+	cq->spare = r;
+	cq->nspare++;
+}
 
 int rmca_cq_init(struct rmca_context *ctx)
 {
@@ -59,6 +91,12 @@ void rmca_cq_fini(struct rmca_context *ctx)
 		ctx->cq->head = r->cq_next;
 		r->queued = false;
 		rmca_req_release(r);
+	}
+	while (ctx->cq->spare) {
+		struct rmca_req *r = ctx->cq->spare;
+
+		ctx->cq->spare = r->cq_next;
+		free(r);
 	}
 	close(ctx->cq->efd);
 	free(ctx->cq);
