@@ -228,6 +228,7 @@ int rmca_deferred_add(struct rmca_ep *ep, struct rmca_req *r)
 		ep->deferred = r;
 	ep->deferred_tail = r;
 	ep->nheld++;
+	rmca_core_work_due(ep->ctx);
 	return 0;
 }
 
@@ -360,6 +361,7 @@ bool rmca_verify_start(struct rmca_ep *ep, struct rmca_req *r)
 	r->verify_deadline = rmca_now_ms() + RMCA_VERIFY_MS;
 	r->verify_next = ep->verify_wait;
 	ep->verify_wait = r;
+	rmca_core_work_due(ep->ctx);
 	return true;
 }
 

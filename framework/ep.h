@@ -143,6 +143,9 @@ void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r);
 /* Requests come from, and go back to, the context's pool. */
 struct rmca_req *rmca_req_alloc(struct rmca_context *ctx);
 void rmca_req_free(struct rmca_context *ctx, struct rmca_req *r);
+/* An endpoint was given work for the core's progress: delivery flushes
+ * owed, held sends, accesses being verified. */
+void rmca_core_work_due(struct rmca_context *ctx);
 int rmca_progress(struct rmca_context *ctx, int timeout_ms);
 
 /* ops.c */

@@ -239,6 +239,7 @@ void rmca_ep_flush_delivered(struct rmca_ep *ep)
 		}
 		ep->unflushed = f->covers;
 		f->covers = NULL;
+		rmca_core_work_due(ep->ctx);
 		req_unlink(f);
 		rmca_req_free(f->ctx, f);
 	} else if (rc) {
@@ -435,6 +436,7 @@ int rmca_put(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 		r->uncovered = true;
 		r->cover_next = ep->unflushed;
 		ep->unflushed = r;
+		rmca_core_work_due(ep->ctx);
 	}
 	r->raddr = raddr;
 	r->rkey = rkey;

@@ -31,7 +31,13 @@ struct rmca_cq {
 	bool polling; /* inside rmca_poll: it signals what is left */
 	struct rmca_req *spare; /* linked through cq_next */
 	unsigned nspare;
+	bool work_due; /* some endpoint has core work (core_work) */
 };
+
+void rmca_core_work_due(struct rmca_context *ctx)
+{
+	ctx->cq->work_due = true;
+}
 
 struct rmca_req *rmca_req_alloc(struct rmca_context *ctx)
 {
@@ -143,6 +149,11 @@ void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r)
  */
 static void core_work(struct rmca_context *ctx)
 {
+	bool more = false;
+
+	/* Endpoints are walked only while one of them has such work. */
+	if (!ctx->cq->work_due)
+		return;
 	for (struct rmca_ep *ep = ctx->eps; ep; ep = ep->next) {
 		if (ep->unflushed)
 			rmca_ep_flush_delivered(ep);
@@ -150,7 +161,9 @@ static void core_work(struct rmca_context *ctx)
 			rmca_deferred_post(ep);
 		if (ep->verify_wait)
 			rmca_verify_expire(ep);
+		more |= ep->unflushed || ep->deferred || ep->verify_wait;
 	}
+	ctx->cq->work_due = more;
 }
 
 /* One pass of the event loop: the core's work, fds ready within

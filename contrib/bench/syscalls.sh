@@ -74,7 +74,7 @@ counted() {
 		"$perf" -s -l 127.0.0.1:0 $spin "$@" >"$log" 2>&1 &
 	spid=$!
 	for _ in $(seq 200); do
-		port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log")
+		port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log" 2>/dev/null)
 		[ -n "$port" ] && break
 		sleep 0.05
 	done
