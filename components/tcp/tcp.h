@@ -30,6 +30,7 @@
  * starts at a frame boundary is read straight where it belongs. */
 #define TCP_RX_BUF 32768
 #define TCP_RX_DIRECT 16384
+#define TCP_SPARE_MAX 1024
 /* Least RMCA_tcp_max_pending_responses: a connection holds off reading only
  * with every one of a peer's outstanding requests (at most TCP_MAX_OPS)
  * read and unanswered, so nothing of the peer's waits in the socket and
@@ -69,6 +70,10 @@ struct tcp_module {
 	/* Connections with frames held back for the next progress pass, or
 	 * with buffered input to go on with (struct rmca_conn, dirty_link). */
 	struct tcp_list dirty;
+	/* Frames and ops kept for reuse (at most TCP_SPARE_MAX of each), so
+	 * that a message costs no allocation. */
+	struct tcp_list spare_outs, spare_ops;
+	int nspare_outs, nspare_ops;
 	int max_answers; /* RMCA_tcp_max_pending_responses */
 	struct tcp_list awaiting; /* passive connects without their socket */
 	long long next_expiry; /* of pending sockets, in ms; 0: none */
@@ -231,8 +236,13 @@ void rmca_tcp_out_queue(struct rmca_conn *c, struct tcp_out *o);
 void rmca_tcp_answer_queue(struct rmca_conn *c, struct tcp_out *o);
 /* True while c holds off reading: too many answers wait to be written. */
 bool rmca_tcp_rx_held(const struct rmca_conn *c);
-struct tcp_out *rmca_tcp_out_new(const struct tcp_frame *f, const void *pl,
+struct tcp_out *rmca_tcp_out_new(struct tcp_module *m,
+				 const struct tcp_frame *f, const void *pl,
 				 size_t len);
+void rmca_tcp_out_free(struct tcp_module *m, struct tcp_out *o);
+struct tcp_op *rmca_tcp_op_alloc(struct tcp_module *m);
+void rmca_tcp_op_free(struct tcp_module *m, struct tcp_op *op);
+void rmca_tcp_spares_free(struct tcp_module *m);
 void rmca_tcp_out_flush(struct rmca_conn *c);
 /* Frames were queued by a post: write them now, or (defer) leave them for
  * the next progress pass, which the caller knows is coming. */

@@ -143,11 +143,19 @@ int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 	return 0;
 }
 
-struct tcp_out *rmca_tcp_out_new(const struct tcp_frame *f, const void *pl,
+struct tcp_out *rmca_tcp_out_new(struct tcp_module *m,
+				 const struct tcp_frame *f, const void *pl,
 				 size_t len)
 {
-	struct tcp_out *o = calloc(1, sizeof(*o));
+	struct tcp_out *o = tcp_first(&m->spare_outs, struct tcp_out, link);
 
+	if (o) {
+		tcp_list_del(&o->link);
+		m->nspare_outs--;
+		memset(o, 0, sizeof(*o));
+	} else {
+		o = calloc(1, sizeof(*o));
+	}
 	if (!o)
 		return NULL;
 	rmca_tcp_frame_encode(f, o->hdr);
@@ -156,6 +164,56 @@ struct tcp_out *rmca_tcp_out_new(const struct tcp_frame *f, const void *pl,
 	o->len = len;
 	o->owned = true;
 	return o;
+}
+
+void rmca_tcp_out_free(struct tcp_module *m, struct tcp_out *o)
+{
+	if (!o)
+		return;
+	if (m->nspare_outs >= TCP_SPARE_MAX) {
+		free(o);
+		return;
+	}
+	tcp_list_add_tail(&m->spare_outs, &o->link);
+	m->nspare_outs++;
+}
+
+struct tcp_op *rmca_tcp_op_alloc(struct tcp_module *m)
+{
+	struct tcp_op *op = tcp_first(&m->spare_ops, struct tcp_op, link);
+
+	if (!op)
+		return calloc(1, sizeof(*op));
+	tcp_list_del(&op->link);
+	m->nspare_ops--;
+	memset(op, 0, sizeof(*op));
+	return op;
+}
+
+void rmca_tcp_op_free(struct tcp_module *m, struct tcp_op *op)
+{
+	if (m->nspare_ops >= TCP_SPARE_MAX) {
+		free(op);
+		return;
+	}
+	tcp_list_add_tail(&m->spare_ops, &op->link);
+	m->nspare_ops++;
+}
+
+void rmca_tcp_spares_free(struct tcp_module *m)
+{
+	struct tcp_out *o;
+	struct tcp_op *op;
+
+	while ((o = tcp_first(&m->spare_outs, struct tcp_out, link))) {
+		tcp_list_del(&o->link);
+		free(o);
+	}
+	while ((op = tcp_first(&m->spare_ops, struct tcp_op, link))) {
+		tcp_list_del(&op->link);
+		free(op);
+	}
+	m->nspare_outs = m->nspare_ops = 0;
 }
 
 void rmca_tcp_out_queue(struct rmca_conn *c, struct tcp_out *o)
@@ -182,7 +240,7 @@ static void out_drop(struct rmca_conn *c, struct tcp_out *o)
 		c->nanswers--;
 	tcp_list_del(&o->link);
 	if (o->owned)
-		free(o);
+		rmca_tcp_out_free(c->mod, o);
 }
 
 /* Account n written bytes against the queue head onwards. */
@@ -287,13 +345,13 @@ void rmca_tcp_out_kick(struct rmca_conn *c, bool defer)
 		rmca_tcp_out_flush(c);
 }
 
-static void op_release(struct tcp_op *op)
+static void op_release(struct rmca_conn *c, struct tcp_op *op)
 {
 	tcp_list_del(&op->link);
 	tcp_list_del(&op->qlink);
 	if (tcp_list_linked(&op->out.link))
 		tcp_list_del(&op->out.link);
-	free(op);
+	rmca_tcp_op_free(c->mod, op);
 }
 
 void rmca_tcp_op_done(struct rmca_conn *c, struct tcp_op *op, int status,
@@ -302,7 +360,7 @@ void rmca_tcp_op_done(struct rmca_conn *c, struct tcp_op *op, int status,
 	const struct rmca_core *core = c->mod->base.core;
 	void *req = op->req;
 
-	op_release(op);
+	op_release(c, op);
 	c->nops--;
 	core->ops->complete(core, req, status, len, revoked);
 
@@ -310,7 +368,7 @@ void rmca_tcp_op_done(struct rmca_conn *c, struct tcp_op *op, int status,
 	while ((op = tcp_first(&c->ops, struct tcp_op, link)) &&
 	       op->kind == TCP_OP_FLUSH) {
 		req = op->req;
-		op_release(op);
+		op_release(c, op);
 		c->nops--;
 		core->ops->complete(core, req, RMCA_OK, 0, 0);
 	}
@@ -326,7 +384,7 @@ void rmca_tcp_complete_all(struct rmca_conn *c, int status)
 	while ((op = tcp_first(&c->ops, struct tcp_op, link)) ||
 	       (op = tcp_first(&c->recvs, struct tcp_op, link))) {
 		req = op->req;
-		op_release(op);
+		op_release(c, op);
 		c->nops--;
 		core->ops->complete(core, req, status, 0, 0);
 	}
@@ -349,7 +407,7 @@ static void conn_fail_at(struct rmca_conn *c, int status, struct tcp_out *stop,
 
 	if (c->failed) {
 		if (final)
-			free(final);
+			rmca_tcp_out_free(c->mod, final);
 		return;
 	}
 	c->failed = true;
@@ -360,7 +418,7 @@ static void conn_fail_at(struct rmca_conn *c, int status, struct tcp_out *stop,
 	 * buffer that is about to be handed back, the stream is cut instead.
 	 */
 	if (head && head->off && !head->owned) {
-		free(final);
+		rmca_tcp_out_free(c->mod, final);
 		final = NULL;
 	}
 	for (l = c->outq.next; l != &c->outq; l = next) {
@@ -381,7 +439,7 @@ static void conn_fail_at(struct rmca_conn *c, int status, struct tcp_out *stop,
 		c->closing = true;
 		rmca_tcp_out_flush(c);
 	} else {
-		free(final);
+		rmca_tcp_out_free(c->mod, final);
 		conn_close_fd(c);
 	}
 	core->ops->conn_failed(core, c->cookie, status);
@@ -393,7 +451,7 @@ void rmca_tcp_conn_fail(struct rmca_conn *c, int status, struct tcp_out *final)
 }
 
 /* The answer to request o (a queued GET answer) becomes a refusal. */
-static struct tcp_out *refusal_of(const struct tcp_out *o)
+static struct tcp_out *refusal_of(struct rmca_conn *c, const struct tcp_out *o)
 {
 	struct tcp_frame f;
 	const char *why;
@@ -403,7 +461,7 @@ static struct tcp_out *refusal_of(const struct tcp_out *o)
 	f.status = RMCA_ERR_REMOTE_ACCESS;
 	f.len = 0;
 	f.operand = 0;
-	return rmca_tcp_out_new(&f, NULL, 0);
+	return rmca_tcp_out_new(c->mod, &f, NULL, 0);
 }
 
 /* Does an op of list h use mr's memory? */
@@ -460,7 +518,7 @@ void rmca_tcp_conn_mr_gone(struct rmca_conn *c, const struct rmca_module_mr *mr)
 	}
 	if (!o)
 		return;
-	refusal = o->off || c->failed ? NULL : refusal_of(o);
+	refusal = o->off || c->failed ? NULL : refusal_of(c, o);
 	if (!refusal) {
 		while ((o = tcp_first(&c->outq, struct tcp_out, link)))
 			out_drop(c, o);

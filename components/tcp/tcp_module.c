@@ -190,6 +190,8 @@ int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
 	tcp_list_init(&m->pending);
 	tcp_list_init(&m->conns);
 	tcp_list_init(&m->dirty);
+	tcp_list_init(&m->spare_outs);
+	tcp_list_init(&m->spare_ops);
 	tcp_list_init(&m->awaiting);
 	m->scratch = malloc(TCP_SCRATCH_LEN);
 	if (!m->scratch) {
@@ -219,5 +221,6 @@ void rmca_tcp_module_destroy(struct tcp_module *m)
 	rmca_tcp_keytab_fini(&m->keys);
 	free(m->laddrs);
 	free(m->scratch);
+	rmca_tcp_spares_free(m);
 	free(m);
 }

@@ -112,7 +112,7 @@ static struct tcp_op *op_new(struct rmca_conn *c, enum tcp_op_kind kind,
 		*err = RMCA_ERR_AGAIN;
 		return NULL;
 	}
-	op = calloc(1, sizeof(*op));
+	op = rmca_tcp_op_alloc(c->mod);
 	if (!op) {
 		*err = RMCA_ERR_AGAIN;
 		return NULL;
@@ -177,12 +177,12 @@ int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
 	struct tcp_op *op;
 	int err;
 
-	o = rmca_tcp_out_new(&f, NULL, 0);
+	o = rmca_tcp_out_new(c->mod, &f, NULL, 0);
 	if (!o)
 		return RMCA_ERR_AGAIN;
 	op = op_new(c, TCP_OP_RECV, req, &err);
 	if (!op) {
-		free(o);
+		rmca_tcp_out_free(c->mod, o);
 		return err;
 	}
 	op->buf = buf;
@@ -295,7 +295,7 @@ int rmca_tcp_flush(struct rmca_conn *c, void *req)
 	if (tcp_first(&c->ops, struct tcp_op, link) == op) {
 		tcp_list_del(&op->link);
 		c->nops--;
-		free(op);
+		rmca_tcp_op_free(c->mod, op);
 		core->ops->complete(core, req, RMCA_OK, 0, 0);
 	}
 	return 0;

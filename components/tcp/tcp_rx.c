@@ -37,7 +37,7 @@ static void respond(struct rmca_conn *c, const struct tcp_frame *req,
 		.len = status ? 0 : len,
 		.operand = status ? 0 : operand,
 	};
-	struct tcp_out *o = rmca_tcp_out_new(&f, pl, f.len);
+	struct tcp_out *o = rmca_tcp_out_new(c->mod, &f, pl, f.len);
 
 	if (!o) {
 		rmca_tcp_conn_fail(c, RMCA_ERR_NO_MEMORY, NULL);
