@@ -19,6 +19,7 @@
 
 #include "ep.h"
 #include "job.h"
+#include "self.h"
 
 /* libltdl keeps global state and components may too: contexts made in
  * parallel threads load and unload them one at a time. */
@@ -414,7 +415,8 @@ static int open_components(struct rmca_context *ctx)
 		}
 		nmods += (size_t)c->nmodules;
 	}
-	ctx->mods = calloc(nmods ? nmods : 1, sizeof(*ctx->mods));
+	/* one more: the self module, after the others (self.c) */
+	ctx->mods = calloc(nmods + 1, sizeof(*ctx->mods));
 	if (!ctx->mods)
 		return RMCA_ERR_NO_MEMORY;
 	for (size_t i = 0; i < ctx->ncomps; i++) {
@@ -432,7 +434,7 @@ static int open_components(struct rmca_context *ctx)
 				 m->m->caps, m->m->detail);
 		}
 	}
-	return 0;
+	return rmca_self_open(ctx, &ctx->mods[ctx->nmods]);
 fail:
 	ctx->registering = NULL;
 	return rc;
@@ -615,6 +617,8 @@ void rmca_finalize(rmca_context_t *ctx)
 		rmca_ep_destroy(ctx->eps);
 	while (ctx->mrs)
 		rmca_mr_destroy(ctx->mrs);
+	if (ctx->mods)
+		rmca_self_close(&ctx->mods[ctx->nmods]);
 	pthread_mutex_lock(&rmca_load_lock);
 	for (size_t i = 0; i < ctx->ncomps; i++) {
 		struct rmca_comp *c = &ctx->comps[i];

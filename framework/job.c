@@ -10,7 +10,8 @@
  * inside whatever rmca call it is in (its listener sits in the context's
  * event loop), and on GO both sides run the ordinary bootstrap handshake on
  * that connection. r keeps the endpoint it made for rank q: its own
- * rmca_job_ep(q) returns it.
+ * rmca_job_ep(q) returns it. A rank's endpoint to itself is the core's
+ * self endpoint (self.c): nothing is dialled.
  *
  * Two ranks asking each other at once: the connection the lower rank
  * initiated wins. The higher rank serves the lower one's request while it
@@ -43,6 +44,7 @@
 #include "bootstrap.h"
 #include "ep.h"
 #include "job.h"
+#include "self.h"
 
 #define JOB_KEY	      "rmca.job.v1"
 #define JOB_MAGIC     0x4a434d52u /* "RMCJ" little-endian */
@@ -908,9 +910,11 @@ int rmca_job_ep(rmca_context_t *ctx, uint32_t rank, int timeout_ms,
 	if ((*ep = peer_ep(job, rank)))
 		return 0;
 	if (rank == job->rank) {
-		rmca_log(0, "rmca_job_ep: an endpoint to this rank itself is "
-			    "not supported yet");
-		return RMCA_ERR_UNSUPPORTED;
+		/* no connection: the core's endpoint to itself (self.c) */
+		rc = rmca_ep_self(ctx, ep);
+		if (!rc)
+			peer_set(job, rank, *ep, "itself");
+		return rc;
 	}
 	deadline = timeout_ms < 0 ? INT64_MAX : rmca_now_ms() + timeout_ms;
 	rc = job_connect(job, rank, deadline, ep);

@@ -2,7 +2,8 @@
 /*
  * Memory regions. A region is registered with every module of the context
  * at once, so that it serves whichever transport an endpoint ends up on;
- * each module hands out its own key per connection (rmca_mr_rkey).
+ * each module hands out its own key per connection (rmca_mr_rkey). The
+ * self module (ctx->mods[ctx->nmods], self.c) registers it too.
  */
 #include <stdlib.h>
 
@@ -11,6 +12,15 @@
 #define RMCA_ACCESS_ALL                                                   \
 	(RMCA_ACCESS_LOCAL | RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE | \
 	 RMCA_ACCESS_REMOTE_ATOMIC | RMCA_MR_USE_ONCE)
+
+static int self_reg(struct rmca_context *ctx, struct rmca_mr *mr)
+{
+	struct rmca_mod *self = &ctx->mods[ctx->nmods];
+
+	return self->m ? self->m->ops->mr_reg(self->m, mr->addr, mr->len,
+					      mr->access, &mr->mmr[ctx->nmods])
+		       : RMCA_ERR_UNSUPPORTED;
+}
 
 int rmca_mr_reg(rmca_context_t *ctx, void *addr, size_t len, unsigned access,
 		rmca_mr_t **out)
@@ -24,7 +34,7 @@ int rmca_mr_reg(rmca_context_t *ctx, void *addr, size_t len, unsigned access,
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return RMCA_ERR_NO_MEMORY;
-	mr->mmr = calloc(ctx->nmods ? ctx->nmods : 1, sizeof(*mr->mmr));
+	mr->mmr = calloc(ctx->nmods + 1, sizeof(*mr->mmr));
 	if (!mr->mmr) {
 		free(mr);
 		return RMCA_ERR_NO_MEMORY;
@@ -59,6 +69,10 @@ int rmca_mr_reg(rmca_context_t *ctx, void *addr, size_t len, unsigned access,
 		free(mr);
 		return rc;
 	}
+	/* The endpoint to oneself; without it the region still serves the
+	 * others (a self endpoint refuses it with INVALID). */
+	if (self_reg(ctx, mr))
+		rmca_log(1, "self: cannot register %zu bytes", len);
 	RMCA_LIST_ADD(ctx->mrs, mr);
 	*out = mr;
 	return 0;
@@ -78,7 +92,7 @@ void rmca_mr_destroy(struct rmca_mr *mr)
 {
 	struct rmca_context *ctx = mr->ctx;
 
-	for (size_t i = 0; i < ctx->nmods; i++)
+	for (size_t i = 0; i <= ctx->nmods; i++) /* the self module too */
 		if (mr->mmr[i])
 			ctx->mods[i].m->ops->mr_dereg(mr->mmr[i]);
 	RMCA_LIST_DEL(ctx->mrs, mr);

@@ -89,7 +89,7 @@ enum rmca_path {
 };
 
 struct rmca_ep_attr {
-	char transport[16]; /* "ib", "iwarp", "tcp" */
+	char transport[16]; /* "ib", "iwarp", "tcp", "shm", "self" */
 	char device[64]; /* "rxe0", "siw0", "lo", ... */
 	int peer_is_local; /* same host and network namespace */
 	enum rmca_path put_delivered, atomic, masked_atomic, send_inv;

@@ -9,8 +9,13 @@
  *                          once), send/recv between every pair, put and
  *                          get into every rank's window, fetch-add on one
  *                          counter at rank 0, fences; ranks 0 and 1
- *                          close their endpoint and make it again
+ *                          close their endpoint and make it again. Every
+ *                          rank counts itself among the peers: it sends
+ *                          to, puts into, gets from and fetch-adds on
+ *                          itself through its endpoint to its own rank
  *   test_job race NRANKS   the same, every pair asking each other at once
+ *   test_job tcp NRANKS    as all, run with RMCA_transports=tcp: every
+ *                          endpoint but the one to itself is a tcp one
  *   test_job kill NRANKS   the last rank dies (SIGKILL) after a fence; the
  *                          others' operations to it complete
  *                          RMCA_ERR_CONNECTION, and nothing hangs
@@ -147,6 +152,24 @@ static void setup(struct state *s)
 		"setup", "buffer registration");
 }
 
+/* The endpoint to this rank itself: made at once, the same one when asked
+ * again. */
+static void self_ep(struct state *s)
+{
+	struct rmca_ep_attr a;
+	rmca_ep_t *again;
+	int rc;
+
+	rc = rmca_job_ep(s->ctx, me, 0, &s->ep[me]);
+	REQUIRE(!rc, "self", "rmca_job_ep(itself): %s", rmca_strerror(rc));
+	rc = rmca_job_ep(s->ctx, me, 0, &again);
+	REQUIRE(!rc && again == s->ep[me], "self",
+		"itself: a second endpoint (%s)", rmca_strerror(rc));
+	REQUIRE(!rmca_ep_query(s->ep[me], &a) && a.peer_is_local, "self",
+		"rmca_ep_query of the endpoint to itself");
+	verdict(1, "self", NULL);
+}
+
 /*
  * Endpoints. Lower ranks are asked first by this rank; after a fence the
  * higher ones must already be there (they asked us while we were inside
@@ -194,8 +217,23 @@ static void endpoints(struct state *s, int race)
 			rmca_strerror(rc));
 	}
 	verdict(1, "endpoints", NULL);
+	self_ep(s);
 	/* no rank asked twice or was left with a spare: every endpoint of
 	 * the context is one of ours (a duplicate would be one more) */
+}
+
+/* Which transport serves each endpoint: want, but self for itself. */
+static void transports(struct state *s, const char *want)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		struct rmca_ep_attr a;
+
+		REQUIRE(!rmca_ep_query(s->ep[k], &a), "transport",
+			"rmca_ep_query(%u)", k);
+		REQUIRE(!strcmp(a.transport, k == me ? "self" : want),
+			"transport", "rank %u served by %s", k, a.transport);
+	}
+	verdict(1, "transport", NULL);
 }
 
 /* Every rank sends one note to every other: its window's address and the
@@ -207,16 +245,12 @@ static void exchange(struct state *s)
 	for (int i = 0; i < 2 * MAXR; i++)
 		st[i] = 1;
 	for (uint32_t k = 0; k < n; k++) {
-		if (k == me)
-			continue;
 		REQUIRE(!rmca_recv(s->ep[k], &s->rcv[k], sizeof(s->rcv[k]),
 				   s->rcv_mr, (void *)(intptr_t)k),
 			"sendrecv", "recv from %u", k);
 		posted++;
 	}
 	for (uint32_t k = 0; k < n; k++) {
-		if (k == me)
-			continue;
 		s->snd[k] = (struct note){
 			.from = me,
 			.to = k,
@@ -234,8 +268,6 @@ static void exchange(struct state *s)
 	for (uint32_t k = 0; k < n; k++) {
 		const struct note *r = &s->rcv[k];
 
-		if (k == me)
-			continue;
 		REQUIRE(!st[k] && !st[MAXR + k], "sendrecv",
 			"with rank %u: recv %s, send %s", k,
 			rmca_strerror(st[k]), rmca_strerror(st[MAXR + k]));
@@ -255,8 +287,6 @@ static void rma(struct state *s)
 	int st[MAXR], posted = 0, rc;
 
 	for (uint32_t k = 0; k < n; k++) {
-		if (k == me)
-			continue;
 		for (int i = 0; i < SLOT; i++)
 			s->buf[k][i] = pattern(me, k, i);
 		st[k] = 1;
@@ -270,14 +300,12 @@ static void rma(struct state *s)
 	REQUIRE(collect(s, posted, st, MAXR) == posted, "put",
 		"completions missing");
 	for (uint32_t k = 0; k < n; k++)
-		REQUIRE(k == me || !st[k], "put", "to rank %u: %s", k,
+		REQUIRE(!st[k], "put", "to rank %u: %s", k,
 			rmca_strerror(st[k]));
 	verdict(1, "put", NULL);
 
 	memset(s->buf, 0, sizeof(s->buf));
 	for (uint32_t k = 0; k < n; k++) {
-		if (k == me)
-			continue;
 		st[k] = 1;
 		REQUIRE(!rmca_get(s->ep[k], s->buf[k], SLOT, s->buf_mr,
 				  s->peer[k].addr + (uint64_t)me * SLOT,
@@ -287,8 +315,6 @@ static void rma(struct state *s)
 	REQUIRE(collect(s, posted, st, MAXR) == posted, "get",
 		"completions missing");
 	for (uint32_t k = 0; k < n; k++) {
-		if (k == me)
-			continue;
 		REQUIRE(!st[k], "get", "from rank %u: %s", k,
 			rmca_strerror(st[k]));
 		for (int i = 0; i < SLOT; i++)
@@ -301,8 +327,6 @@ static void rma(struct state *s)
 	rc = rmca_job_fence(s->ctx, WAIT_MS);
 	REQUIRE(!rc, "fence", "rmca_job_fence: %s", rmca_strerror(rc));
 	for (uint32_t k = 0; k < n; k++) {
-		if (k == me)
-			continue;
 		for (int i = 0; i < SLOT; i++)
 			REQUIRE(s->win[k * SLOT + i] == pattern(k, me, i),
 				"window", "slot of rank %u byte %d: %u", k, i,
@@ -311,39 +335,36 @@ static void rma(struct state *s)
 	verdict(1, "window", NULL);
 }
 
-/* Every rank but 0 adds 1 FADDS times to rank 0's counter. */
+/* Every rank adds 1 FADDS times to rank 0's counter (rank 0 through its
+ * endpoint to itself). */
 static void fadd(struct state *s)
 {
 	uint64_t *counter = (uint64_t *)(s->win + (size_t)n * SLOT);
 	int rc;
 
-	if (me) {
-		for (int i = 0; i < FADDS; i++) {
-			struct rmca_atomic op = {
-				.kind = RMCA_ATOMIC_FADD,
-				.raddr = s->peer[0].addr + (uint64_t)n * SLOT,
-				.rkey = s->peer[0].rkey,
-				.operand = 1,
-			};
-			int st = 1;
+	for (int i = 0; i < FADDS; i++) {
+		struct rmca_atomic op = {
+			.kind = RMCA_ATOMIC_FADD,
+			.raddr = s->peer[0].addr + (uint64_t)n * SLOT,
+			.rkey = s->peer[0].rkey,
+			.operand = 1,
+		};
+		int st = 1;
 
-			REQUIRE(!rmca_atomic(s->ep[0], &op, &s->old[i],
-					     s->old_mr, 0),
-				"fadd", "post %d", i);
-			REQUIRE(collect(s, 1, &st, 1) == 1 && !st, "fadd",
-				"fetch-add %d: %s", i, rmca_strerror(st));
-			REQUIRE(s->old[i] < (uint64_t)(n - 1) * FADDS &&
-					(!i || s->old[i] > s->old[i - 1]),
-				"fadd", "fetch-add %d returned %" PRIu64, i,
-				s->old[i]);
-		}
+		REQUIRE(!rmca_atomic(s->ep[0], &op, &s->old[i], s->old_mr, 0),
+			"fadd", "post %d", i);
+		REQUIRE(collect(s, 1, &st, 1) == 1 && !st, "fadd",
+			"fetch-add %d: %s", i, rmca_strerror(st));
+		REQUIRE(s->old[i] < (uint64_t)n * FADDS &&
+				(!i || s->old[i] > s->old[i - 1]),
+			"fadd", "fetch-add %d returned %" PRIu64, i, s->old[i]);
 	}
 	rc = rmca_job_fence(s->ctx, WAIT_MS);
 	REQUIRE(!rc, "fence", "rmca_job_fence: %s", rmca_strerror(rc));
 	if (!me)
-		REQUIRE(*counter == (uint64_t)(n - 1) * FADDS, "fadd",
+		REQUIRE(*counter == (uint64_t)n * FADDS, "fadd",
 			"counter %" PRIu64 ", expected %u", *counter,
-			(n - 1) * FADDS);
+			n * FADDS);
 	verdict(1, "fadd", NULL);
 }
 
@@ -368,7 +389,7 @@ static void reconnect(struct state *s)
 	int st[2] = {1, 1}, rc;
 	rmca_ep_t *ep;
 
-	if (me > 1) {
+	if (me > 1 || n < 2) {
 		verdict(1, "reconnect", NULL);
 		return;
 	}
@@ -489,7 +510,7 @@ int main(int argc, char **argv)
 
 	if (argc != 3 || !dir) {
 		fprintf(stderr, "usage: RMCATEST_JOBDIR=dir test_job "
-				"all|race|kill NRANKS (under mpirun)\n");
+				"all|race|tcp|kill NRANKS (under mpirun)\n");
 		return 2;
 	}
 	/* our own file, named before we know our rank from rmca */
@@ -508,6 +529,8 @@ int main(int argc, char **argv)
 		kill_test(s);
 	} else {
 		endpoints(s, !strcmp(argv[1], "race"));
+		if (!strcmp(argv[1], "tcp"))
+			transports(s, "tcp");
 		exchange(s);
 		rma(s);
 		fadd(s);

@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # Jobs under a real launcher: test_job runs under Open MPI's mpirun (a PMIx
-# server) with 2, 4 and 8 ranks, oversubscribed on whatever cores there
+# server) with 1, 2, 4 and 8 ranks, oversubscribed on whatever cores there
 # are. Each case is one verdict that every rank must reach; TAP, one line
 # per case. Without mpirun or without PMIx in the build, every case is
 # reported skipped with the reason, so the count does not change.
 #
 # Each mpirun runs under timeout(1): a hang fails its cases, never the run.
-# The kill case runs with --enable-recovery: by default mpirun ends the
-# whole job as soon as one rank dies, before the survivors can see it.
+# The tcp case runs with RMCA_transports=tcp (every peer over tcp, the
+# rank itself over its self endpoint). The kill case runs with
+# --enable-recovery: by default mpirun ends the whole job as soon as one
+# rank dies, before the survivors can see it.
 
 set -u
 
@@ -18,15 +20,17 @@ prog=$builddir/test_job
 mpirun=${MPIRUN:-mpirun}
 limit=${RMCATEST_JOB_TIMEOUT:-120}
 
-all_checks="join endpoints adopted sendrecv put get window fadd fence reconnect finalize"
-race_checks="join endpoints sendrecv put get window fadd fence reconnect finalize"
+all_checks="join endpoints self adopted sendrecv put get window fadd fence reconnect finalize"
+race_checks="join endpoints self sendrecv put get window fadd fence reconnect finalize"
+tcp_checks="join endpoints self adopted transport sendrecv put get window fadd fence reconnect finalize"
 kill_checks="join endpoints fence dies dead-ep dead-ops finalize"
-runs="all:2 all:4 all:8 race:2 race:4 race:8 kill:4"
+runs="all:1 all:2 all:4 all:8 race:2 race:4 race:8 tcp:4 kill:4"
 
 checks_of() {
 	case $1 in
 	all) echo "$all_checks" ;;
 	race) echo "$race_checks" ;;
+	tcp) echo "$tcp_checks" ;;
 	kill) echo "$kill_checks" ;;
 	esac
 }
@@ -79,6 +83,8 @@ for run in $runs; do
 	mkdir -p "$dir"
 	extra=
 	[ "$mode" = kill ] && extra=--enable-recovery
+	# mpirun hands the ranks only the variables it is told to
+	[ "$mode" = tcp ] && extra="-x RMCA_transports=tcp"
 	RMCATEST_JOBDIR=$dir timeout -k 10 "$limit" \
 		"$mpirun" $extra -np "$np" "$prog" "$mode" "$np" \
 		>"$dir/out" 2>&1
