@@ -4,7 +4,8 @@
 # The whole public-contract suite over each software transport, named:
 # local peers go to shm by default (api.am runs the programs that way), and
 # tcp must keep giving the same results when it serves them. Shared memory
-# and cross-memory attach must give exactly what tcp gives.
+# and cross-memory attach must give exactly what tcp gives, and so must
+# shared memory alone (shm-nocma: RMCA_shm_cma=no, every byte in the rings).
 # test_api_connect checks that each endpoint really runs over
 # RMCA_transports. TAP.
 
@@ -18,9 +19,12 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 out=$tmp/all
 : >"$out"
-for tr in tcp shm; do
+for tr in tcp shm shm-nocma; do
+	cma=yes
+	[ "$tr" = shm-nocma ] && cma=no
 	for prog in $progs; do
-		RMCA_transports=$tr CMOCKA_MESSAGE_OUTPUT=TAP \
+		RMCA_transports=${tr%-nocma} RMCA_shm_cma=$cma \
+			CMOCKA_MESSAGE_OUTPUT=TAP \
 			"$builddir/$prog" >"$tmp/one" 2>"$tmp/err"
 		rc=$?
 		sed -n "s/^\(not ok\|ok\) [0-9]* - \(.*\)$/\1 - [$tr] $prog: \2/p" \

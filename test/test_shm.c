@@ -8,8 +8,9 @@
  * - nothing is left in /dev/shm by any exit, clean or killed: the segment
  *   is a memfd, visible only as a mapping while the connection lives;
  * - a use-once key serves only the connection it was handed to;
- * - local peers go to shm by default, elsewhere when told (^shm) or when
- *   one of them cannot be attached to (a non-dumpable process);
+ * - local peers go to shm by default, elsewhere when told (^shm); one that
+ *   cannot be attached to (a non-dumpable process) gets every byte through
+ *   the rings, in pieces;
  * - a peer that writes garbage into the shared rings ends that connection
  *   with RMCA_ERR_PROTOCOL, and the target lives on;
  * - large puts and gets are copied by the initiator's core, without the
@@ -196,6 +197,11 @@ static void test_kill9_mid_transfer_completes_each_op_once(void **state)
 
 	(void)state;
 	api_run(&t);
+	assert_int_equal(dev_shm_rmca(), 0);
+	/* Again with every byte in the rings, pieces in flight. */
+	setenv("RMCA_shm_cma", "no", 1);
+	api_run(&t);
+	unsetenv("RMCA_shm_cma");
 	assert_int_equal(dev_shm_rmca(), 0);
 }
 
@@ -640,7 +646,8 @@ static void transport_is(struct api_peer *p)
 	API_CHECK(a.peer_is_local);
 }
 
-/* Cross-memory attach refused by one side: both sides choose tcp alike. */
+/* Cross-memory attach refused by one side: still shm, through the rings
+ * (test_rings_carry_everything_without_cma). */
 static void undumpable_server(struct api_peer *p)
 {
 	API_CHECK(prctl(PR_SET_DUMPABLE, 0) == 0);
@@ -670,9 +677,81 @@ static void test_local_peer_transport_choice(void **state)
 	t = (struct api_test){.server = undumpable_server,
 			      .client = manual_client,
 			      .manual = true,
-			      .arg = "tcp"};
+			      .arg = "shm"};
 	api_run(&t);
 	setenv("RMCA_transports", "shm", 1);
+}
+
+/* ---- without cross-memory attach ---- */
+
+#define RBIG (DBIG + 4099) /* pieces, and a last one that is not whole */
+
+/* The kernel refuses to attach to this process: only the rings can
+ * carry what arrives. */
+static void rings_server(struct api_peer *p)
+{
+	uint8_t *mem = api_alloc(2 * RBIG), *msg = api_alloc(RBIG);
+	rmca_mr_t *mr, *mm;
+
+	API_CHECK(prctl(PR_SET_DUMPABLE, 0) == 0);
+	api_server_listen(p, api_host());
+	api_server_accept_all(p);
+	transport_is(p);
+	api_pattern(mem, RBIG, 21);
+	API_CHECK_OK(rmca_mr_reg(
+		p->ctx, mem, 2 * RBIG,
+		RMCA_ACCESS_REMOTE_WRITE | RMCA_ACCESS_REMOTE_READ, &mr));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, msg, RBIG, RMCA_ACCESS_LOCAL, &mm));
+	API_CHECK_MSG(api_recv_wait(p, p->ep, msg, RBIG, mm) == RBIG,
+		      "message of the wrong length");
+	API_CHECK_MSG(api_pattern_check(msg, RBIG, 22) < 0,
+		      "message differs at byte %ld",
+		      api_pattern_check(msg, RBIG, 22));
+	api_put_region(p, 0, mem, 2 * RBIG, mr, p->ep);
+	api_expect_token(p, 0, TOKEN_GO);
+	API_CHECK_MSG(api_pattern_check(mem + RBIG, RBIG, 23) < 0,
+		      "put differs at byte %ld",
+		      api_pattern_check(mem + RBIG, RBIG, 23));
+	api_token(p, 0, TOKEN_GO);
+}
+
+static void rings_client(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(3 * RBIG);
+	struct api_region r;
+	rmca_mr_t *mr;
+
+	api_client_connect(p, api_host());
+	transport_is(p);
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, 3 * RBIG, RMCA_ACCESS_LOCAL, &mr));
+	api_pattern(buf, RBIG, 22);
+	api_send_wait(p, p->ep, buf, RBIG, mr);
+	api_get_region(p, 0, &r);
+	api_pattern(buf + RBIG, RBIG, 23);
+	API_CHECK_OK(
+		API_POST(p, rmca_put(p->ep, buf + RBIG, RBIG, mr, r.addr + RBIG,
+				     r.rkey, RMCA_DELIVERED, API_CTX(1))));
+	API_CHECK_OK(API_POST(p, rmca_get(p->ep, buf + 2 * RBIG, RBIG, mr,
+					  r.addr, r.rkey, API_CTX(2))));
+	api_wait_status(p, API_CTX(1), RMCA_OK);
+	api_wait_status(p, API_CTX(2), RMCA_OK);
+	API_CHECK_MSG(api_pattern_check(buf + 2 * RBIG, RBIG, 21) < 0,
+		      "get differs at byte %ld",
+		      api_pattern_check(buf + 2 * RBIG, RBIG, 21));
+	api_token(p, 0, TOKEN_GO);
+	api_expect_token(p, 0, TOKEN_GO);
+}
+
+static void test_rings_carry_everything_without_cma(void **state)
+{
+	const struct api_test t = {.server = rings_server,
+				   .client = rings_client,
+				   .manual = true,
+				   .arg = "shm"};
+
+	(void)state;
+	api_run(&t);
 }
 
 int main(void)
@@ -687,6 +766,7 @@ int main(void)
 		cmocka_unit_test(test_big_put_and_get_need_no_target_core),
 		cmocka_unit_test(test_direct_access_is_refused_untouched),
 		cmocka_unit_test(test_dereg_wins_against_racing_puts),
+		cmocka_unit_test(test_rings_carry_everything_without_cma),
 	};
 
 	/* Local peers over shm, whatever the default priorities say. */

@@ -79,6 +79,7 @@ struct shm_module {
 	 * closed: a deregistration still waits for it. */
 	struct shm_list zombies;
 	long long idle_ns; /* shm_idle_us: busy sides stay disarmed this long */
+	bool cma;	   /* shm_cma: cross-memory attach where allowed */
 };
 
 struct rmca_module_mr {
@@ -101,7 +102,7 @@ enum shm_op_kind {
 
 struct shm_op {
 	struct shm_list link;  /* c->ops in post order, or c->recvs */
-	struct shm_list qlink; /* c->backlog, then c->inflight */
+	struct shm_list qlink; /* c->backlog until wholly pushed */
 	enum shm_op_kind kind;
 	void *req;
 	uint64_t id;
@@ -111,6 +112,10 @@ struct shm_op {
 	uint64_t inv_rkey; /* send_inv */
 	uint64_t *result;  /* atomic */
 	struct rmca_atomic atomic;
+	/* Without CMA, large data goes in pieces, each a request. */
+	bool pieced;
+	size_t off;  /* bytes of it pushed */
+	size_t done; /* bytes of it answered */
 };
 
 struct rmca_conn {
@@ -132,14 +137,17 @@ struct rmca_conn {
 	int nops;
 	uint64_t sends_pushed; /* against the peer's recvs_posted */
 	uint64_t recvs_posted;
-	uint64_t reqs_pushed, resps_seen; /* inflight = the difference */
-	uint64_t activity;	  /* entries read from the rings, ever */
-	uint64_t activity_seen;	  /* ... as of the last wakeup */
-	long long idle_since;	  /* ns: since when wakeups found nothing new */
-	struct shm_list ops;	  /* send/put/get/atomic/flush, post order */
-	struct shm_list recvs;	  /* posted receives, oldest first */
-	struct shm_list backlog;  /* waiting for ring room, a credit */
-	struct shm_list inflight; /* pushed, awaiting their response */
+	uint64_t reqs_pushed, resps_seen;  /* inflight = the difference */
+	uint64_t slots_pushed, slots_seen; /* answer slots they take */
+	uint64_t rx_off; /* bytes of the message coming in pieces */
+	/* The op of each request in flight, by request number. */
+	struct shm_op *fifo[SHM_RESP_SLOTS];
+	uint64_t activity;	 /* entries read from the rings, ever */
+	uint64_t activity_seen;	 /* ... as of the last wakeup */
+	long long idle_since;	 /* ns: since when wakeups found nothing new */
+	struct shm_list ops;	 /* send/put/get/atomic/flush, post order */
+	struct shm_list recvs;	 /* posted receives, oldest first */
+	struct shm_list backlog; /* waiting for ring room, a credit */
 };
 
 /* shm_module.c */
@@ -150,8 +158,11 @@ void rmca_shm_module_destroy(struct shm_module *m);
  * why. */
 int rmca_shm_addr_check(const struct shm_module *m, const void *addr,
 			size_t len, char *why, size_t why_len);
-/* This side lets its core copy between the two processes (CMA). */
-bool rmca_shm_may_attach(const struct shm_module *m);
+/* This side's core may copy between the two processes (CMA); if not,
+ * why. */
+bool rmca_shm_may_attach(const struct shm_module *m,
+			 const struct shm_addr_blob *b, char *why,
+			 size_t why_len);
 
 /* shm_keys.c */
 int rmca_shm_keytab_init(struct shm_keytab *t,
@@ -222,6 +233,8 @@ void rmca_shm_op_done(struct rmca_conn *c, struct shm_op *op, int status,
 		      size_t len, uint64_t revoked);
 void rmca_shm_complete_all(struct rmca_conn *c, int status);
 void rmca_shm_pump(struct rmca_conn *c);
+/* The bytes of op's request (or piece) that starts at off. */
+size_t rmca_shm_piece(const struct shm_op *op, size_t off);
 int rmca_shm_send(struct rmca_conn *c, const void *buf, size_t len,
 		  struct rmca_module_mr *mr, void *req);
 int rmca_shm_send_inv(struct rmca_conn *c, const void *buf, size_t len,

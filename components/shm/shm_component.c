@@ -16,6 +16,12 @@ static const struct rmca_param_def shm_params[] = {
 		 "more spurious returns of the wait fd)",
 	 .min = 0,
 	 .max = 1000000},
+	{.name = "shm_cma",
+	 .type = RMCA_PARAM_BOOL,
+	 .def = "yes",
+	 .help = "Copy large data straight between the two processes "
+		 "(cross-memory attach) where the kernel allows it; no: "
+		 "every byte through the shared rings"},
 };
 
 static int shm_register_params(const struct rmca_core *core)

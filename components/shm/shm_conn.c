@@ -165,7 +165,6 @@ int rmca_shm_conn_create(struct shm_module *m, int fd,
 	shm_list_init(&c->ops);
 	shm_list_init(&c->recvs);
 	shm_list_init(&c->backlog);
-	shm_list_init(&c->inflight);
 	if (core->ops->fd_add(core, fd, EPOLLIN | EPOLLRDHUP, conn_cb, c)) {
 		free(c);
 		return RMCA_ERR_NO_MEMORY;

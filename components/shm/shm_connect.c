@@ -391,13 +391,24 @@ static int dial(struct shm_module *m, uint64_t sock_id, long long deadline,
 
 /* This side's flags for the peer of pid, and its key table's fd (or -1),
  * with *pidfd opened for it. */
-static uint32_t our_flags(struct shm_module *m, pid_t pid, int *pidfd,
-			  int *keyfd)
+static uint32_t our_flags(struct shm_module *m, const struct shm_addr_blob *b,
+			  int *pidfd, int *keyfd)
 {
-	uint32_t f = rmca_shm_may_attach(m) ? SHM_HF_CMA : 0;
+	pid_t pid = (pid_t)b->pid;
+	uint32_t f = 0;
+	char why[160];
 
-	*pidfd = pidfd_of(pid);
+	*pidfd = -1;
 	*keyfd = -1;
+	if (!rmca_shm_may_attach(m, b, why, sizeof(why))) {
+		shm_log(m, RMCA_LOG_INFO,
+			"pid %d: no cross-memory attach (%s): every byte "
+			"through the rings",
+			(int)pid, why);
+		return 0;
+	}
+	f = SHM_HF_CMA;
+	*pidfd = pidfd_of(pid);
 	if (*pidfd >= 0 && m->pub_fd >= 0) {
 		f |= SHM_HF_KEYS;
 		*keyfd = m->pub_fd;
@@ -454,7 +465,7 @@ static int active(struct shm_module *m, const struct rmca_conn_args *a,
 		close(fd);
 		return RMCA_ERR_NO_MEMORY;
 	}
-	mine = our_flags(m, cp.peer_pid, &cp.pidfd, &fds[1]);
+	mine = our_flags(m, b, &cp.pidfd, &fds[1]);
 	h.flags = mine;
 	r = send_hello(fd, &h, fds, SHM_HELLO_FDS);
 	close(fds[0]);
@@ -585,7 +596,7 @@ static int passive(struct shm_module *m, const struct rmca_conn_args *a,
 			h.status = RMCA_ERR_PROTOCOL;
 	}
 	if (!h.status)
-		mine = our_flags(m, cp.peer_pid, &cp.pidfd, &keyfd);
+		mine = our_flags(m, b, &cp.pidfd, &keyfd);
 	h.flags = mine;
 	theirs = p->flags;
 	fd = p->fd;

@@ -162,37 +162,44 @@ int rmca_shm_addr_check(const struct shm_module *m, const void *addr,
 						  : "pid");
 		return 0;
 	}
-	if (b.uid != me->uid || b.gid != me->gid) {
+	if (!b.pid || !b.sock_id) {
+		snprintf(why, why_len, "peer address without pid or socket");
+		return 0;
+	}
+	return 1;
+}
+
+bool rmca_shm_may_attach(const struct shm_module *m,
+			 const struct shm_addr_blob *b, char *why,
+			 size_t why_len)
+{
+	const struct shm_addr_blob *me = &m->self;
+
+	if (!m->cma) {
+		snprintf(why, why_len, "RMCA_shm_cma=no");
+		return false;
+	}
+	if (b->uid != me->uid || b->gid != me->gid) {
 		snprintf(why, why_len,
 			 "another user or group (uid %u gid %u, we are %u %u)",
-			 (unsigned)b.uid, (unsigned)b.gid, (unsigned)me->uid,
+			 (unsigned)b->uid, (unsigned)b->gid, (unsigned)me->uid,
 			 (unsigned)me->gid);
-		return 0;
+		return false;
 	}
 	if (m->yama > 0) {
 		snprintf(why, why_len,
 			 "kernel.yama.ptrace_scope=%d forbids cross-memory "
 			 "attach between peers",
 			 m->yama);
-		return 0;
+		return false;
 	}
-	if (b.dumpable != 1 || me->dumpable != 1) {
+	if (b->dumpable != 1 || me->dumpable != 1) {
 		snprintf(why, why_len,
 			 "%s process is not dumpable: no cross-memory attach",
 			 me->dumpable != 1 ? "this" : "the peer");
-		return 0;
+		return false;
 	}
-	if (!b.pid || !b.sock_id) {
-		snprintf(why, why_len, "peer address without pid or socket");
-		return 0;
-	}
-	return probe(&b, why, why_len);
-}
-
-bool rmca_shm_may_attach(const struct shm_module *m)
-{
-	(void)m;
-	return true; /* a peer is reachable only if it may */
+	return probe(b, why, why_len);
 }
 
 static int shm_reachable(struct rmca_module *mod, const void *addr, size_t len,
@@ -238,6 +245,7 @@ int rmca_shm_module_create(const struct rmca_core *core,
 		       RMCA_CAP_REMOTE_COMPLETION | RMCA_CAP_ATOMIC_CPU;
 	m->lfd = -1;
 	m->idle_ns = core->ops->param_int(core, "shm_idle_us") * 1000;
+	m->cma = core->ops->param_bool(core, "shm_cma");
 	m->pub_fd = -1;
 	shm_list_init(&m->pending);
 	shm_list_init(&m->conns);
@@ -266,9 +274,11 @@ int rmca_shm_module_create(const struct rmca_core *core,
 		return r;
 	}
 	snprintf(m->base.detail, sizeof(m->base.detail),
-		 "uid=%u rings=%uKiB inline=%u copy=cma%s atomics=cpu",
+		 "uid=%u rings=%uKiB inline=%u copy=%s atomics=cpu",
 		 (unsigned)m->self.uid, SHM_REQ_BYTES / 1024, SHM_INLINE_MAX,
-		 m->yama > 0 ? "(refused: yama ptrace_scope)" : "");
+		 !m->cma       ? "rings(shm_cma=no)"
+		 : m->yama > 0 ? "rings(yama ptrace_scope)"
+			       : "cma");
 	*out = m;
 	return 0;
 }

@@ -16,7 +16,7 @@
 
 #include "shm.h"
 
-enum push_result { PUSHED, NO_CREDIT, NO_ROOM, DONE };
+enum push_result { PUSHED, PARTIAL, NO_CREDIT, NO_ROOM, DONE };
 
 static void op_release(struct shm_op *op)
 {
@@ -65,8 +65,6 @@ void rmca_shm_complete_all(struct rmca_conn *c, int status)
  * its status once done. */
 static int direct(struct rmca_conn *c, struct shm_op *op)
 {
-	if (!c->peer_keys || !shm_key_slot(op->rkey))
-		return SHM_NOT_DIRECT;
 	if (op->kind == SHM_OP_PUT && op->len > SHM_INLINE_MAX)
 		return rmca_shm_direct(c, true, op->buf, op->raddr, op->rkey,
 				       op->len);
@@ -76,39 +74,60 @@ static int direct(struct rmca_conn *c, struct shm_op *op)
 	return SHM_NOT_DIRECT;
 }
 
+size_t rmca_shm_piece(const struct shm_op *op, size_t off)
+{
+	size_t max = op->kind == SHM_OP_GET ? SHM_GET_PIECE : SHM_INLINE_MAX;
+
+	if (!op->pieced)
+		return op->len;
+	return op->len - off < max ? op->len - off : max;
+}
+
+/* The next request of op: all of it, or (without CMA) its next piece. */
 static enum push_result push(struct rmca_conn *c, struct shm_op *op, int *st)
 {
-	bool inl = op->len <= SHM_INLINE_MAX;
-	uint32_t units = 1;
+	bool inl = op->len <= SHM_INLINE_MAX, more = false;
+	uint32_t units = 1, nslots = 1;
+	size_t piece;
 	struct shm_req *q;
 	uint8_t type;
 
-	if (c->peer_keys &&
+	if (c->reqs_pushed - c->resps_seen >= SHM_RESP_SLOTS)
+		return NO_ROOM;
+	if (!op->off && c->peer_keys && op->len > SHM_RESP_INLINE &&
 	    (op->kind == SHM_OP_PUT || op->kind == SHM_OP_GET) &&
-	    op->len > SHM_RESP_INLINE && shm_key_slot(op->rkey)) {
+	    shm_key_slot(op->rkey)) {
 		if (c->reqs_pushed != c->resps_seen)
 			return NO_ROOM; /* after those in flight */
 		*st = direct(c, op);
 		if (*st != SHM_NOT_DIRECT)
 			return DONE;
 	}
-
-	if (c->reqs_pushed - c->resps_seen >= SHM_RESP_SLOTS)
-		return NO_ROOM;
+	/* Without CMA every byte goes through the rings. */
+	op->pieced =
+		!c->cma && op->len > (op->kind == SHM_OP_GET ? SHM_RESP_INLINE
+							     : SHM_INLINE_MAX);
+	piece = rmca_shm_piece(op, op->off);
 	switch (op->kind) {
 	case SHM_OP_SEND:
-		if (c->sends_pushed >= shm_load(&c->r.peer->recvs_posted))
+		if (!op->off &&
+		    c->sends_pushed >= shm_load(&c->r.peer->recvs_posted))
 			return NO_CREDIT;
 		type = SHM_R_SEND;
-		units = inl ? shm_units(op->len) : 1;
+		inl = inl || op->pieced;
+		more = op->off + piece < op->len;
+		units = inl ? shm_units(piece) : 1;
 		break;
 	case SHM_OP_PUT:
 		type = SHM_R_PUT;
-		units = inl ? shm_units(op->len) : 1;
+		inl = inl || op->pieced;
+		units = inl ? shm_units(piece) : 1;
 		break;
 	case SHM_OP_GET:
 		type = SHM_R_GET;
-		inl = false;
+		inl = op->pieced; /* the answer carries the data */
+		if (inl || op->len <= SHM_RESP_INLINE)
+			nslots = shm_resp_slots(piece);
 		break;
 	default:
 		type = SHM_R_ATOMIC;
@@ -116,22 +135,26 @@ static enum push_result push(struct rmca_conn *c, struct shm_op *op, int *st)
 		units = 2;
 		break;
 	}
+	if (c->slots_pushed - c->slots_seen + nslots > SHM_RESP_SLOTS)
+		return NO_ROOM;
 	q = rmca_shm_req_reserve(&c->r, units);
 	if (!q)
 		return NO_ROOM;
 	*q = (struct shm_req){
 		.type = type,
-		.flags = inl ? SHM_RF_INLINE : 0,
+		.flags = (inl ? SHM_RF_INLINE : 0) | (more ? SHM_RF_MORE : 0),
 		.units = units,
 		.id = op->id,
-		.len = op->len,
-		.raddr = op->raddr,
+		.len = piece,
+		.raddr = op->raddr + op->off,
 		.rkey = op->rkey,
 		.laddr = (uint64_t)(uintptr_t)op->buf,
 	};
-	if (inl && op->len)
-		memcpy(q + 1, op->buf, op->len);
-	if (op->kind == SHM_OP_SEND && op->inv_rkey) {
+	if (inl && piece && type != SHM_R_GET)
+		memcpy(q + 1, op->buf + op->off, piece);
+	/* The key dies with the last piece, before the receive is
+	 * reported. */
+	if (op->kind == SHM_OP_SEND && op->inv_rkey && !more) {
 		q->flags |= SHM_RF_INV;
 		q->rkey = op->inv_rkey;
 	}
@@ -147,11 +170,13 @@ static enum push_result push(struct rmca_conn *c, struct shm_op *op, int *st)
 		masks[1] = op->atomic.swap_mask;
 	}
 	rmca_shm_req_commit(&c->r, units);
+	c->fifo[c->reqs_pushed % SHM_RESP_SLOTS] = op;
 	c->reqs_pushed++;
-	if (op->kind == SHM_OP_SEND)
+	c->slots_pushed += nslots;
+	if (op->kind == SHM_OP_SEND && !op->off)
 		c->sends_pushed++;
-	shm_list_add_tail(&c->inflight, &op->qlink);
-	return PUSHED;
+	op->off += piece;
+	return op->off < op->len ? PARTIAL : PUSHED;
 }
 
 void rmca_shm_pump(struct rmca_conn *c)
@@ -167,9 +192,10 @@ void rmca_shm_pump(struct rmca_conn *c)
 		next = l->next;
 		if (op->kind == SHM_OP_SEND && sends_wait)
 			continue;
-		shm_list_del(&op->qlink);
-		r = push(c, op, &st);
+		while ((r = push(c, op, &st)) == PARTIAL)
+			pushed = true;
 		if (r == PUSHED) {
+			shm_list_del(&op->qlink);
 			pushed = true;
 			continue;
 		}
@@ -181,12 +207,8 @@ void rmca_shm_pump(struct rmca_conn *c)
 			rmca_shm_conn_fail(c, st);
 			return;
 		}
-		/* Back where it was. */
-		op->qlink.next = next;
-		op->qlink.prev = next->prev;
-		next->prev->next = &op->qlink;
-		next->prev = &op->qlink;
-		if (r == NO_ROOM)
+		/* A piece pushed holds back everything behind it. */
+		if (r == NO_ROOM || op->off)
 			break;
 		sends_wait = true;
 	}

@@ -57,19 +57,71 @@ void rmca_shm_req_commit(struct shm_rings *r, uint32_t units)
 	shm_store(&r->req_out->tail, r->req_tail);
 }
 
-struct shm_resp *rmca_shm_resp_slot(struct shm_rings *r)
+struct shm_resp *rmca_shm_resp_slot(struct shm_rings *r, uint32_t nslots)
 {
 	uint64_t head = shm_load(&r->resp_out->head);
 
-	if (r->resp_tail - head >= SHM_RESP_SLOTS)
+	if (r->resp_tail - head > SHM_RESP_SLOTS ||
+	    SHM_RESP_SLOTS - (r->resp_tail - head) < nslots)
 		return NULL;
 	return (struct shm_resp *)(void *)(r->resp_out_buf +
 					   (r->resp_tail % SHM_RESP_SLOTS) *
 						   SHM_RESP_SLOT);
 }
 
-void rmca_shm_resp_commit(struct shm_rings *r)
+/* Data of an answer: the rest of the header's slot, then whole slots,
+ * wrapping at the ring's end. */
+static uint8_t *data_at(uint8_t *buf, uint64_t at, size_t off)
 {
-	r->resp_tail++;
+	uint64_t slot = at, pos;
+
+	if (off < SHM_RESP_INLINE)
+		return buf + (slot % SHM_RESP_SLOTS) * SHM_RESP_SLOT +
+		       sizeof(struct shm_resp) + off;
+	off -= SHM_RESP_INLINE;
+	slot += 1 + off / SHM_RESP_SLOT;
+	pos = off % SHM_RESP_SLOT;
+	return buf + (slot % SHM_RESP_SLOTS) * SHM_RESP_SLOT + pos;
+}
+
+static size_t run_at(size_t off)
+{
+	return off < SHM_RESP_INLINE ? SHM_RESP_INLINE - off
+				     : SHM_RESP_SLOT - (off - SHM_RESP_INLINE) %
+							       SHM_RESP_SLOT;
+}
+
+void rmca_shm_resp_put_data(struct shm_rings *r, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	for (size_t off = 0; off < len;) {
+		size_t n = run_at(off);
+
+		if (n > len - off)
+			n = len - off;
+		memcpy(data_at(r->resp_out_buf, r->resp_tail, off), p + off, n);
+		off += n;
+	}
+}
+
+void rmca_shm_resp_get_data(const struct shm_rings *r, uint64_t at, void *data,
+			    size_t len)
+{
+	uint8_t *p = data;
+
+	for (size_t off = 0; off < len;) {
+		size_t n = run_at(off);
+
+		if (n > len - off)
+			n = len - off;
+		memcpy(p + off, data_at(r->resp_in_buf, at, off), n);
+		off += n;
+	}
+}
+
+void rmca_shm_resp_commit(struct shm_rings *r, uint32_t nslots)
+{
+	r->resp_tail += nslots;
 	shm_store(&r->resp_out->tail, r->resp_tail);
 }

@@ -23,6 +23,7 @@
 #define SHM_RESP_SLOTS 1024u /* per side: bounds the requests in flight */
 #define SHM_RESP_SLOT  256u
 #define SHM_INLINE_MAX 8192u	   /* send/put payload carried in the ring */
+#define SHM_GET_PIECE  8192u	   /* get data in one answer, without CMA */
 #define SHM_SEG_MAGIC  0x4d485352u /* "RSHM" */
 
 enum shm_req_type {
@@ -34,8 +35,10 @@ enum shm_req_type {
 };
 
 enum shm_req_flags {
-	SHM_RF_INLINE = 1 << 0, /* payload follows the header */
+	SHM_RF_INLINE = 1 << 0, /* payload follows the header; GET: the
+				   answer carries the data */
 	SHM_RF_INV = 1 << 1,	/* SEND: revoke rkey at the target */
+	SHM_RF_MORE = 1 << 2,	/* SEND: a piece, more of the message follows */
 };
 
 struct shm_req {
@@ -62,6 +65,16 @@ struct shm_resp {
 };
 
 #define SHM_RESP_INLINE (SHM_RESP_SLOT - sizeof(struct shm_resp))
+
+/* Slots of an answer with len data bytes: the header's slot, then as many
+ * whole slots as the rest of the data needs. */
+static inline uint32_t shm_resp_slots(uint64_t len)
+{
+	return len <= SHM_RESP_INLINE
+		       ? 1
+		       : (uint32_t)(1 + (len - SHM_RESP_INLINE + SHM_RESP_SLOT -
+					 1) / SHM_RESP_SLOT);
+}
 
 struct shm_idx {
 	_Alignas(SHM_CL) uint64_t tail; /* producer's */
@@ -118,10 +131,16 @@ void rmca_shm_rings_init(struct shm_rings *r, struct shm_seg *s, int side);
 /* Room for an entry of units units, contiguous: its header, or NULL. */
 struct shm_req *rmca_shm_req_reserve(struct shm_rings *r, uint32_t units);
 void rmca_shm_req_commit(struct shm_rings *r, uint32_t units);
-/* The slot for the next answer (the initiator keeps one free per request
- * in flight, so a full ring means a broken peer): NULL then. */
-struct shm_resp *rmca_shm_resp_slot(struct shm_rings *r);
-void rmca_shm_resp_commit(struct shm_rings *r);
+/* The slot for the next answer of nslots slots (the initiator keeps them
+ * free for each request in flight, so a full ring means a broken peer):
+ * NULL then. */
+struct shm_resp *rmca_shm_resp_slot(struct shm_rings *r, uint32_t nslots);
+/* The answer's data after its header, len bytes, across slots. */
+void rmca_shm_resp_put_data(struct shm_rings *r, const void *data, size_t len);
+void rmca_shm_resp_commit(struct shm_rings *r, uint32_t nslots);
+/* Read len data bytes of the answer whose header is at slot index at. */
+void rmca_shm_resp_get_data(const struct shm_rings *r, uint64_t at, void *data,
+			    size_t len);
 
 static inline uint32_t shm_units(uint64_t payload)
 {

@@ -53,7 +53,8 @@ static int cma(struct rmca_conn *c, bool to_peer, char *local, uint64_t remote,
 static void respond(struct rmca_conn *c, const struct shm_req *h, int status,
 		    uint64_t operand, const void *data, size_t len)
 {
-	struct shm_resp *s = rmca_shm_resp_slot(&c->r);
+	uint32_t nslots = shm_resp_slots(status ? 0 : len);
+	struct shm_resp *s = rmca_shm_resp_slot(&c->r, nslots);
 
 	if (!s) {
 		protocol_error(c, "more requests than answer slots");
@@ -66,8 +67,8 @@ static void respond(struct rmca_conn *c, const struct shm_req *h, int status,
 		.operand = status ? 0 : operand,
 	};
 	if (!status && len)
-		memcpy(s + 1, data, len);
-	rmca_shm_resp_commit(&c->r);
+		rmca_shm_resp_put_data(&c->r, data, len);
+	rmca_shm_resp_commit(&c->r, nslots);
 	if (status) {
 		shm_log(c->mod, RMCA_LOG_INFO,
 			"refused a request of pid %d: %s", (int)c->peer_pid,
@@ -90,30 +91,45 @@ static int fetch(struct rmca_conn *c, const struct shm_req *h,
 	return cma(c, false, dst, h->laddr, len);
 }
 
+/* A message, or one piece of it (SHM_RF_MORE: more follow): into the
+ * oldest receive, which completes with the last piece. */
 static void on_send(struct rmca_conn *c, const struct shm_req *h,
 		    const uint8_t *pl)
 {
 	struct shm_op *r = shm_first(&c->recvs, struct shm_op, link);
-	uint64_t revoked = 0;
-	size_t n;
-	int st;
+	bool more = h->flags & SHM_RF_MORE;
+	uint64_t revoked = 0, off = c->rx_off, total;
+	size_t n = 0;
+	int st = 0;
 
 	if (!r) {
 		protocol_error(c, "message without a receive");
 		return;
 	}
-	n = h->len > r->len ? r->len : (size_t)h->len;
-	st = fetch(c, h, pl, r->buf, n);
+	/* What does not fit is not copied: the end says TRUNCATED. */
+	if (off < r->len)
+		n = h->len > r->len - off ? r->len - (size_t)off
+					  : (size_t)h->len;
+	if (n)
+		st = fetch(c, h, pl, r->buf + off, n);
 	if (st == RMCA_ERR_CONNECTION) {
 		rmca_shm_conn_fail(c, st);
 		return;
 	}
-	if (!st && h->len > r->len)
+	if (more && !st) {
+		c->rx_off = off + h->len;
+		respond(c, h, 0, 0, NULL, 0);
+		return;
+	}
+	c->rx_off = 0;
+	total = off + h->len;
+	if (!st && total > r->len)
 		st = RMCA_ERR_TRUNCATED;
 	/* The key is dead before the receive is reported. */
 	if (h->flags & SHM_RF_INV)
 		revoked = rmca_shm_revoke_inv(c, h->rkey);
-	rmca_shm_op_done(c, r, st, n, revoked);
+	rmca_shm_op_done(c, r, st, total > r->len ? r->len : (size_t)total,
+			 revoked);
 	respond(c, h, st, 0, NULL, 0);
 }
 
@@ -140,7 +156,7 @@ static void on_get(struct rmca_conn *c, const struct shm_req *h)
 
 	st = rmca_shm_access(c, h->rkey, h->raddr, h->len,
 			     RMCA_ACCESS_REMOTE_READ, &p);
-	if (!st && h->len <= SHM_RESP_INLINE) {
+	if (!st && ((h->flags & SHM_RF_INLINE) || h->len <= SHM_RESP_INLINE)) {
 		respond(c, h, 0, 0, p, (size_t)h->len);
 		return;
 	}
@@ -188,11 +204,22 @@ static void serve(struct rmca_conn *c, const struct shm_req *h,
 		  const uint8_t *pl, size_t pl_len)
 {
 	bool inl = h->flags & SHM_RF_INLINE;
+	unsigned f = h->flags;
 
-	if (h->zero || (h->flags & ~(SHM_RF_INLINE | SHM_RF_INV)) ||
-	    (inl && h->len > pl_len) ||
-	    ((h->flags & SHM_RF_INV) && h->type != SHM_R_SEND)) {
+	if (h->zero || (f & ~(SHM_RF_INLINE | SHM_RF_INV | SHM_RF_MORE)) ||
+	    (inl && h->type != SHM_R_GET && h->len > pl_len) ||
+	    ((f & (SHM_RF_INV | SHM_RF_MORE)) && h->type != SHM_R_SEND) ||
+	    ((f & SHM_RF_MORE) && (!inl || (f & SHM_RF_INV))) ||
+	    (inl && h->type == SHM_R_GET && h->len > SHM_GET_PIECE)) {
 		protocol_error(c, "malformed request");
+		return;
+	}
+	/* Without cross-memory attach the data must be in the rings. */
+	if (!c->cma && !inl && h->len &&
+	    (h->type == SHM_R_SEND || h->type == SHM_R_PUT ||
+	     (h->type == SHM_R_GET && h->len > SHM_RESP_INLINE))) {
+		protocol_error(c, "data outside the rings without "
+				  "cross-memory attach");
 		return;
 	}
 	switch (h->type) {
@@ -205,10 +232,7 @@ static void serve(struct rmca_conn *c, const struct shm_req *h,
 		on_put(c, h, pl);
 		return;
 	case SHM_R_GET:
-		if (inl)
-			protocol_error(c, "malformed request");
-		else
-			on_get(c, h);
+		on_get(c, h);
 		return;
 	case SHM_R_ATOMIC:
 		if (pl_len < 16 || inl)
@@ -222,36 +246,45 @@ static void serve(struct rmca_conn *c, const struct shm_req *h,
 	}
 }
 
-static void on_resp(struct rmca_conn *c, const struct shm_resp *s,
-		    const uint8_t *data)
+/* The answer s, whose header is at slot index at, to the oldest request
+ * in flight. */
+static void on_resp(struct rmca_conn *c, const struct shm_resp *s, uint64_t at)
 {
-	struct shm_op *op = shm_first(&c->inflight, struct shm_op, qlink);
+	struct shm_op *op = c->resps_seen == c->reqs_pushed
+				    ? NULL
+				    : c->fifo[c->resps_seen % SHM_RESP_SLOTS];
 	int st = s->status;
 	bool get_inline;
+	size_t piece;
 
 	if (!op || op->id != s->id) {
 		protocol_error(c, "answer to no outstanding request");
 		return;
 	}
-	get_inline = op->kind == SHM_OP_GET && op->len <= SHM_RESP_INLINE;
+	piece = rmca_shm_piece(op, op->done);
+	get_inline = op->kind == SHM_OP_GET &&
+		     (op->pieced || op->len <= SHM_RESP_INLINE);
 	if ((st && st != RMCA_ERR_REMOTE_ACCESS && st != RMCA_ERR_PROTOCOL &&
 	     st != RMCA_ERR_TRUNCATED) ||
 	    (st == RMCA_ERR_TRUNCATED && op->kind != SHM_OP_SEND) ||
 	    (st == RMCA_ERR_REMOTE_ACCESS && op->kind == SHM_OP_SEND) ||
-	    (!st && s->len != (get_inline ? op->len : 0)) ||
+	    (!st && s->len != (get_inline ? piece : 0)) ||
 	    (!st && op->kind != SHM_OP_ATOMIC && s->operand)) {
 		protocol_error(c, "answer does not fit its request");
 		return;
 	}
-	shm_list_del(&op->qlink);
+	c->fifo[c->resps_seen % SHM_RESP_SLOTS] = NULL;
 	c->resps_seen++;
 	if (st) {
 		rmca_shm_op_done(c, op, st, 0, 0);
 		rmca_shm_conn_fail(c, st);
 		return;
 	}
-	if (get_inline && op->len)
-		memcpy(op->buf, data, op->len);
+	if (get_inline && piece)
+		rmca_shm_resp_get_data(&c->r, at, op->buf + op->done, piece);
+	op->done += piece;
+	if (op->done < op->len)
+		return; /* more pieces to come */
 	if (op->kind == SHM_OP_ATOMIC)
 		*op->result = s->operand;
 	rmca_shm_op_done(c, op, RMCA_OK, 0, 0);
@@ -263,19 +296,26 @@ static void rx_resps(struct rmca_conn *c)
 	uint64_t tail = shm_load(&r->resp_in->tail);
 
 	while (!c->failed && r->resp_in_head != tail) {
-		const uint8_t *slot;
+		uint64_t at = r->resp_in_head;
+		uint32_t nslots;
 		struct shm_resp s;
 
-		if (tail - r->resp_in_head > SHM_RESP_SLOTS) {
+		if (tail - at > SHM_RESP_SLOTS) {
 			protocol_error(c, "answer ring index out of range");
 			return;
 		}
-		slot = r->resp_in_buf +
-		       (r->resp_in_head % SHM_RESP_SLOTS) * SHM_RESP_SLOT;
-		memcpy(&s, slot, sizeof(s));
-		r->resp_in_head++;
+		memcpy(&s,
+		       r->resp_in_buf + (at % SHM_RESP_SLOTS) * SHM_RESP_SLOT,
+		       sizeof(s));
+		nslots = shm_resp_slots(s.status ? 0 : s.len);
+		if (nslots > tail - at) {
+			protocol_error(c, "answer overruns the ring");
+			return;
+		}
 		c->activity++;
-		on_resp(c, &s, slot + sizeof(s));
+		on_resp(c, &s, at);
+		r->resp_in_head += nslots;
+		c->slots_seen += nslots;
 		shm_store(&r->resp_in->head, r->resp_in_head);
 	}
 }
