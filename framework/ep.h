@@ -38,33 +38,45 @@ struct rmca_req {
 	struct rmca_req *covers;
 	struct rmca_req *flush;
 
-	/* atomics the core builds (CAS loop) or sends to the peer's core */
-	enum rmca_path path;
-	struct rmca_atomic aop;
-	uint64_t *result;
-	struct rmca_module_mr *result_mmr;
-	uint64_t cas_guess;
-	uint64_t am_id;
-	struct rmca_req *am_next; /* ep->am_wait */
+	enum rmca_path path; /* RMCA_PATH_CAS_LOOP: an atomic the core builds */
+	bool verifying; /* a put or get being verified (below) */
+	uint64_t am_id; /* its control message: atomic, or verification */
 
-	/* sends held back behind a revoke message (ep->deferred) */
-	const void *buf;
-	size_t buf_len;
-	struct rmca_module_mr *mmr;
-	uint64_t inv_rkey; /* a send_inv by revoke message */
-	uint64_t native_inv; /* a native send_inv held behind one */
-	uint64_t seq; /* its message number */
-	bool acked;
-	struct rmca_req *defer_prev, *defer_next; /* ep->deferred */
-	struct rmca_req *unacked_next; /* ep->unacked: revokes, in seq order */
-
-	/* a put or get that failed as a lost connection: the peer's core is
-	 * asked whether the access itself was refused (ep->verify_wait) */
-	uint64_t raddr, rkey;
-	size_t rlen;
-	bool verifying, verified;
-	int64_t verify_deadline;
-	struct rmca_req *verify_next;
+	/* What one kind of operation needs, apart: an operation is of one
+	 * kind, so the paths share the space. */
+	union {
+		/* atomics the core builds (CAS loop) or sends to the peer's
+		 * core */
+		struct {
+			struct rmca_atomic aop;
+			uint64_t *result;
+			struct rmca_module_mr *result_mmr;
+			uint64_t cas_guess;
+			struct rmca_req *am_next; /* ep->am_wait */
+		};
+		/* sends held back behind a revoke message (ep->deferred) */
+		struct {
+			const void *buf;
+			size_t buf_len;
+			struct rmca_module_mr *mmr;
+			uint64_t inv_rkey; /* a send_inv by revoke message */
+			uint64_t native_inv; /* a native send_inv held behind */
+			uint64_t seq; /* its message number */
+			bool acked;
+			struct rmca_req *defer_prev, *defer_next;
+			struct rmca_req *unacked_next; /* ep->unacked, seq order */
+		};
+		/* a put or get that failed as a lost connection: the peer's
+		 * core is asked whether the access itself was refused
+		 * (ep->verify_wait) */
+		struct {
+			uint64_t raddr, rkey;
+			size_t rlen;
+			bool verified;
+			int64_t verify_deadline;
+			struct rmca_req *verify_next;
+		};
+	};
 };
 
 struct rmca_revoke_note {

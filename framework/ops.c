@@ -99,9 +99,10 @@ static bool req_ready(const struct rmca_req *r)
  */
 static void req_maybe_verify(struct rmca_req *r)
 {
-	if (r->kind != RMCA_REQ_USER || r->verified || r->verifying ||
-	    r->status != RMCA_ERR_CONNECTION || !r->rkey ||
-	    (r->op != RMCA_OP_PUT && r->op != RMCA_OP_GET))
+	/* the op first: only puts and gets have the fields after it */
+	if ((r->op != RMCA_OP_PUT && r->op != RMCA_OP_GET) ||
+	    r->kind != RMCA_REQ_USER || r->verified || r->verifying ||
+	    r->status != RMCA_ERR_CONNECTION || !r->rkey)
 		return;
 	r->verifying = rmca_verify_start(r->ep, r);
 	r->verified = !r->verifying;
