@@ -8,6 +8,11 @@
  *   verbs_conn_alloc    a connection's control memory is not allocated
  *   verbs_module_alloc  a module's memory is not allocated
  *   verbs_module_init   a module's set-up fails at its listener
+ *   verbs_cq_unread     completions are left on the CQ (a process that
+ *                       meets a peer's disconnect before the completions
+ *                       queued ahead of it: set, progress, unset); only
+ *                       where RMCATEST_FAIL was set, if empty, before the
+ *                       first completion was polled
  *
  * Read at each point, so a test may change it between calls. Not a user
  * setting (hence not RMCA_*): unset, nothing changes.

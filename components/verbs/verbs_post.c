@@ -408,6 +408,13 @@ int rmca_verbs_submit(struct rmca_conn *c, struct rmca_verbs_op *op)
 /* iwarp: keep a locally completed send until a READ confirms it. */
 void rmca_verbs_hold(struct rmca_conn *c, struct rmca_verbs_op *op)
 {
+	/* No READ will come: the connection failed before this completion
+	 * was read (a peer's disconnect is dispatched before the CQ is
+	 * polled), and what it held then was completed with the failure. */
+	if (c->state == RMCA_VCONN_FAILED) {
+		rmca_verbs_op_done(op, c->fail_status, 0, 0);
+		return;
+	}
 	op->next = NULL;
 	if (c->held_tail)
 		c->held_tail->next = op;
