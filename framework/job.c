@@ -13,6 +13,12 @@
  * rmca_job_ep(q) returns it. A rank's endpoint to itself is the core's
  * self endpoint (self.c): nothing is dialled.
  *
+ * Anyone can connect to a job listener; only the job's ranks can read what
+ * the launcher hands out. Each rank publishes a random key with its
+ * address, and a request must carry the key of the rank it asks: a client
+ * that merely found the port (or guessed the job's name) is refused before
+ * any handshake starts, and cannot pose as a rank.
+ *
  * Two ranks asking each other at once: the connection the lower rank
  * initiated wins. The higher rank serves the lower one's request while it
  * waits; the lower one answers the higher one's MINE ("mine wins, wait for
@@ -48,9 +54,10 @@
 
 #define JOB_KEY	      "rmca.job.v1"
 #define JOB_MAGIC     0x4a434d52u /* "RMCJ" little-endian */
-#define JOB_VERSION   1
+#define JOB_VERSION   2
 #define JOB_NSLEN     256 /* PMIX_MAX_NSLEN + 1 */
-#define JOB_REQ_LEN   (16 + JOB_NSLEN)
+#define JOB_KEYLEN    16  /* bytes of a rank's key */
+#define JOB_REQ_LEN   (16 + JOB_KEYLEN + JOB_NSLEN)
 #define JOB_ANS_LEN   8
 #define JOB_INFO_MAX  2048
 #define JOB_MAX_ADDRS 16
@@ -58,7 +65,7 @@
 	5 /* a job wait checks the rest of the context this often */
 
 enum job_kind {
-	JOB_REQ = 1,	/* u32 from, u32 to, nspace */
+	JOB_REQ = 1,	/* u32 from, u32 to, key of to, nspace */
 	JOB_GO = 2,	/* served: the bootstrap handshake follows */
 	JOB_MINE = 3,	/* both asked: mine wins, expect my connection */
 	JOB_HAVE = 4,	/* I hold a live endpoint to you: retry later */
@@ -73,6 +80,7 @@ struct job_info {
 	unsigned long long netns;
 	int naddrs;
 	char addrs[JOB_MAX_ADDRS][INET6_ADDRSTRLEN];
+	uint8_t key[JOB_KEYLEN];
 };
 
 struct job_peer {
@@ -99,6 +107,7 @@ struct rmca_job {
 	struct rmca_pmix *pmix;
 	char nspace[JOB_NSLEN];
 	uint32_t rank, size;
+	uint8_t key[JOB_KEYLEN]; /* published: a request to us carries it */
 	int lfd, port;
 	struct job_peer *peers;
 	struct job_pending *pending;
@@ -243,10 +252,20 @@ static void serve(struct rmca_job *job, struct job_pending *pd)
 	peer_set(job, from, ep, "its request");
 }
 
+/* Compared in full whatever differs: the time taken tells nothing. */
+static bool key_equal(const uint8_t *a, const uint8_t *b)
+{
+	uint8_t d = 0;
+
+	for (int i = 0; i < JOB_KEYLEN; i++)
+		d |= a[i] ^ b[i];
+	return !d;
+}
+
 static bool request_valid(struct rmca_job *job, struct job_pending *pd,
 			  char *why, size_t why_len)
 {
-	const uint8_t *b = pd->buf;
+	const uint8_t *b = pd->buf, *ns = b + 16 + JOB_KEYLEN;
 	uint32_t to = get32(b + 12);
 
 	if (header_kind(b) != JOB_REQ) {
@@ -255,14 +274,24 @@ static bool request_valid(struct rmca_job *job, struct job_pending *pd,
 		return false;
 	}
 	pd->from = get32(b + 8);
-	if (!memchr(b + 16, '\0', JOB_NSLEN) ||
-	    strcmp((const char *)b + 16, job->nspace)) {
+	if (!memchr(ns, '\0', JOB_NSLEN) ||
+	    strcmp((const char *)ns, job->nspace)) {
 		snprintf(why, why_len, "another job");
 		return false;
 	}
 	if (to != job->rank || pd->from >= job->size) {
 		snprintf(why, why_len, "rank %u asked for rank %u", pd->from,
 			 to);
+		return false;
+	}
+	if (pd->from == job->rank) {
+		snprintf(why, why_len, "claims to be this rank");
+		return false;
+	}
+	if (!key_equal(b + 16, job->key)) {
+		snprintf(why, why_len,
+			 "claims to be rank %u without this rank's key",
+			 pd->from);
 		return false;
 	}
 	return true;
@@ -450,17 +479,32 @@ static void job_idle(struct rmca_job *job, int64_t until)
 
 /* ---- the connecting side ---- */
 
+static int key_parse(const char *hex, uint8_t *key)
+{
+	if (strlen(hex) != 2 * JOB_KEYLEN)
+		return RMCA_ERR_PROTOCOL;
+	for (int i = 0; i < JOB_KEYLEN; i++) {
+		unsigned v;
+
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			return RMCA_ERR_PROTOCOL;
+		key[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
 static int info_parse(const char *s, struct job_info *in)
 {
-	char addrs[JOB_INFO_MAX], *save = NULL, *a;
+	char addrs[JOB_INFO_MAX], key[2 * JOB_KEYLEN + 1], *save = NULL, *a;
 	unsigned version;
 	int n = 0;
 
 	memset(in, 0, sizeof(*in));
 	if (strlen(s) >= sizeof(addrs) ||
-	    sscanf(s, "%u %d %39s %llu %2047s%n", &version, &in->port,
-		   in->boot_id, &in->netns, addrs, &n) != 5 ||
-	    version != 1 || s[n] || in->port <= 0 || in->port > 65535)
+	    sscanf(s, "%u %d %39s %llu %32s %2047s%n", &version, &in->port,
+		   in->boot_id, &in->netns, key, addrs, &n) != 6 ||
+	    version != 2 || s[n] || in->port <= 0 || in->port > 65535 ||
+	    key_parse(key, in->key))
 		return RMCA_ERR_PROTOCOL;
 	if (!strcmp(in->boot_id, "-"))
 		in->boot_id[0] = '\0';
@@ -608,7 +652,8 @@ static int job_connect(struct rmca_job *job, uint32_t r, int64_t deadline,
 	header(req, JOB_REQ);
 	put32(req + 8, job->rank);
 	put32(req + 12, r);
-	snprintf((char *)req + 16, JOB_NSLEN, "%s", job->nspace);
+	memcpy(req + 16, in->key, JOB_KEYLEN);
+	snprintf((char *)req + 16 + JOB_KEYLEN, JOB_NSLEN, "%s", job->nspace);
 	for (;;) {
 		size_t got = 0;
 		int fd;
@@ -719,16 +764,21 @@ static int job_fence(struct rmca_job *job, bool collect, int timeout_ms)
 	return status;
 }
 
-/* "1 port boot_id netns addr,addr,...": what a peer needs to reach us. */
-static void info_make(struct rmca_job *job, char *s, size_t len)
+/* "2 port boot_id netns key addr,addr,...": what a peer needs to reach
+ * us. */
+static void info_make(struct rmca_job *job, char *s, size_t len, bool with_key)
 {
 	struct ifaddrs *ifa = NULL;
 	size_t used;
 	int n = 0;
 
-	used = (size_t)snprintf(s, len, "1 %d %s %llu ", job->port,
+	used = (size_t)snprintf(s, len, "2 %d %s %llu ", job->port,
 				job->ctx->boot_id[0] ? job->ctx->boot_id : "-",
 				(unsigned long long)job->ctx->netns);
+	for (int i = 0; i < JOB_KEYLEN && with_key; i++)
+		used += (size_t)snprintf(s + used, len - used, "%02x",
+					 job->key[i]);
+	used += (size_t)snprintf(s + used, len - used, with_key ? " " : "- ");
 	if (!getifaddrs(&ifa)) {
 		for (struct ifaddrs *i = ifa; i && n < JOB_MAX_ADDRS;
 		     i = i->ifa_next) {
@@ -843,7 +893,10 @@ int rmca_job_join(rmca_context_t *ctx, int timeout_ms)
 		job->lfd = -1;
 		goto fail;
 	}
-	info_make(job, info, sizeof(info));
+	rc = ops(job)->random(job->key, sizeof(job->key));
+	if (rc)
+		goto fail;
+	info_make(job, info, sizeof(info), true);
 	rc = rmca_pmix_publish(job->pmix, JOB_KEY, info);
 	if (rc) {
 		rmca_log(0, "rmca_job_join: publishing the address failed: %s",
@@ -854,6 +907,7 @@ int rmca_job_join(rmca_context_t *ctx, int timeout_ms)
 	if (rc)
 		goto fail;
 	ctx->job = job;
+	info_make(job, info, sizeof(info), false); /* the key stays unsaid */
 	rmca_log(1, "job %s: rank %u of %u, job listener on port %d (%s)",
 		 job->nspace, job->rank, job->size, job->port, info);
 	return 0;

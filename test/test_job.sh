@@ -24,7 +24,11 @@ all_checks="join endpoints self adopted sendrecv put get window fadd fence recon
 race_checks="join endpoints self sendrecv put get window fadd fence reconnect finalize"
 tcp_checks="join endpoints self adopted transport sendrecv put get window fadd fence reconnect finalize"
 kill_checks="join endpoints fence dies dead-ep dead-ops finalize"
-runs="all:1 all:2 all:4 all:8 race:2 race:4 race:8 tcp:4 kill:4"
+# test_job_attack: rank 0 attacks rank 1's job listener (the attack cases
+# are rank 0's verdicts, "logged" rank 1's), then the job must still work
+attack_cases="garbage another-job posing-as-rank posing-as-itself wrong-rank old-version half-open flood"
+attack_checks="join $attack_cases endpoints sendrecv fence logged finalize"
+runs="all:1 all:2 all:4 all:8 race:2 race:4 race:8 tcp:4 kill:4 attack:3"
 
 checks_of() {
 	case $1 in
@@ -32,6 +36,7 @@ checks_of() {
 	race) echo "$race_checks" ;;
 	tcp) echo "$tcp_checks" ;;
 	kill) echo "$kill_checks" ;;
+	attack) echo "$attack_checks" ;;
 	esac
 }
 
@@ -85,9 +90,10 @@ for run in $runs; do
 	[ "$mode" = kill ] && extra=--enable-recovery
 	# mpirun hands the ranks only the variables it is told to
 	[ "$mode" = tcp ] && extra="-x RMCA_transports=tcp"
+	args="$prog $mode $np"
+	[ "$mode" = attack ] && args=$builddir/test_job_attack
 	RMCATEST_JOBDIR=$dir timeout -k 10 "$limit" \
-		"$mpirun" $extra -np "$np" "$prog" "$mode" "$np" \
-		>"$dir/out" 2>&1
+		"$mpirun" $extra -np "$np" $args >"$dir/out" 2>&1
 	rc=$?
 	note=
 	[ $rc -eq 124 ] || [ $rc -eq 137 ] && note=" (mpirun timed out after $limit s)"
@@ -105,6 +111,12 @@ for run in $runs; do
 				dies) [ $r -eq $last ] || want=0 ;;
 				dead-ep | dead-ops | finalize) [ $r -ne $last ] || want=0 ;;
 				esac
+			fi
+			if [ "$mode" = attack ]; then
+				case " $attack_cases " in
+				*" $c "*) [ $r -eq 0 ] || want=0 ;;
+				esac
+				[ "$c" != logged ] || [ $r -eq 1 ] || want=0
 			fi
 			if [ $want = 1 ] && ! grep -qx "ok $c" "$f" 2>/dev/null; then
 				why=$(grep "^not ok" "$f" 2>/dev/null | head -1)

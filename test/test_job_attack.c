@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Hostile clients at a job rank's listener (test_job.sh runs this under
+ * mpirun with 3 ranks). Rank 1 is the target. Rank 0 reads the address
+ * rank 1 published, as anyone who found the port could, and attacks it
+ * with raw sockets while rank 1 waits in a fence: bytes that are no
+ * request, requests of another job, of this job claiming to be another
+ * rank (without that rank's key), to be rank 1 itself, or asking for
+ * another rank, an old version, connections that say nothing or half a
+ * request, and a flood of silent connections. Each bogus request is
+ * answered "refused" and closed; the half-open ones stay open while the
+ * three ranks then make their endpoints, exchange messages naming
+ * themselves and fence: the job keeps working. Rank 1 finally finds a
+ * logged reason for each refusal in its own stderr.
+ *
+ * Each rank writes its verdicts to $RMCATEST_JOBDIR/rank.N (as test_job);
+ * every wait is bounded (WAIT_MS).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rmca.h>
+
+#include "job.h"
+
+#define WAIT_MS 30000
+#define MAXR	16
+#define FLOOD	40 /* more than a listener keeps waiting (2 * ranks + 16) */
+
+/* The job request, as framework/job.c frames it (version 2). */
+#define J_MAGIC	  0x4a434d52u
+#define J_VERSION 2
+#define J_NSLEN	  256
+#define J_KEYLEN  16
+#define J_REQ_LEN (16 + J_KEYLEN + J_NSLEN)
+#define J_REQ	  1
+#define J_GO	  2
+#define J_REFUSE  5
+
+static FILE *out;
+static uint32_t me, n;
+static int failures;
+
+static void verdict(int ok, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ok) {
+		fprintf(out, "ok %s\n", name);
+	} else {
+		failures++;
+		fprintf(out, "not ok %s: ", name);
+		va_start(ap, fmt);
+		vfprintf(out, fmt, ap);
+		va_end(ap);
+		fprintf(out, "\n");
+	}
+	fflush(out);
+}
+
+#define REQUIRE(cond, name, ...)                                               \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			verdict(0, name, __VA_ARGS__);                         \
+			exit(1);                                               \
+		}                                                              \
+	} while (0)
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the raw client ---- */
+
+static int dial(int port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Read up to len bytes until the peer closes or WAIT_MS pass: how many
+ * arrived (the peer closed: *closed). */
+static size_t read_until_closed(int fd, uint8_t *buf, size_t len, int *closed)
+{
+	long end = now_ms() + WAIT_MS;
+	size_t got = 0;
+
+	*closed = 0;
+	while (now_ms() < end) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		uint8_t junk[64];
+		ssize_t k;
+
+		if (poll(&p, 1, (int)(end - now_ms())) <= 0)
+			break;
+		k = recv(fd, got < len ? buf + got : junk,
+			 got < len ? len - got : sizeof(junk), 0);
+		if (k <= 0) {
+			*closed = 1;
+			break;
+		}
+		if (got < len)
+			got += (size_t)k;
+	}
+	return got;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void request(uint8_t *req, int version, uint32_t from, uint32_t to,
+		    const char *nspace)
+{
+	memset(req, 0, J_REQ_LEN);
+	put32(req, J_MAGIC);
+	req[4] = (uint8_t)version;
+	req[6] = J_REQ;
+	put32(req + 8, from);
+	put32(req + 12, to);
+	for (int i = 0; i < J_KEYLEN; i++) /* a key nobody published */
+		req[16 + i] = (uint8_t)(0xa5 ^ i);
+	snprintf((char *)req + 16 + J_KEYLEN, J_NSLEN, "%s", nspace);
+}
+
+/* Send bytes, expect an answer "refused" (or none) and the close. */
+static void refused(int port, const void *bytes, size_t len, const char *name)
+{
+	uint8_t ans[8];
+	int fd = dial(port), closed;
+	size_t got;
+
+	REQUIRE(fd >= 0, name, "cannot connect to rank 1's job listener");
+	REQUIRE(send(fd, bytes, len, MSG_NOSIGNAL) == (ssize_t)len, name,
+		"send: %s", strerror(errno));
+	got = read_until_closed(fd, ans, sizeof(ans), &closed);
+	close(fd);
+	REQUIRE(closed, name, "rank 1 kept the connection open");
+	REQUIRE(got == 0 || (got == sizeof(ans) && ans[6] == J_REFUSE), name,
+		"rank 1 answered %zu bytes, kind %d (%s)", got,
+		got > 6 ? ans[6] : -1,
+		got > 6 && ans[6] == J_GO ? "go: served a bogus request"
+					  : "not a refusal");
+	verdict(1, name, NULL);
+}
+
+/* The port rank r published (what anyone scanning the host finds). */
+static int published_port(uint32_t r)
+{
+	struct rmca_pmix *p;
+	char ns[J_NSLEN], why[256], info[2048];
+	uint32_t rank, size;
+	int port = -1;
+
+	if (rmca_pmix_open(&p, ns, sizeof(ns), &rank, &size, why, sizeof(why)))
+		return -1;
+	if (!rmca_pmix_lookup(p, r, "rmca.job.v1", info, sizeof(info)) &&
+	    sscanf(info, "%*u %d", &port) != 1)
+		port = -1;
+	rmca_pmix_close(p);
+	return port;
+}
+
+static void attack(int port, int *held, int *nheld)
+{
+	const char *ns = getenv("PMIX_NAMESPACE");
+	uint8_t req[J_REQ_LEN], junk[J_REQ_LEN + 100];
+	int fd;
+
+	REQUIRE(ns, "attack", "no PMIX_NAMESPACE");
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 151 + 7);
+	refused(port, junk, sizeof(junk), "garbage");
+	request(req, J_VERSION, 2, 1, "not-this-job");
+	refused(port, req, sizeof(req), "another-job");
+	request(req, J_VERSION, 2, 1, ns);
+	refused(port, req, sizeof(req), "posing-as-rank");
+	request(req, J_VERSION, 1, 1, ns);
+	refused(port, req, sizeof(req), "posing-as-itself");
+	request(req, J_VERSION, 0, 2, ns);
+	refused(port, req, sizeof(req), "wrong-rank");
+	request(req, 1, 0, 1, ns);
+	refused(port, req, sizeof(req), "old-version");
+
+	/* silent, and half a request: held open while the job works */
+	fd = dial(port);
+	REQUIRE(fd >= 0, "half-open", "connect");
+	held[(*nheld)++] = fd;
+	fd = dial(port);
+	REQUIRE(fd >= 0, "half-open", "connect");
+	request(req, J_VERSION, 0, 1, ns);
+	REQUIRE(send(fd, req, 100, MSG_NOSIGNAL) == 100, "half-open", "send");
+	held[(*nheld)++] = fd;
+	verdict(1, "half-open", NULL);
+}
+
+/* A flood of silent connections: each is closed by rank 1 (at once past
+ * what it keeps waiting, the others when RMCA_connect_timeout ends
+ * them), and the job goes on meanwhile. */
+static void flood_open(int port, int *fds)
+{
+	for (int i = 0; i < FLOOD; i++) {
+		fds[i] = dial(port);
+		REQUIRE(fds[i] >= 0, "flood", "connect %d: %s", i,
+			strerror(errno));
+	}
+}
+
+static void flood_check(int *fds)
+{
+	for (int i = 0; i < FLOOD; i++) {
+		uint8_t b[8];
+		int closed;
+
+		read_until_closed(fds[i], b, sizeof(b), &closed);
+		REQUIRE(closed, "flood", "connection %d still open after %d ms",
+			i, WAIT_MS);
+		close(fds[i]);
+	}
+	verdict(1, "flood", NULL);
+}
+
+/* ---- the job, afterwards ---- */
+
+struct note {
+	uint32_t from, to;
+	uint64_t magic;
+};
+
+static void job_works(rmca_context_t *ctx)
+{
+	rmca_ep_t *ep[MAXR];
+	struct note snd[MAXR], rcv[MAXR];
+	rmca_mr_t *smr, *rmr;
+	int posted = 0, got = 0, st[2 * MAXR];
+	long end;
+	int rc;
+
+	for (uint32_t k = 0; k < n; k++) {
+		rc = rmca_job_ep(ctx, k, WAIT_MS, &ep[k]);
+		REQUIRE(!rc, "endpoints", "rmca_job_ep(%u): %s", k,
+			rmca_strerror(rc));
+	}
+	verdict(1, "endpoints", NULL);
+	REQUIRE(!rmca_mr_reg(ctx, snd, sizeof(snd), RMCA_ACCESS_LOCAL, &smr) &&
+			!rmca_mr_reg(ctx, rcv, sizeof(rcv), RMCA_ACCESS_LOCAL,
+				     &rmr),
+		"sendrecv", "registration");
+	for (uint32_t k = 0; k < n; k++) {
+		st[k] = st[MAXR + k] = 1;
+		snd[k] =
+			(struct note){.from = me,
+				      .to = k,
+				      .magic = 0xa77ac4ull << 24 | me << 8 | k};
+		REQUIRE(!rmca_recv(ep[k], &rcv[k], sizeof(rcv[k]), rmr,
+				   (void *)(intptr_t)k) &&
+				!rmca_send(ep[k], &snd[k], sizeof(snd[k]), smr,
+					   (void *)(intptr_t)(MAXR + k)),
+			"sendrecv", "post to %u", k);
+		posted += 2;
+	}
+	end = now_ms() + WAIT_MS;
+	while (got < posted && now_ms() < end) {
+		struct rmca_completion c[8];
+		int k = rmca_poll(ctx, c, 8);
+
+		for (int i = 0; i < k; i++)
+			st[(intptr_t)c[i].user_ctx] = c[i].status;
+		got += k > 0 ? k : 0;
+	}
+	REQUIRE(got == posted, "sendrecv", "completions missing");
+	for (uint32_t k = 0; k < n; k++)
+		REQUIRE(!st[k] && !st[MAXR + k] && rcv[k].from == k &&
+				rcv[k].to == me &&
+				rcv[k].magic ==
+					(0xa77ac4ull << 24 | k << 8 | me),
+			"sendrecv", "with rank %u: recv %s, send %s, from %u",
+			k, rmca_strerror(st[k]), rmca_strerror(st[MAXR + k]),
+			rcv[k].from);
+	verdict(1, "sendrecv", NULL);
+}
+
+/* Rank 1's own stderr: one reason for each refusal. */
+static void logged(const char *path)
+{
+	static const char *const want[] = {
+		"refused: not a job request",
+		"refused: another job",
+		"refused: claims to be rank 2 without this rank's key",
+		"refused: claims to be this rank",
+		"refused: rank 0 asked for rank 2",
+	};
+	char line[1024];
+	bool seen[5] = {false};
+	FILE *f;
+
+	fflush(stderr);
+	f = fopen(path, "r");
+	REQUIRE(f, "logged", "cannot read %s", path);
+	while (fgets(line, sizeof(line), f))
+		for (int i = 0; i < 5; i++)
+			if (strstr(line, want[i]) &&
+			    strstr(line, "job: connection from"))
+				seen[i] = true;
+	fclose(f);
+	for (int i = 0; i < 5; i++)
+		REQUIRE(seen[i], "logged", "no line \"%s\" in %s", want[i],
+			path);
+	verdict(1, "logged", NULL);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = getenv("RMCATEST_JOBDIR");
+	char path[4096], logpath[4096];
+	int held[4], nheld = 0, flood[FLOOD], port = -1, rc;
+	rmca_context_t *ctx;
+	int rank_env;
+
+	(void)argv;
+	if (argc != 1 || !dir) {
+		fprintf(stderr, "usage: RMCATEST_JOBDIR=dir test_job_attack "
+				"(under mpirun, 3 ranks or more)\n");
+		return 2;
+	}
+	rank_env = getenv("PMIX_RANK") ? atoi(getenv("PMIX_RANK")) : -1;
+	snprintf(path, sizeof(path), "%s/rank.%d", dir, rank_env);
+	out = fopen(path, "w");
+	if (!out)
+		return 2;
+	/* the target keeps what rmca logs, to check the reasons */
+	snprintf(logpath, sizeof(logpath), "%s/stderr.%d", dir, rank_env);
+	if (rank_env == 1 && !freopen(logpath, "w", stderr))
+		return 2;
+	REQUIRE(!rmca_init(&ctx), "join", "rmca_init failed");
+	rc = rmca_job_join(ctx, WAIT_MS);
+	REQUIRE(!rc, "join", "rmca_job_join: %s", rmca_strerror(rc));
+	REQUIRE(!rmca_job_rank(ctx, &me, &n) && n >= 3 && n <= MAXR, "join",
+		"rank %u of %u (3 to %d wanted)", me, n, MAXR);
+	verdict(1, "join", NULL);
+
+	if (me == 0) {
+		port = published_port(1);
+		REQUIRE(port > 0, "attack", "rank 1 published no port");
+		attack(port, held, &nheld);
+		flood_open(port, flood);
+	}
+	/* rank 1 answers all of it from inside this fence */
+	rc = rmca_job_fence(ctx, WAIT_MS);
+	REQUIRE(!rc, "fence", "rmca_job_fence: %s", rmca_strerror(rc));
+	job_works(ctx);
+	rc = rmca_job_fence(ctx, WAIT_MS);
+	REQUIRE(!rc, "fence", "rmca_job_fence: %s", rmca_strerror(rc));
+	verdict(1, "fence", NULL);
+	if (me == 0) {
+		flood_check(flood);
+		while (nheld)
+			close(held[--nheld]);
+	}
+	rc = rmca_job_fence(ctx, WAIT_MS);
+	REQUIRE(!rc, "fence", "rmca_job_fence: %s", rmca_strerror(rc));
+	if (me == 1)
+		logged(logpath);
+	rmca_finalize(ctx);
+	verdict(1, "finalize", NULL);
+	fclose(out);
+	return failures ? 1 : 0;
+}
