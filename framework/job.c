@@ -52,7 +52,6 @@
 #include "job.h"
 #include "self.h"
 
-#define JOB_KEY	      "rmca.job.v1"
 #define JOB_MAGIC     0x4a434d52u /* "RMCJ" little-endian */
 #define JOB_VERSION   2
 #define JOB_NSLEN     256 /* PMIX_MAX_NSLEN + 1 */
@@ -61,6 +60,8 @@
 #define JOB_ANS_LEN   8
 #define JOB_INFO_MAX  2048
 #define JOB_MAX_ADDRS 16
+/* a rank publishes under this, numbered by the joins of its process */
+#define JOB_KEY "rmca.job.v2.%u"
 #define JOB_SLICE_MS                                                           \
 	5 /* a job wait checks the rest of the context this often */
 
@@ -107,6 +108,7 @@ struct rmca_job {
 	struct rmca_pmix *pmix;
 	char nspace[JOB_NSLEN];
 	uint32_t rank, size;
+	char key_name[32];	 /* what it publishes under (JOB_KEY) */
 	uint8_t key[JOB_KEYLEN]; /* published: a request to us carries it */
 	int lfd, port;
 	struct job_peer *peers;
@@ -116,9 +118,14 @@ struct rmca_job {
 	bool serving;	   /* inside a passive handshake */
 };
 
-/* PMIx keys are per process: one context of a process is in the job. */
+/*
+ * PMIx keys belong to the process, so each context of a process that joins
+ * publishes under its own key, numbered in the order of the joins: the
+ * n-th context a rank joins reaches the n-th context of every other rank
+ * (joins are collective, made in the same order everywhere).
+ */
 static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rmca_context *job_owner;
+static unsigned job_joins;
 
 static const struct rmca_core_ops *ops(struct rmca_job *job)
 {
@@ -529,7 +536,8 @@ static int peer_info(struct rmca_job *job, uint32_t r, struct job_info **out)
 	int rc;
 
 	if (!in->valid) {
-		rc = rmca_pmix_lookup(job->pmix, r, JOB_KEY, s, sizeof(s));
+		rc = rmca_pmix_lookup(job->pmix, r, job->key_name, s,
+				      sizeof(s));
 		if (!rc)
 			rc = info_parse(s, in);
 		if (rc) {
@@ -828,9 +836,6 @@ static void job_free(struct rmca_job *job)
 	rmca_pmix_close(job->pmix);
 	free(job->peers);
 	free(job);
-	pthread_mutex_lock(&job_lock);
-	job_owner = NULL;
-	pthread_mutex_unlock(&job_lock);
 }
 
 static bool unsupported(void)
@@ -850,21 +855,9 @@ int rmca_job_join(rmca_context_t *ctx, int timeout_ms)
 		rmca_log(0, "rmca_job_join: this context has joined already");
 		return RMCA_ERR_INVALID;
 	}
-	pthread_mutex_lock(&job_lock);
-	if (job_owner) {
-		pthread_mutex_unlock(&job_lock);
-		rmca_log(0, "rmca_job_join: another context of this process is "
-			    "in the job (one per process)");
-		return RMCA_ERR_INVALID;
-	}
-	job_owner = ctx;
-	pthread_mutex_unlock(&job_lock);
-
 	job = calloc(1, sizeof(*job));
-	if (!job) {
-		rc = RMCA_ERR_NO_MEMORY;
-		goto fail_owner;
-	}
+	if (!job)
+		return RMCA_ERR_NO_MEMORY;
 	job->ctx = ctx;
 	job->lfd = -1;
 	job->active_to = -1;
@@ -873,7 +866,7 @@ int rmca_job_join(rmca_context_t *ctx, int timeout_ms)
 	if (rc) {
 		rmca_log(0, "rmca_job_join: %s", why);
 		free(job);
-		goto fail_owner;
+		return rc;
 	}
 	job->peers = calloc(job->size ? job->size : 1, sizeof(*job->peers));
 	if (!job->peers) {
@@ -897,7 +890,10 @@ int rmca_job_join(rmca_context_t *ctx, int timeout_ms)
 	if (rc)
 		goto fail;
 	info_make(job, info, sizeof(info), true);
-	rc = rmca_pmix_publish(job->pmix, JOB_KEY, info);
+	pthread_mutex_lock(&job_lock);
+	snprintf(job->key_name, sizeof(job->key_name), JOB_KEY, job_joins++);
+	pthread_mutex_unlock(&job_lock);
+	rc = rmca_pmix_publish(job->pmix, job->key_name, info);
 	if (rc) {
 		rmca_log(0, "rmca_job_join: publishing the address failed: %s",
 			 rmca_strerror(rc));
@@ -908,16 +904,12 @@ int rmca_job_join(rmca_context_t *ctx, int timeout_ms)
 		goto fail;
 	ctx->job = job;
 	info_make(job, info, sizeof(info), false); /* the key stays unsaid */
-	rmca_log(1, "job %s: rank %u of %u, job listener on port %d (%s)",
-		 job->nspace, job->rank, job->size, job->port, info);
+	rmca_log(1, "job %s: rank %u of %u, job listener on port %d (%s, %s)",
+		 job->nspace, job->rank, job->size, job->port, info,
+		 job->key_name);
 	return 0;
 fail:
 	job_free(job);
-	return rc;
-fail_owner:
-	pthread_mutex_lock(&job_lock);
-	job_owner = NULL;
-	pthread_mutex_unlock(&job_lock);
 	return rc;
 }
 

@@ -16,6 +16,10 @@
  *   test_job race NRANKS   the same, every pair asking each other at once
  *   test_job tcp NRANKS    as all, run with RMCA_transports=tcp: every
  *                          endpoint but the one to itself is a tcp one
+ *   test_job two NRANKS    every rank joins two contexts, one after the
+ *                          other: each has its own endpoints, to the same
+ *                          context of every rank, and does all of the
+ *                          above (but reconnect) on its own
  *   test_job kill NRANKS   the last rank dies (SIGKILL) after a fence; the
  *                          others' operations to it complete
  *                          RMCA_ERR_CONNECTION, and nothing hangs
@@ -83,6 +87,7 @@ struct note {
 };
 
 struct state {
+	uint32_t tag; /* which of the rank's contexts (mode two) */
 	rmca_context_t *ctx;
 	rmca_ep_t *ep[MAXR];
 	uint8_t *win; /* n slots of SLOT bytes, then the counter */
@@ -256,7 +261,8 @@ static void exchange(struct state *s)
 			.to = k,
 			.addr = (uint64_t)(uintptr_t)s->win,
 			.rkey = rmca_mr_rkey(s->win_mr, s->ep[k]),
-			.magic = 0x6a6f62ull << 32 | (me * 1000u + k),
+			.magic =
+				(0x6a6f62ull + s->tag) << 32 | (me * 1000u + k),
 		};
 		REQUIRE(!rmca_send(s->ep[k], &s->snd[k], sizeof(s->snd[k]),
 				   s->snd_mr, (void *)(intptr_t)(MAXR + k)),
@@ -272,8 +278,8 @@ static void exchange(struct state *s)
 			"with rank %u: recv %s, send %s", k,
 			rmca_strerror(st[k]), rmca_strerror(st[MAXR + k]));
 		REQUIRE(r->from == k && r->to == me &&
-				r->magic ==
-					(0x6a6f62ull << 32 | (k * 1000u + me)),
+				r->magic == ((0x6a6f62ull + s->tag) << 32 |
+					     (k * 1000u + me)),
 			"sendrecv", "from rank %u: got from %u to %u", k,
 			r->from, r->to);
 		s->peer[k] = *r;
@@ -509,8 +515,9 @@ int main(int argc, char **argv)
 	int rank_env;
 
 	if (argc != 3 || !dir) {
-		fprintf(stderr, "usage: RMCATEST_JOBDIR=dir test_job "
-				"all|race|tcp|kill NRANKS (under mpirun)\n");
+		fprintf(stderr,
+			"usage: RMCATEST_JOBDIR=dir test_job "
+			"all|race|tcp|two|kill NRANKS (under mpirun)\n");
 		return 2;
 	}
 	/* our own file, named before we know our rank from rmca */
@@ -527,6 +534,24 @@ int main(int argc, char **argv)
 	verdict(1, "join", NULL);
 	if (!strcmp(argv[1], "kill")) {
 		kill_test(s);
+	} else if (!strcmp(argv[1], "two")) {
+		struct state *s2 = calloc(1, sizeof(*s2));
+
+		/* the second context of the process joins the same job */
+		REQUIRE(s2, "second", "no memory");
+		s2->tag = 1;
+		setup(s2);
+		verdict(1, "second", NULL);
+		endpoints(s, 0);
+		endpoints(s2, 0);
+		exchange(s);
+		exchange(s2);
+		rma(s);
+		rma(s2);
+		fadd(s);
+		fadd(s2);
+		fences(s2);
+		rmca_finalize(s2->ctx);
 	} else {
 		endpoints(s, !strcmp(argv[1], "race"));
 		if (!strcmp(argv[1], "tcp"))

@@ -23,18 +23,20 @@ limit=${RMCATEST_JOB_TIMEOUT:-120}
 all_checks="join endpoints self adopted sendrecv put get window fadd fence reconnect finalize"
 race_checks="join endpoints self sendrecv put get window fadd fence reconnect finalize"
 tcp_checks="join endpoints self adopted transport sendrecv put get window fadd fence reconnect finalize"
+two_checks="join second endpoints self adopted sendrecv put get window fadd fence finalize"
 kill_checks="join endpoints fence dies dead-ep dead-ops finalize"
 # test_job_attack: rank 0 attacks rank 1's job listener (the attack cases
 # are rank 0's verdicts, "logged" rank 1's), then the job must still work
 attack_cases="garbage another-job posing-as-rank posing-as-itself wrong-rank old-version half-open flood"
 attack_checks="join $attack_cases endpoints sendrecv fence logged finalize"
-runs="all:1 all:2 all:4 all:8 race:2 race:4 race:8 tcp:4 kill:4 attack:3"
+runs="all:1 all:2 all:4 all:8 race:2 race:4 race:8 tcp:4 two:4 kill:4 attack:3"
 
 checks_of() {
 	case $1 in
 	all) echo "$all_checks" ;;
 	race) echo "$race_checks" ;;
 	tcp) echo "$tcp_checks" ;;
+	two) echo "$two_checks" ;;
 	kill) echo "$kill_checks" ;;
 	attack) echo "$attack_checks" ;;
 	esac

@@ -178,7 +178,8 @@ static int published_port(uint32_t r)
 
 	if (rmca_pmix_open(&p, ns, sizeof(ns), &rank, &size, why, sizeof(why)))
 		return -1;
-	if (!rmca_pmix_lookup(p, r, "rmca.job.v1", info, sizeof(info)) &&
+	/* the first context a rank joins publishes under this key */
+	if (!rmca_pmix_lookup(p, r, "rmca.job.v2.0", info, sizeof(info)) &&
 	    sscanf(info, "%*u %d", &port) != 1)
 		port = -1;
 	rmca_pmix_close(p);
