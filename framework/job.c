@@ -114,6 +114,8 @@ struct rmca_job {
 	struct job_peer *peers;
 	struct job_pending *pending;
 	unsigned npending;
+	int64_t log_window; /* refusal lines: ten a second at most */
+	unsigned log_lines, log_suppressed;
 	int64_t active_to; /* rank our outstanding request waits on, or -1 */
 	bool serving;	   /* inside a passive handshake */
 };
@@ -304,6 +306,33 @@ static bool request_valid(struct rmca_job *job, struct job_pending *pd,
 	return true;
 }
 
+/* Lines about refused clients: ten a second at most, so that a client
+ * cannot flood the log; how many more is said once the second is over. */
+static void refusal_log_window(struct rmca_job *job, int64_t now)
+{
+	if (now < job->log_window + 1000)
+		return;
+	if (job->log_suppressed)
+		rmca_log(0,
+			 "job: %u more refused connections not logged (ten a "
+			 "second at most)",
+			 job->log_suppressed);
+	job->log_window = now;
+	job->log_lines = 0;
+	job->log_suppressed = 0;
+}
+
+static bool refusal_log_allowed(struct rmca_job *job)
+{
+	refusal_log_window(job, rmca_now_ms());
+	if (job->log_lines < 10) {
+		job->log_lines++;
+		return true;
+	}
+	job->log_suppressed++;
+	return false;
+}
+
 /* A whole request is in: answer it, serve it or postpone it. */
 static void decide(struct rmca_job *job, struct job_pending *pd)
 {
@@ -312,7 +341,9 @@ static void decide(struct rmca_job *job, struct job_pending *pd)
 
 	if (!request_valid(job, pd, why, sizeof(why))) {
 		rmca_peer_name(pd->fd, host, sizeof(host), who, sizeof(who));
-		rmca_log(0, "job: connection from %s refused: %s", who, why);
+		if (refusal_log_allowed(job))
+			rmca_log(0, "job: connection from %s refused: %s", who,
+				 why);
 		answer(job, pd->fd, JOB_REFUSE);
 		pending_drop(job, pd, true);
 		return;
@@ -375,6 +406,10 @@ static void pending_cb(void *arg, uint32_t events)
 static void pending_expire(struct rmca_job *job)
 {
 	int64_t now = rmca_now_ms();
+
+	/* the count of lines held back is said once their second is over */
+	if (job->log_suppressed)
+		refusal_log_window(job, now);
 
 	for (struct job_pending *pd = job->pending, *next; pd; pd = next) {
 		next = pd->next;

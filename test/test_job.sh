@@ -27,7 +27,7 @@ two_checks="join second endpoints self adopted sendrecv put get window fadd fenc
 kill_checks="join endpoints fence dies dead-ep dead-ops finalize"
 # test_job_attack: rank 0 attacks rank 1's job listener (the attack cases
 # are rank 0's verdicts, "logged" rank 1's), then the job must still work
-attack_cases="garbage another-job posing-as-rank posing-as-itself wrong-rank old-version half-open flood"
+attack_cases="garbage another-job posing-as-rank posing-as-itself wrong-rank old-version half-open log-flood flood"
 attack_checks="join $attack_cases endpoints sendrecv fence logged finalize"
 runs="all:1 all:2 all:4 all:8 race:2 race:4 race:8 tcp:4 two:4 kill:4 attack:3"
 

@@ -7,7 +7,8 @@
  * request, requests of another job, of this job claiming to be another
  * rank (without that rank's key), to be rank 1 itself, or asking for
  * another rank, an old version, connections that say nothing or half a
- * request, and a flood of silent connections. Each bogus request is
+ * request, a hundred bogus requests in a row (their log lines are
+ * rate-limited), and a flood of silent connections. Each bogus request is
  * answered "refused" and closed; the half-open ones stay open while the
  * three ranks then make their endpoints, exchange messages naming
  * themselves and fence: the job keeps working. Rank 1 finally finds a
@@ -34,7 +35,8 @@
 
 #define WAIT_MS 30000
 #define MAXR	16
-#define FLOOD	40 /* more than a listener keeps waiting (2 * ranks + 16) */
+#define FLOOD	40  /* more than a listener keeps waiting (2 * ranks + 16) */
+#define NOISE	100 /* bogus requests in a row: their lines are rate-limited */
 
 /* The job request, as framework/job.c frames it (version 2). */
 #define J_MAGIC	  0x4a434d52u
@@ -148,7 +150,8 @@ static void request(uint8_t *req, int version, uint32_t from, uint32_t to,
 }
 
 /* Send bytes, expect an answer "refused" (or none) and the close. */
-static void refused(int port, const void *bytes, size_t len, const char *name)
+static void refused_quietly(int port, const void *bytes, size_t len,
+			    const char *name)
 {
 	uint8_t ans[8];
 	int fd = dial(port), closed;
@@ -165,7 +168,32 @@ static void refused(int port, const void *bytes, size_t len, const char *name)
 		got > 6 ? ans[6] : -1,
 		got > 6 && ans[6] == J_GO ? "go: served a bogus request"
 					  : "not a refusal");
+}
+
+static void refused(int port, const void *bytes, size_t len, const char *name)
+{
+	refused_quietly(port, bytes, len, name);
 	verdict(1, name, NULL);
+}
+
+/* Many bogus requests in a row; how long they took goes to the target,
+ * which bounds the lines it logged by it (ten a second). */
+static void noise(int port, const char *dir)
+{
+	uint8_t junk[J_REQ_LEN];
+	char path[4096];
+	long start = now_ms();
+	FILE *f;
+
+	memset(junk, 0x3c, sizeof(junk));
+	for (int i = 0; i < NOISE; i++)
+		refused_quietly(port, junk, sizeof(junk), "log-flood");
+	snprintf(path, sizeof(path), "%s/noise.ms", dir);
+	f = fopen(path, "w");
+	REQUIRE(f, "log-flood", "cannot write %s", path);
+	fprintf(f, "%ld\n", now_ms() - start);
+	fclose(f);
+	verdict(1, "log-flood", NULL);
 }
 
 /* The port rank r published (what anyone scanning the host finds). */
@@ -305,8 +333,9 @@ static void job_works(rmca_context_t *ctx)
 	verdict(1, "sendrecv", NULL);
 }
 
-/* Rank 1's own stderr: one reason for each refusal. */
-static void logged(const char *path)
+/* Rank 1's own stderr: one reason for each refusal, and no more than ten
+ * lines a second of them, the rest counted. */
+static void logged(const char *path, const char *dir)
 {
 	static const char *const want[] = {
 		"refused: not a job request",
@@ -315,19 +344,35 @@ static void logged(const char *path)
 		"refused: claims to be this rank",
 		"refused: rank 0 asked for rank 2",
 	};
-	char line[1024];
-	bool seen[5] = {false};
+	char line[1024], noise_path[4096];
+	bool seen[5] = {false}, summary = false;
+	long lines = 0, ms = -1;
 	FILE *f;
 
+	snprintf(noise_path, sizeof(noise_path), "%s/noise.ms", dir);
+	f = fopen(noise_path, "r");
+	REQUIRE(f && fscanf(f, "%ld", &ms) == 1 && ms >= 0, "logged", "no %s",
+		noise_path);
+	fclose(f);
 	fflush(stderr);
 	f = fopen(path, "r");
 	REQUIRE(f, "logged", "cannot read %s", path);
-	while (fgets(line, sizeof(line), f))
+	while (fgets(line, sizeof(line), f)) {
 		for (int i = 0; i < 5; i++)
 			if (strstr(line, want[i]) &&
 			    strstr(line, "job: connection from"))
 				seen[i] = true;
+		lines += strstr(line, "job: connection from") != NULL;
+		summary |= strstr(line, "more refused connections not "
+					"logged") != NULL;
+	}
 	fclose(f);
+	/* the bogus requests of the attack took a few windows at most */
+	REQUIRE(lines <= 10 * (ms / 1000 + 4), "logged",
+		"%ld refusal lines for %d requests in %ld ms", lines, NOISE + 6,
+		ms);
+	REQUIRE(lines >= NOISE + 6 || summary, "logged",
+		"%ld refusal lines and no count of those held back", lines);
 	for (int i = 0; i < 5; i++)
 		REQUIRE(seen[i], "logged", "no line \"%s\" in %s", want[i],
 			path);
@@ -368,6 +413,7 @@ int main(int argc, char **argv)
 		port = published_port(1);
 		REQUIRE(port > 0, "attack", "rank 1 published no port");
 		attack(port, held, &nheld);
+		noise(port, dir);
 		flood_open(port, flood);
 	}
 	/* rank 1 answers all of it from inside this fence */
@@ -385,7 +431,7 @@ int main(int argc, char **argv)
 	rc = rmca_job_fence(ctx, WAIT_MS);
 	REQUIRE(!rc, "fence", "rmca_job_fence: %s", rmca_strerror(rc));
 	if (me == 1)
-		logged(logpath);
+		logged(logpath, dir);
 	rmca_finalize(ctx);
 	verdict(1, "finalize", NULL);
 	fclose(out);

@@ -179,6 +179,40 @@ static void messages_in_order(void **state)
 	assert_int_equal(of(f, 1)->len, 0);
 }
 
+/* Sends waiting for receives are bounded: past the bound a send is
+ * refused with RMCA_ERR_AGAIN and posts nothing; receives drain them. */
+static void waiting_sends_are_bounded(void **state)
+{
+	struct fix *f = *state;
+	int posted = 0, rc;
+
+	while ((rc = rmca_send(f->ep, f->buf, 8, f->buf_mr, ID(posted))) == 0)
+		assert_true(++posted <= 100000);
+	assert_int_equal(rc, RMCA_ERR_AGAIN);
+	assert_true(posted >= 64);
+	quiet(f);
+	for (int i = 0; i < posted; i++) {
+		int k;
+
+		assert_int_equal(
+			rmca_recv(f->ep, f->buf + 64, 64, f->buf_mr, ID(i)), 0);
+		/* two completions each; kept only as a count */
+		k = 0;
+		for (int tries = 0; k < 2; tries++) {
+			struct rmca_completion c[2];
+			int got = rmca_poll(f->ctx, c, 2 - k);
+
+			assert_true(got >= 0 && tries < 1000);
+			for (int j = 0; j < got; j++)
+				assert_int_equal(c[j].status, 0);
+			k += got;
+		}
+	}
+	quiet(f);
+	/* room again */
+	assert_int_equal(rmca_send(f->ep, f->buf, 8, f->buf_mr, ID(1)), 0);
+}
+
 /* A receive smaller than the message: truncated, nothing written past it,
  * the endpoint failed. */
 static void truncation_fails_the_endpoint(void **state)
@@ -526,6 +560,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(what_it_is, setup, teardown),
 		cmocka_unit_test_setup_teardown(messages_in_order, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(waiting_sends_are_bounded,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(truncation_fails_the_endpoint,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(put_get_own_memory, setup,
