@@ -12,6 +12,7 @@
 #define RMCA_VERBS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <netinet/in.h>
 #include <time.h>
@@ -61,6 +62,8 @@ struct rmca_verbs_module {
 	bool timer_armed;
 	struct rmca_conn *conns; /* every live connection */
 	struct rmca_verbs_parked *parked; /* requests waiting for connect() */
+	int nparked, park_max; /* RMCA_handshake_max */
+	int park_ms; /* how long one waits: RMCA_connect_timeout */
 	struct rmca_verbs_op *zombies; /* canceled ops the CQ may still name */
 	struct rmca_verbs_op *op_pool; /* done ops: their memory stays ours */
 	struct rmca_module_mr *mrs;
@@ -70,9 +73,13 @@ struct rmca_verbs_module {
 	uint32_t max_sge, max_qp_wr;
 };
 
+/* The structure that embeds ptr as its member. */
+#define rmca_verbs_container_of(ptr, type, member)                             \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+
 static inline struct rmca_verbs_module *rmca_verbs_mod(struct rmca_module *m)
 {
-	return (struct rmca_verbs_module *)m;
+	return rmca_verbs_container_of(m, struct rmca_verbs_module, m);
 }
 
 /* Connection request private data (both directions), little endian. */
@@ -151,8 +158,20 @@ enum rmca_verbs_conn_state {
 	RMCA_VCONN_FAILED,
 };
 
+/*
+ * A connection being set up (component ABI 2) is the rmca_conn itself, in a
+ * state before UP; connect_poll hands the conn out once it is UP. The
+ * core's cookie stays here until then, so that nothing reports a failure
+ * of a connection the core does not have yet.
+ */
+struct rmca_connecting {
+	long long deadline; /* CLOCK_MONOTONIC ms */
+	void *cookie;
+};
+
 struct rmca_conn {
 	struct rmca_verbs_module *mod;
+	struct rmca_connecting hs;
 	struct rmca_conn *next;
 	struct rdma_cm_id *id;
 	struct ibv_qp *qp;
@@ -197,7 +216,7 @@ struct rmca_verbs_parked {
 	struct rmca_verbs_parked *next;
 	struct rdma_cm_id *id;
 	struct rmca_verbs_pdata pd;
-	struct timespec when;
+	long long expires; /* CLOCK_MONOTONIC ms */
 };
 
 /* A type-2 memory window over a use-once region, bound for one connection. */
@@ -260,9 +279,12 @@ void rmca_verbs_port_release(int *hold);
 /* rdma_cm (verbs_cm.c) */
 int rmca_verbs_cm_listen(struct rmca_verbs_module *vm);
 void rmca_verbs_cm_dispatch(struct rmca_verbs_module *vm);
-int rmca_verbs_connect(struct rmca_module *m,
-		       const struct rmca_conn_args *args,
-		       struct rmca_conn **out);
+int rmca_verbs_connect_start(struct rmca_module *m,
+			     const struct rmca_conn_args *args,
+			     struct rmca_connecting **out);
+int rmca_verbs_connect_poll(struct rmca_connecting *h, struct rmca_conn **out);
+void rmca_verbs_connect_abort(struct rmca_connecting *h);
+void rmca_verbs_cm_tick(struct rmca_verbs_module *vm);
 void rmca_verbs_disconnect(struct rmca_conn *c);
 int rmca_verbs_addr(struct rmca_module *m, void *buf, size_t *len);
 int rmca_verbs_reachable(struct rmca_module *m, const void *peer_addr,
@@ -275,7 +297,8 @@ int rmca_verbs_qp_create(struct rmca_conn *c, struct rdma_cm_id *id);
 void rmca_verbs_conn_destroy(struct rmca_conn *c, int status);
 void rmca_verbs_abandon(struct rmca_conn *c, int status);
 long long rmca_verbs_now_ms(void);
-bool rmca_verbs_loopback_probe(struct rmca_verbs_module *vm);
+void rmca_verbs_loopback_probe(struct rmca_verbs_module **vms, int n,
+			       bool *ok);
 
 /* completions (verbs_cq.c) */
 int rmca_verbs_cq_poll(struct rmca_verbs_module *vm);

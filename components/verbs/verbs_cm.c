@@ -7,23 +7,31 @@
  *
  * Both sides of one rmca connection know the same 64-bit token. The active
  * side carries it in the request's private data; the passive side accepts
- * the request whose token its connect() names. Requests that come before
- * their connect() are parked until it does.
+ * the request whose token its connect_start() names. Requests that come
+ * before their connect_start() are parked until it does; a peer sends them
+ * at will, so they are bounded (RMCA_handshake_max, the oldest goes) and
+ * each is rejected at its deadline (RMCA_connect_timeout).
+ *
+ * Nothing here blocks: connect_start() begins (rdma_cm on the module's
+ * non-blocking event channel), the module's event callbacks and progress
+ * op advance every connection being set up, and connect_poll() hands a
+ * connection out once it is UP, or ends it at its deadline. So one silent
+ * peer costs a listener one pending connection, not its time.
  *
  * iWARP lets the active side speak first only. So the passive side posts one
  * internal receive before it accepts, the active side's first work request
- * is a small "hello" send into it, and the passive connect() returns only
- * once the hello has arrived: from then on either side may send. Both
- * devices get the same handshake.
+ * is a small "hello" send into it, and the passive side is UP only once the
+ * hello has arrived: from then on either side may send. Both devices get
+ * the same handshake.
  *
- * On iwarp the active connect() also waits until the hello is known to be
+ * On iwarp the active side is also UP only once the hello is known to be
  * taken: siw can leave it unread for ever. siw_accept() (siw_cm.c, Linux
  * 6.1) puts the endpoint in RDMA mode and sends the MPA reply before
  * siw_qp_socket_assoc() gives the socket's data_ready upcall to the QP; an
  * FPDU that lands in between wakes siw_cm_llp_data_ready(), which ignores
  * data in RDMA mode, and then sits in the socket until more data arrives.
  * The active side, answered, saw its connection up and moved on, while the
- * passive connect() waited for a hello that it would get only with the
+ * passive side waited for a hello that it would get only with the
  * active side's next message. So the active side posts an 8-byte READ
  * behind the hello and returns once one comes back (RDMAP answers a READ
  * only after the messages before it are placed); until then it posts
@@ -33,15 +41,18 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <endian.h>
+#include <sys/epoll.h>
 
 #include "verbs.h"
 
 #define RD_ATOM_MAX 16
-#define PARK_MAX_AGE_S 60
+#define LOOPBACK_PROBE_MS 3000
+#define LOOPBACK_ATTEMPTS 3
 #define NUDGE_FIRST_MS 20 /* then doubling, up to NUDGE_STEP_MAX_MS */
 #define NUDGE_STEP_MAX_MS 320
 #define NUDGE_MAX 12
@@ -216,22 +227,45 @@ static struct rmca_conn *waiting_for(struct rmca_verbs_module *vm,
 	return NULL;
 }
 
+static void park_drop(struct rmca_verbs_module *vm,
+		      struct rmca_verbs_parked **pp)
+{
+	struct rmca_verbs_parked *p = *pp;
+
+	*pp = p->next;
+	vm->nparked--;
+	rdma_reject(p->id, NULL, 0);
+	rdma_destroy_id(p->id);
+	free(p);
+}
+
 static void expire_parked(struct rmca_verbs_module *vm)
 {
-	struct rmca_verbs_parked **pp = &vm->parked, *p;
-	struct timespec ts;
+	struct rmca_verbs_parked **pp = &vm->parked;
+	long long now = now_ms();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	while ((p = *pp)) {
-		if (ts.tv_sec - p->when.tv_sec < PARK_MAX_AGE_S) {
-			pp = &p->next;
-			continue;
-		}
-		*pp = p->next;
-		rdma_reject(p->id, NULL, 0);
-		rdma_destroy_id(p->id);
-		free(p);
+	while (*pp) {
+		if (now >= (*pp)->expires)
+			park_drop(vm, pp);
+		else
+			pp = &(*pp)->next;
 	}
+}
+
+/* Room for one more parked request: at the bound the oldest (last) goes. */
+static void park_make_room(struct rmca_verbs_module *vm)
+{
+	struct rmca_verbs_parked **pp = &vm->parked;
+
+	if (vm->nparked < vm->park_max || !*pp)
+		return;
+	while ((*pp)->next)
+		pp = &(*pp)->next;
+	vm->m.core->ops->log(vm->m.core, RMCA_LOG_DEBUG,
+			     "%s: %d connection requests wait for their "
+			     "handshake; the oldest is rejected",
+			     vm->m.device, vm->nparked);
+	park_drop(vm, pp);
 }
 
 /* A request for our listener; returns an id to destroy once acked. */
@@ -243,7 +277,8 @@ static struct rdma_cm_id *on_request(struct rmca_verbs_module *vm,
 	struct rmca_conn *c;
 
 	if (pdata_parse(ev->param.conn.private_data,
-			ev->param.conn.private_data_len, &pd)) {
+			ev->param.conn.private_data_len, &pd) ||
+	    !pd.token) {
 		rdma_reject(ev->id, NULL, 0);
 		return ev->id;
 	}
@@ -267,7 +302,8 @@ static struct rdma_cm_id *on_request(struct rmca_verbs_module *vm,
 		}
 		return NULL;
 	}
-	p = calloc(1, sizeof(*p));
+	park_make_room(vm);
+	p = vm->park_max > 0 ? calloc(1, sizeof(*p)) : NULL;
 	if (!p) {
 		rdma_reject(ev->id, NULL, 0);
 		return ev->id;
@@ -276,9 +312,10 @@ static struct rdma_cm_id *on_request(struct rmca_verbs_module *vm,
 	p->pd = pd;
 	p->pd.magic = (uint32_t)ev->param.conn.initiator_depth << 8 |
 		      ev->param.conn.responder_resources;
-	clock_gettime(CLOCK_MONOTONIC, &p->when);
+	p->expires = now_ms() + vm->park_ms;
 	p->next = vm->parked;
 	vm->parked = p;
+	vm->nparked++;
 	return NULL;
 }
 
@@ -376,43 +413,20 @@ void rmca_verbs_cm_dispatch(struct rmca_verbs_module *vm)
 		if (dead)
 			rdma_destroy_id(dead);
 	}
-	expire_parked(vm);
+	rmca_verbs_cm_tick(vm);
 }
 
-/* Run the module's event sources until c is up, failed or late. */
-static int conn_wait(struct rmca_conn *c, long long deadline)
+/* What time advances: parked requests expire, and an iwarp active side
+ * that waits for its hello's confirmation posts its next READ. */
+void rmca_verbs_cm_tick(struct rmca_verbs_module *vm)
 {
-	struct rmca_verbs_module *vm = c->mod;
+	struct rmca_conn *c;
+	long long now = now_ms();
 
-	for (;;) {
-		struct pollfd fds[3] = {
-			{ .fd = vm->ec->fd, .events = POLLIN },
-			{ .fd = vm->chan->fd, .events = POLLIN },
-			{ .fd = vm->dev->ctx->async_fd, .events = POLLIN },
-		};
-		long long left;
-
-		rmca_verbs_cm_dispatch(vm);
-		rmca_verbs_async_drain(vm->dev);
-		rmca_verbs_cq_poll(vm);
-		if (c->state == RMCA_VCONN_UP) {
-			if (c->nudges > 1)
-				vm->m.core->ops->log(
-					vm->m.core, RMCA_LOG_DEBUG,
-					"%s: hello confirmed after %d READs",
-					vm->m.device, c->nudges);
-			return 0;
-		}
-		if (c->state == RMCA_VCONN_CONFIRM && now_ms() >= c->nudge_ms)
+	expire_parked(vm);
+	for (c = vm->conns; c; c = c->next)
+		if (c->state == RMCA_VCONN_CONFIRM && now >= c->nudge_ms)
 			hello_nudge(c);
-		if (c->state == RMCA_VCONN_FAILED)
-			return c->fail_status ? c->fail_status :
-						RMCA_ERR_CONNECTION;
-		left = deadline - now_ms();
-		if (left <= 0)
-			return RMCA_ERR_TIMEOUT;
-		poll(fds, 3, left < 50 ? (int)left : 50);
-	}
 }
 
 static struct rmca_verbs_parked *unpark(struct rmca_verbs_module *vm,
@@ -423,6 +437,7 @@ static struct rmca_verbs_parked *unpark(struct rmca_verbs_module *vm,
 	for (pp = &vm->parked; (p = *pp); pp = &p->next)
 		if (p->pd.token == token) {
 			*pp = p->next;
+			vm->nparked--;
 			return p;
 		}
 	return NULL;
@@ -481,61 +496,254 @@ static long long deadline_of(int timeout_ms)
 	return now_ms() + (timeout_ms < 0 ? 3600 * 1000LL : timeout_ms);
 }
 
-int rmca_verbs_connect(struct rmca_module *m,
-		       const struct rmca_conn_args *args,
-		       struct rmca_conn **out)
+static struct rmca_conn *conn_of(struct rmca_connecting *h)
+{
+	return rmca_verbs_container_of(h, struct rmca_conn, hs);
+}
+
+int rmca_verbs_connect_start(struct rmca_module *m,
+			     const struct rmca_conn_args *args,
+			     struct rmca_connecting **out)
 {
 	struct rmca_verbs_module *vm = rmca_verbs_mod(m);
-	long long deadline = deadline_of(args->timeout_ms);
 	struct rmca_conn *c;
 	int ret;
 
-	if (args->active && (args->peer_addr_len != sizeof(struct rmca_verbs_addr) ||
-			     !rmca_verbs_reachable(m, args->peer_addr,
-						   args->peer_addr_len, NULL, 0)))
+	/* token 0 is never a connection's name (on_request refuses it) */
+	if (!args->token)
 		return RMCA_ERR_INVALID;
-	c = rmca_verbs_conn_new(vm, args->token, args->active, args->cookie);
+	if (args->active &&
+	    (args->peer_addr_len != sizeof(struct rmca_verbs_addr) ||
+	     !rmca_verbs_reachable(m, args->peer_addr, args->peer_addr_len,
+				   NULL, 0)))
+		return RMCA_ERR_INVALID;
+	c = rmca_verbs_conn_new(vm, args->token, args->active, NULL);
 	if (!c)
 		return RMCA_ERR_NO_MEMORY;
+	c->hs.deadline = deadline_of(args->timeout_ms);
+	c->hs.cookie = args->cookie;
 	if (args->active)
 		ret = start_active(c, args->peer_addr, args->timeout_ms);
 	else
 		ret = start_passive(c);
-	if (!ret)
-		ret = conn_wait(c, deadline);
 	if (ret) {
 		rmca_verbs_conn_destroy(c, RMCA_ERR_CANCELED);
 		return ret;
 	}
-	*out = c;
+	*out = &c->hs;
 	return 0;
 }
 
-/*
- * Can this device reach itself? Connect a passive and an active end on our
- * own listener: the answer comes from the device, not from its name.
- */
-bool rmca_verbs_loopback_probe(struct rmca_verbs_module *vm)
+void rmca_verbs_connect_abort(struct rmca_connecting *h)
 {
-	struct rmca_conn *pas, *act;
+	rmca_verbs_conn_destroy(conn_of(h), RMCA_ERR_CANCELED);
+}
+
+static const char *setup_step(const struct rmca_conn *c)
+{
+	switch (c->state) {
+	case RMCA_VCONN_RESOLVING:
+		return "resolving the peer's address";
+	case RMCA_VCONN_CONNECTING:
+		if (!c->active && !c->id)
+			return "no connection request came";
+		return "not established";
+	case RMCA_VCONN_CONFIRM:
+		return "the hello was not confirmed";
+	case RMCA_VCONN_WAIT_HELLO:
+		return "no hello came";
+	default:
+		return "not established";
+	}
+}
+
+int rmca_verbs_connect_poll(struct rmca_connecting *h, struct rmca_conn **out)
+{
+	struct rmca_conn *c = conn_of(h);
+	struct rmca_verbs_module *vm = c->mod;
+	const struct rmca_core *core = vm->m.core;
+	int ret;
+
+	if (c->state == RMCA_VCONN_UP) {
+		if (c->nudges > 1)
+			core->ops->log(core, RMCA_LOG_DEBUG,
+				       "%s: hello confirmed after %d READs",
+				       vm->m.device, c->nudges);
+		/* the core has it now: failures are reported from here on */
+		c->cookie = c->hs.cookie;
+		*out = c;
+		return 0;
+	}
+	if (c->state == RMCA_VCONN_FAILED) {
+		ret = c->fail_status ? c->fail_status : RMCA_ERR_CONNECTION;
+		rmca_verbs_conn_destroy(c, RMCA_ERR_CANCELED);
+		return ret;
+	}
+	if (now_ms() < c->hs.deadline)
+		return RMCA_ERR_AGAIN;
+	core->ops->log(core, RMCA_LOG_INFO, "%s: %s connection timed out (%s)",
+		       vm->m.device, c->active ? "active" : "passive",
+		       setup_step(c));
+	rmca_verbs_conn_destroy(c, RMCA_ERR_CANCELED);
+	return RMCA_ERR_TIMEOUT;
+}
+
+/*
+ * Can each device reach itself? Every module connects a passive and an
+ * active end on its own listener, all at once, through the same
+ * non-blocking connect as any peer's: the answer comes from the device,
+ * not from its name. The wait sleeps in poll() on the modules' event
+ * channels, CQs and async fds, waking early only for an iwarp hello READ
+ * that is due; an attempt ends at its deadline at the latest.
+ */
+struct lb_probe {
+	struct rmca_connecting *h[2]; /* passive, active: being set up */
+	struct rmca_conn *c[2];	      /* handed out, waiting for the other */
+	bool failed;
+};
+
+static void lb_start(struct rmca_verbs_module *vm, struct lb_probe *p)
+{
 	struct rmca_verbs_addr a;
 	size_t len = sizeof(a);
-	long long deadline = now_ms() + 3000;
-	uint64_t token;
-	bool ok = false;
+	struct rmca_conn_args args = {.timeout_ms = LOOPBACK_PROBE_MS};
 
-	if (vm->m.core->ops->random(&token, sizeof(token)) ||
-	    rmca_verbs_addr(&vm->m, &a, &len))
+	p->failed = true;
+	if (vm->m.core->ops->random(&args.token, sizeof(args.token)) ||
+	    !args.token || rmca_verbs_addr(&vm->m, &a, &len))
+		return;
+	if (rmca_verbs_connect_start(&vm->m, &args, &p->h[0]))
+		return;
+	args.active = 1;
+	args.peer_addr = &a;
+	args.peer_addr_len = len;
+	if (rmca_verbs_connect_start(&vm->m, &args, &p->h[1])) {
+		rmca_verbs_connect_abort(p->h[0]);
+		p->h[0] = NULL;
+		return;
+	}
+	p->failed = false;
+}
+
+/* Both ends up, or either failed: the probe's answer; all of it goes. */
+static bool lb_step(struct lb_probe *p, bool *ok)
+{
+	int i, ret;
+
+	for (i = 0; i < 2; i++) {
+		if (p->h[i]) {
+			ret = rmca_verbs_connect_poll(p->h[i], &p->c[i]);
+			if (ret != RMCA_ERR_AGAIN) {
+				p->h[i] = NULL;
+				p->failed |= ret != 0;
+			}
+		}
+		if (p->c[i] && p->c[i]->state != RMCA_VCONN_UP)
+			p->failed = true;
+	}
+	if (!p->failed && !(p->c[0] && p->c[1]))
 		return false;
-	pas = rmca_verbs_conn_new(vm, token, false, NULL);
-	if (!pas)
-		return false;
-	act = rmca_verbs_conn_new(vm, token, true, NULL);
-	if (act && !start_active(act, &a, 3000) &&
-	    !conn_wait(act, deadline) && !conn_wait(pas, deadline))
-		ok = true;
-	if (act)
-		rmca_verbs_conn_destroy(act, RMCA_ERR_CANCELED);
-	rmca_verbs_conn_destroy(pas, RMCA_ERR_CANCELED);
-	return ok;
+	*ok = !p->failed;
+	for (i = 0; i < 2; i++) {
+		if (p->h[i])
+			rmca_verbs_connect_abort(p->h[i]);
+		if (p->c[i])
+			rmca_verbs_conn_destroy(p->c[i], RMCA_ERR_CANCELED);
+		p->h[i] = NULL;
+		p->c[i] = NULL;
+	}
+	return true;
+}
+
+/* The next time a probe's connection needs a look without an event. */
+static long long lb_next_due(struct rmca_verbs_module *vm, long long due)
+{
+	struct rmca_conn *c;
+
+	for (c = vm->conns; c; c = c->next) {
+		if (c->state == RMCA_VCONN_CONFIRM && c->nudge_ms < due)
+			due = c->nudge_ms;
+		if (c->state != RMCA_VCONN_UP && c->hs.deadline < due)
+			due = c->hs.deadline;
+	}
+	return due;
+}
+
+static void lb_attempt(struct rmca_verbs_module **vms, int n, bool *ok)
+{
+	struct lb_probe p[RMCA_VERBS_MAX_MODULES];
+	struct pollfd fds[3 * RMCA_VERBS_MAX_MODULES];
+	bool done[RMCA_VERBS_MAX_MODULES];
+	int i, pending = 0;
+
+	memset(p, 0, sizeof(p));
+	for (i = 0; i < n; i++) {
+		done[i] = ok[i];
+		if (done[i])
+			continue;
+		lb_start(vms[i], &p[i]);
+		done[i] = lb_step(&p[i], &ok[i]);
+	}
+	for (;;) {
+		long long due = now_ms() + LOOPBACK_PROBE_MS, wait;
+
+		pending = 0;
+		for (i = 0; i < n; i++) {
+			struct rmca_verbs_module *vm = vms[i];
+
+			if (done[i])
+				continue;
+			rmca_verbs_cm_dispatch(vm);
+			rmca_verbs_async_drain(vm->dev);
+			rmca_verbs_cq_poll(vm);
+			done[i] = lb_step(&p[i], &ok[i]);
+			if (done[i])
+				continue;
+			fds[3 * pending] = (struct pollfd){.fd = vm->ec->fd,
+							   .events = POLLIN};
+			fds[3 * pending + 1] = (struct pollfd){
+				.fd = vm->chan->fd, .events = POLLIN};
+			fds[3 * pending + 2] = (struct pollfd){
+				.fd = vm->dev->ctx->async_fd, .events = POLLIN};
+			pending++;
+			due = lb_next_due(vm, due);
+		}
+		if (!pending)
+			return;
+		wait = due - now_ms();
+		if (wait <= 0 || poll(fds, 3 * pending, (int)wait) <= 0)
+			continue;
+		/* a readable completion channel stays so until it is read */
+		for (i = 0; i < n; i++)
+			if (!done[i])
+				rmca_verbs_cq_event(vms[i], EPOLLIN);
+	}
+}
+
+void rmca_verbs_loopback_probe(struct rmca_verbs_module **vms, int n, bool *ok)
+{
+	const struct rmca_core *core;
+	int i, attempt;
+
+	for (i = 0; i < n; i++)
+		ok[i] = false;
+	/* One attempt can fail for reasons that are not the device's (a
+	 * slow host): a device keeps the cap if any of a few works. */
+	for (attempt = 1; attempt <= LOOPBACK_ATTEMPTS; attempt++) {
+		bool all = true;
+
+		lb_attempt(vms, n, ok);
+		for (i = 0; i < n; i++) {
+			if (ok[i])
+				continue;
+			all = false;
+			core = vms[i]->m.core;
+			core->ops->log(core, RMCA_LOG_INFO,
+				       "%s: loopback probe %d of %d failed",
+				       vms[i]->m.device, attempt,
+				       LOOPBACK_ATTEMPTS);
+		}
+		if (all)
+			break;
+	}
 }

@@ -203,26 +203,47 @@ static void dev_put(struct rmca_verbs_dev *d)
 }
 
 /*
- * Whether the device reaches itself is asked of the device (a connection to
- * our own listener). One attempt can fail for reasons that are not the
- * device's (a slow host, siw's accept race): the cap is kept if any of a
- * few attempts works, and each failure is logged, since a missing loopback
- * cap reroutes every local peer.
+ * Whether a device reaches itself is asked of the device (a connection to
+ * its own listener, verbs_cm.c), for every module at once. A missing
+ * loopback cap reroutes every local peer, so it is said.
  */
-static bool loopback_probe(const struct rmca_core *core,
-			   struct rmca_verbs_module *vm)
+static void loopback_probe(const struct rmca_core *core,
+			   const struct rmca_verbs_cfg *cfg,
+			   struct rmca_module **mods, int nmod)
 {
-	for (int i = 1; i <= 3; i++) {
-		if (rmca_verbs_loopback_probe(vm))
-			return true;
-		core->ops->log(core, RMCA_LOG_INFO,
-			       "%s: loopback probe %d of 3 failed", vm->m.device,
-			       i);
+	struct rmca_verbs_module *vms[RMCA_VERBS_MAX_MODULES];
+	bool ok[RMCA_VERBS_MAX_MODULES];
+	int i;
+
+	for (i = 0; i < nmod; i++) {
+		vms[i] = rmca_verbs_mod(mods[i]);
+		ok[i] = cfg->loopback == 1;
 	}
-	core->ops->log(core, RMCA_LOG_WARN,
-		       "%s: cannot reach itself: no loopback (RMCA_iwarp_loopback=yes overrides)",
-		       vm->m.device);
-	return false;
+	if (cfg->loopback < 0)
+		rmca_verbs_loopback_probe(vms, nmod, ok);
+	for (i = 0; i < nmod; i++) {
+		if (ok[i])
+			vms[i]->m.caps |= RMCA_CAP_LOOPBACK;
+		else if (cfg->loopback < 0)
+			core->ops->log(core, RMCA_LOG_WARN,
+				       "%s: cannot reach itself: no loopback "
+				       "(RMCA_%s_loopback=yes overrides)",
+				       vms[i]->m.device, cfg->name);
+		rmca_verbs_detail_update(vms[i]);
+	}
+}
+
+/* What a peer may make a module hold: connection requests that wait for
+ * their handshake, at most RMCA_handshake_max, each for at most
+ * RMCA_connect_timeout (the core's own bounds for its handshakes). */
+static void park_limits(const struct rmca_core *core,
+			struct rmca_verbs_module *vm)
+{
+	long long max = core->ops->param_int(core, "handshake_max");
+	long long ms = core->ops->param_int(core, "connect_timeout");
+
+	vm->park_max = max > 0 && max < 1 << 20 ? (int)max : 64;
+	vm->park_ms = ms > 0 && ms < 1 << 30 ? (int)ms : 10000;
 }
 
 int rmca_verbs_probe(const struct rmca_core *core,
@@ -296,12 +317,10 @@ int rmca_verbs_probe(const struct rmca_core *core,
 			continue;
 		}
 		d->mods[d->nmods++] = vm;
-		if (cfg->loopback == 1 ||
-		    (cfg->loopback < 0 && loopback_probe(core, vm)))
-			vm->m.caps |= RMCA_CAP_LOOPBACK;
-		rmca_verbs_detail_update(vm);
+		park_limits(core, vm);
 		mods[nmod++] = &vm->m;
 	}
+	loopback_probe(core, cfg, mods, nmod);
 	for (i = 0; i < ndev; i++)
 		dev_put(devs[i]); /* the probe's: freed if no module took it */
 	if (!nmod)

@@ -164,7 +164,9 @@ static int v_flush(struct rmca_conn *c, void *req)
 const struct rmca_module_ops rmca_verbs_ops = {
 	.addr = rmca_verbs_addr,
 	.atomic = v_atomic,
-	.connect = rmca_verbs_connect,
+	.connect_abort = rmca_verbs_connect_abort,
+	.connect_poll = rmca_verbs_connect_poll,
+	.connect_start = rmca_verbs_connect_start,
 	.disconnect = rmca_verbs_disconnect,
 	.flush = v_flush,
 	.get = v_get,

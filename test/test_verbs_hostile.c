@@ -1,0 +1,625 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Issue 7 on a real verbs device (rxe0 or siw0, inside the VM): peers that
+ * stall or vanish in the verbs half of a handshake cost the listener one
+ * pending handshake each, never its time. The ib and iwarp modules once
+ * connected blocking: after answering a hello, the listener waited inside
+ * the module's connect, up to RMCA_connect_timeout, for that peer's
+ * rdma_cm request, and served nobody meanwhile.
+ *
+ * The server has one established endpoint (client 0, which keeps doing
+ * round trips) when two hostile peers arrive: client 1 says hello and then
+ * nothing (no rdma_cm connect at all), client 2 says hello, makes its
+ * rdma_cm connection and drops it without the verbs hello (gone mid
+ * handshake). Then a good client (3) connects. What must hold, asserted on
+ * order only: the good client is served and the established endpoint does
+ * all its round trips while the silent peer's handshake is still pending
+ * (its bootstrap connection still open: RMCA_connect_timeout is far away),
+ * and the server ends the vanished peer's handshake without waiting for
+ * its deadline. The server then finalizes with the silent handshake still
+ * pending, which releases it.
+ */
+#include "config.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#ifdef HAVE_VERBS
+#include <rdma/rdma_cma.h>
+#endif
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <rmca/info.h>
+
+#include "api_util.h"
+#include "attack_util.h"
+
+#define TOKEN_DONE     0xd0e
+#define TOKEN_ANSWERED 0xa45
+#define TOKEN_OPEN     0x09e
+#define TOKEN_CLOSED   0xc10
+#define ROUNDS	       20
+#define SILENT_TOKEN   0x51e47000000001ull
+#define GONE_TOKEN     0x90e00000000002ull
+#define ATOMIC_CPU     2 /* RMCA_atomic_mode=cpu, set for every side below */
+#define C_EST	       0
+#define C_SILENT       1
+#define C_GONE	       2
+#define C_LATE	       3
+
+/* The verbs module's address blob (components/verbs/verbs.h), by hand. */
+struct vaddr {
+	uint8_t version;
+	uint8_t family;
+	uint16_t port; /* network order */
+	uint8_t ip[4];
+	char device[24];
+} __attribute__((packed));
+
+/* The rdma_cm private data of a connection request, by hand. */
+struct vpdata {
+	uint32_t magic;
+	uint32_t ctl_rkey;
+	uint64_t token;
+	uint64_t ctl_addr;
+} __attribute__((packed));
+
+static const char *transport(void)
+{
+	const char *t = getenv("RMCA_transports");
+
+	return t && *t ? t : "ib";
+}
+
+static bool have_module(rmca_context_t *ctx)
+{
+	struct rmca_info_module m;
+
+	for (int i = 0; !rmca_info_module(ctx, i, &m); i++)
+		if (!strcmp(m.component, transport()))
+			return true;
+	return false;
+}
+
+/* 1 while the other side has not closed fd; never waits. */
+static int still_open(int fd)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	char buf[256];
+	ssize_t n;
+
+	while (poll(&pfd, 1, 0) > 0) {
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return 0;
+		if (n < 0)
+			break;
+	}
+	return 1;
+}
+
+/* An active hello offering one module of our transport, whose address
+ * names our own host (a port nobody listens on); the answer in *answer. */
+static void verbs_hello(int fd, uint64_t token, struct rmca_hello *answer)
+{
+	static struct rmca_hello h;
+	static uint8_t buf[4 + RMCA_HELLO_MAX];
+	struct vaddr a = {.version = 1, .family = 4, .port = htobe16(9)};
+	char why[256];
+	uint32_t n;
+	int len;
+
+	API_CHECK(inet_pton(AF_INET, api_host(), a.ip) == 1);
+	snprintf(a.device, sizeof(a.device), "hostile0");
+	memset(&h, 0, sizeof(h));
+	h.version = RMCA_WIRE_VERSION;
+	h.kind = RMCA_WIRE_HELLO;
+	h.token = token;
+	h.role = RMCA_ROLE_ACTIVE;
+	h.atomic_mode = ATOMIC_CPU;
+	h.choice_a = h.choice_p = RMCA_WIRE_NO_CHOICE;
+	snprintf(h.boot_id, sizeof(h.boot_id), "hostile");
+	h.nmods = 1;
+	snprintf(h.mods[0].component, sizeof(h.mods[0].component), "%s",
+		 transport());
+	snprintf(h.mods[0].device, sizeof(h.mods[0].device), "hostile0");
+	h.mods[0].caps = 0x3f;
+	h.mods[0].priority = 10;
+	h.mods[0].addr_len = sizeof(a);
+	memcpy(h.mods[0].addr, &a, sizeof(a));
+	len = rmca_hello_encode(&h, buf + 4, RMCA_HELLO_MAX);
+	API_CHECK(len > 0);
+	n = (uint32_t)len;
+	buf[0] = (uint8_t)n;
+	buf[1] = (uint8_t)(n >> 8);
+	buf[2] = (uint8_t)(n >> 16);
+	buf[3] = (uint8_t)(n >> 24);
+	atk_write(fd, buf, 4 + n);
+	API_CHECK_MSG(!atk_read(fd, buf, 4), "no answer to the hello");
+	n = buf[0] | buf[1] << 8 | buf[2] << 16 | (uint32_t)buf[3] << 24;
+	API_CHECK_MSG(n <= RMCA_HELLO_MAX, "answer of %u bytes", n);
+	API_CHECK_MSG(!atk_read(fd, buf, n), "answer cut short");
+	API_CHECK_MSG(!rmca_hello_decode(buf, n, answer, why, sizeof(why)),
+		      "the answer does not decode: %s", why);
+	API_CHECK_MSG(answer->kind == RMCA_WIRE_HELLO, "refused: %s",
+		      answer->reason);
+	API_CHECK(answer->choice_p < answer->nmods);
+	API_CHECK(
+		!strcmp(answer->mods[answer->choice_p].component, transport()));
+}
+
+/* ---- the server ---- */
+
+/* Echo one message of the established peer, and post the next receive. */
+static bool echo_one(struct api_peer *p, rmca_ep_t *ep, uint8_t *buf,
+		     rmca_mr_t *mr)
+{
+	struct rmca_completion c;
+
+	if (!api_take(API_CTX(1), &c))
+		return false;
+	API_CHECK_MSG(c.status == RMCA_OK, "receive: %s",
+		      api_strerror(c.status));
+	memcpy(buf + 64, buf, 8);
+	API_CHECK_OK(API_POST(p, rmca_send(ep, buf + 64, 8, mr, API_CTX(2))));
+	api_wait_status(p, API_CTX(2), RMCA_OK);
+	API_CHECK_OK(rmca_recv(ep, buf, 64, mr, API_CTX(1)));
+	return true;
+}
+
+static void server(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(4096);
+	long end = api_now_ms() + API_RUN_TIMEOUT_MS;
+	rmca_ep_t *est = NULL, *late = NULL;
+	int rounds = 0, port, rc;
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_init(&p->ctx));
+	if (!have_module(p->ctx))
+		api_skip(p, "no module of this transport (no device here)");
+	api_server_listen(p, api_host());
+	port = rmca_listener_port(p->l);
+	for (int i = 0; i < p->nclients; i++)
+		api_put_u64(p, i, (uint64_t)port);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 4096, RMCA_ACCESS_LOCAL, &mr));
+
+	/* The established endpoint. */
+	API_CHECK_OK(rmca_accept(p->l, API_TIMEOUT_MS, &est));
+	API_CHECK_OK(rmca_recv(est, buf, 64, mr, API_CTX(1)));
+
+	/* The hostile peers: hellos answered, then silence, or a peer gone
+	 * in the middle of the verbs handshake. Their handshakes are
+	 * answered while the server waits here (and keeps progressing). */
+	api_token(p, C_SILENT, API_TOKEN_GO);
+	api_expect_token(p, C_SILENT, TOKEN_ANSWERED);
+	api_token(p, C_GONE, API_TOKEN_GO);
+	api_expect_token(p, C_GONE, TOKEN_ANSWERED);
+
+	/* Now the good ones: round trips on the established endpoint and a
+	 * new client, both while the silent handshake is pending. */
+	api_token(p, C_EST, API_TOKEN_GO);
+	api_token(p, C_LATE, API_TOKEN_GO);
+	while (!late || rounds < ROUNDS) {
+		API_CHECK_MSG(api_now_ms() < end,
+			      "stalled: %d of %d round trips, new client %s",
+			      rounds, ROUNDS, late ? "served" : "not served");
+		if (!late) {
+			rc = rmca_accept(p->l, 0, &late);
+			/* the vanished peer's handshake may end this call */
+			API_CHECK_MSG(rc == RMCA_OK || rc == RMCA_ERR_TIMEOUT ||
+					      rc == RMCA_ERR_CONNECTION ||
+					      rc == RMCA_ERR_PROTOCOL,
+				      "rmca_accept returned %d (%s)", rc,
+				      api_strerror(rc));
+			if (rc)
+				late = NULL;
+			else
+				api_send_wait(p, late,
+					      memcpy(buf + 128, "served", 7), 7,
+					      mr);
+		}
+		api_progress(p);
+		if (echo_one(p, est, buf, mr))
+			rounds++;
+	}
+	api_expect_token(p, C_LATE, TOKEN_DONE);
+	api_expect_token(p, C_EST, TOKEN_DONE);
+	api_token(p, C_EST, TOKEN_DONE);
+	api_token(p, C_LATE, TOKEN_DONE);
+
+	/* The order the issue asks for: all that happened while the silent
+	 * peer's handshake was still pending. */
+	api_token(p, C_SILENT, API_TOKEN_GO);
+	api_expect_token(p, C_SILENT, TOKEN_OPEN);
+	/* The vanished peer's handshake ended long before its deadline. */
+	api_token(p, C_GONE, API_TOKEN_GO);
+	api_expect_token(p, C_GONE, TOKEN_CLOSED);
+
+	/* Finalize with the silent handshake pending: it is released, once. */
+	rmca_ep_close(late);
+	rmca_ep_close(est);
+	rmca_mr_dereg(mr);
+	rmca_listener_close(p->l);
+	p->l = NULL;
+	rmca_finalize(p->ctx);
+	p->ctx = NULL;
+	api_token(p, C_SILENT, TOKEN_DONE);
+}
+
+/* ---- the clients ---- */
+
+static void client_est(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	uint8_t *buf = api_alloc(4096);
+	char hp[128];
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_init(&p->ctx));
+	api_host_port(hp, sizeof(hp), api_host(), port);
+	API_CHECK_OK(rmca_connect(p->ctx, hp, API_TIMEOUT_MS, &p->ep));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 4096, RMCA_ACCESS_LOCAL, &mr));
+	api_expect_token(p, 0, API_TOKEN_GO);
+	for (uint64_t i = 0; i < ROUNDS; i++) {
+		API_CHECK_OK(rmca_recv(p->ep, buf + 64, 64, mr, API_CTX(3)));
+		memcpy(buf, &i, 8);
+		api_send_wait(p, p->ep, buf, 8, mr);
+		api_wait_status(p, API_CTX(3), RMCA_OK);
+		API_CHECK(!memcmp(buf + 64, &i, 8));
+	}
+	api_token(p, 0, TOKEN_DONE);
+	/* until the server has its last send back (on iwarp it completes
+	 * once confirmed, which needs this side) */
+	api_expect_token(p, 0, TOKEN_DONE);
+}
+
+static void client_silent(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	struct rmca_hello answer;
+	int fd;
+
+	api_expect_token(p, 0, API_TOKEN_GO);
+	fd = atk_connect(api_host(), port);
+	verbs_hello(fd, SILENT_TOKEN, &answer);
+	api_token(p, 0, TOKEN_ANSWERED);
+	/* ... and nothing more, until asked whether we are still pending */
+	api_expect_token(p, 0, API_TOKEN_GO);
+	API_CHECK_MSG(still_open(fd),
+		      "the silent handshake ended before the others were "
+		      "served (they waited for it)");
+	api_token(p, 0, TOKEN_OPEN);
+	api_expect_token(p, 0, TOKEN_DONE);
+	close(fd);
+}
+
+#ifdef HAVE_VERBS
+static const char *ev_name(enum rdma_cm_event_type e)
+{
+	return rdma_event_str(e);
+}
+
+static void cm_expect(struct rdma_event_channel *ec,
+		      enum rdma_cm_event_type want)
+{
+	struct pollfd pfd = {.fd = ec->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+	enum rdma_cm_event_type got;
+
+	API_CHECK_MSG(poll(&pfd, 1, API_TIMEOUT_MS) == 1,
+		      "no rdma_cm event (waiting for %s)", ev_name(want));
+	API_CHECK(!rdma_get_cm_event(ec, &ev));
+	got = ev->event;
+	rdma_ack_cm_event(ev);
+	API_CHECK_MSG(got == want, "rdma_cm said %s, expected %s", ev_name(got),
+		      ev_name(want));
+}
+
+/* A TCP port of our address that no socket holds (siw binds a TCP socket
+ * to the id's port: see components/verbs/verbs_port.c). */
+static int port_hold(struct sockaddr_in *a)
+{
+	socklen_t len = sizeof(*a);
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	API_CHECK(fd >= 0);
+	API_CHECK(!setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	API_CHECK(!bind(fd, (struct sockaddr *)a, sizeof(*a)));
+	API_CHECK(!getsockname(fd, (struct sockaddr *)a, &len));
+	return fd;
+}
+
+/* A connection request to the module the answer chose, carrying token,
+ * by hand: on its own event channel, *ec. */
+static struct rdma_cm_id *cm_request(const struct rmca_hello *answer,
+				     uint64_t token,
+				     struct rdma_event_channel **ec)
+{
+	const struct rmca_wire_mod *m = &answer->mods[answer->choice_p];
+	struct sockaddr_in dst = {.sin_family = AF_INET};
+	struct sockaddr_in src = {.sin_family = AF_INET};
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC,
+				      .cap = {.max_send_wr = 4,
+					      .max_recv_wr = 4,
+					      .max_send_sge = 1,
+					      .max_recv_sge = 1}};
+	struct vpdata pd = {.magic = htole32(0x726d6331u),
+			    .token = htole64(token)};
+	struct rdma_conn_param cp = {.private_data = &pd,
+				     .private_data_len = sizeof(pd),
+				     .initiator_depth = 1,
+				     .responder_resources = 1,
+				     .retry_count = 7,
+				     .rnr_retry_count = 7};
+	struct rdma_cm_id *id;
+	struct vaddr a;
+	int hold;
+
+	API_CHECK(m->addr_len == sizeof(a));
+	memcpy(&a, m->addr, sizeof(a));
+	memcpy(&dst.sin_addr, a.ip, 4);
+	dst.sin_port = a.port;
+	src.sin_addr = dst.sin_addr;
+	*ec = rdma_create_event_channel();
+	API_CHECK(*ec);
+	API_CHECK(!rdma_create_id(*ec, &id, NULL, RDMA_PS_TCP));
+	hold = port_hold(&src);
+	API_CHECK_MSG(!rdma_bind_addr(id, (struct sockaddr *)&src),
+		      "rdma_bind_addr: %s", strerror(errno));
+	API_CHECK(!rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst,
+				     API_TIMEOUT_MS));
+	cm_expect(*ec, RDMA_CM_EVENT_ADDR_RESOLVED);
+	API_CHECK(!rdma_resolve_route(id, API_TIMEOUT_MS));
+	cm_expect(*ec, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	API_CHECK_MSG(!rdma_create_qp(id, NULL, &qa), "rdma_create_qp: %s",
+		      strerror(errno));
+	API_CHECK(!rdma_connect(id, &cp));
+	close(hold);
+	return id;
+}
+
+static void cm_close(struct rdma_cm_id *id, struct rdma_event_channel *ec)
+{
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ec);
+}
+
+/* The rdma_cm half of the handshake, by hand, up to ESTABLISHED, and
+ * then gone: the verbs hello is never sent. */
+static void cm_connect_and_vanish(const struct rmca_hello *answer,
+				  uint64_t token)
+{
+	struct rdma_event_channel *ec;
+	struct rdma_cm_id *id = cm_request(answer, token, &ec);
+
+	cm_expect(ec, RDMA_CM_EVENT_ESTABLISHED);
+	/* gone, as a process that dies here would be */
+	cm_close(id, ec);
+}
+
+/* The request was refused (rejected; iwarp may say so as an error). */
+static void cm_expect_refused(struct rdma_event_channel *ec, const char *what)
+{
+	struct pollfd pfd = {.fd = ec->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+	enum rdma_cm_event_type got;
+
+	API_CHECK_MSG(poll(&pfd, 1, API_TIMEOUT_MS) == 1,
+		      "%s: still waiting, never refused", what);
+	API_CHECK(!rdma_get_cm_event(ec, &ev));
+	got = ev->event;
+	rdma_ack_cm_event(ev);
+	API_CHECK_MSG(got == RDMA_CM_EVENT_REJECTED ||
+			      got == RDMA_CM_EVENT_CONNECT_ERROR ||
+			      got == RDMA_CM_EVENT_UNREACHABLE,
+		      "%s: rdma_cm said %s", what, ev_name(got));
+}
+
+/* 1 when no event is there for ec now (the request still waits). */
+static int cm_quiet(struct rdma_event_channel *ec)
+{
+	struct pollfd pfd = {.fd = ec->fd, .events = POLLIN};
+
+	return poll(&pfd, 1, 0) == 0;
+}
+#endif
+
+static void client_gone(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	struct rmca_hello answer;
+	int fd;
+
+	api_expect_token(p, 0, API_TOKEN_GO);
+	fd = atk_connect(api_host(), port);
+	verbs_hello(fd, GONE_TOKEN, &answer);
+#ifdef HAVE_VERBS
+	cm_connect_and_vanish(&answer, GONE_TOKEN);
+#endif
+	api_token(p, 0, TOKEN_ANSWERED);
+	api_expect_token(p, 0, API_TOKEN_GO);
+	/* The server learnt from rdma_cm that we left: it closed our
+	 * bootstrap connection (a hang detector bounds the wait; the
+	 * deadline, RMCA_connect_timeout, is far beyond it). */
+	API_CHECK_MSG(atk_closed(fd, API_TIMEOUT_MS),
+		      "the server kept the handshake of a peer that left");
+	api_token(p, 0, TOKEN_CLOSED);
+	close(fd);
+}
+
+/*
+ * rdma_cm requests that no handshake names wait (parked) for one that may
+ * come; a peer sends them at will, so at most RMCA_handshake_max wait and
+ * each at most RMCA_connect_timeout. Both were unbounded (60 s each).
+ */
+static void park_server(struct api_peer *p)
+{
+	API_CHECK_OK(rmca_init(&p->ctx));
+	if (!have_module(p->ctx))
+		api_skip(p, "no module of this transport (no device here)");
+	api_server_listen(p, api_host());
+	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
+	/* progresses meanwhile */
+	api_expect_token(p, 0, TOKEN_DONE);
+}
+
+#define PARK_N 3 /* with RMCA_handshake_max=2 */
+
+static void client_park_bound(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+#ifdef HAVE_VERBS
+	struct rdma_event_channel *ec[PARK_N];
+	struct rdma_cm_id *id[PARK_N];
+	struct rmca_hello answer;
+	int fd, i, refused = -1;
+
+	fd = atk_connect(api_host(), port);
+	verbs_hello(fd, SILENT_TOKEN, &answer);
+	for (i = 0; i < PARK_N; i++)
+		id[i] = cm_request(&answer, GONE_TOKEN + 1 + i, &ec[i]);
+	/* one of them (the oldest to arrive) is refused for the newest... */
+	{
+		struct pollfd pfd[PARK_N];
+
+		for (i = 0; i < PARK_N; i++)
+			pfd[i] = (struct pollfd){.fd = ec[i]->fd,
+						 .events = POLLIN};
+		API_CHECK_MSG(poll(pfd, PARK_N, API_TIMEOUT_MS) > 0,
+			      "%d requests wait: no bound", PARK_N);
+		for (i = 0; i < PARK_N && refused < 0; i++)
+			if (pfd[i].revents)
+				refused = i;
+	}
+	cm_expect_refused(ec[refused], "the request over the bound");
+	/* ...and the others still wait */
+	for (i = 0; i < PARK_N; i++)
+		API_CHECK_MSG(i == refused || cm_quiet(ec[i]),
+			      "request %d was refused too", i);
+	for (i = 0; i < PARK_N; i++)
+		cm_close(id[i], ec[i]);
+	close(fd);
+#endif
+	api_token(p, 0, TOKEN_DONE);
+}
+
+static void client_park_expires(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+#ifdef HAVE_VERBS
+	struct rdma_event_channel *ec;
+	struct rdma_cm_id *id;
+	struct rmca_hello answer;
+	int fd;
+
+	fd = atk_connect(api_host(), port);
+	verbs_hello(fd, SILENT_TOKEN, &answer);
+	id = cm_request(&answer, GONE_TOKEN + 1, &ec);
+	/* refused at its deadline, RMCA_connect_timeout, well within the
+	 * hang detector */
+	cm_expect_refused(ec, "a parked request past its deadline");
+	cm_close(id, ec);
+	close(fd);
+#endif
+	api_token(p, 0, TOKEN_DONE);
+}
+
+static void test_parked_requests_are_bounded(void **state)
+{
+	const struct api_test t = {.server = park_server,
+				   .client = client_park_bound,
+				   .manual = true};
+
+	(void)state;
+	setenv("RMCA_handshake_max", "2", 1);
+	setenv("RMCA_atomic_mode", "cpu", 1);
+	api_run(&t);
+	unsetenv("RMCA_handshake_max");
+	unsetenv("RMCA_atomic_mode");
+}
+
+static void test_parked_requests_expire(void **state)
+{
+	const struct api_test t = {.server = park_server,
+				   .client = client_park_expires,
+				   .manual = true};
+
+	(void)state;
+	setenv("RMCA_connect_timeout", "1000", 1);
+	setenv("RMCA_atomic_mode", "cpu", 1);
+	api_run(&t);
+	unsetenv("RMCA_connect_timeout");
+	unsetenv("RMCA_atomic_mode");
+}
+
+static void client_late(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	uint8_t *buf = api_alloc(64);
+	char hp[128];
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_init(&p->ctx));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
+	api_expect_token(p, 0, API_TOKEN_GO);
+	api_host_port(hp, sizeof(hp), api_host(), port);
+	API_CHECK_OK(rmca_connect(p->ctx, hp, API_TIMEOUT_MS, &p->ep));
+	API_CHECK(api_recv_wait(p, p->ep, buf, 64, mr) == 7);
+	API_CHECK(!strcmp((char *)buf, "served"));
+	api_token(p, 0, TOKEN_DONE);
+	api_expect_token(p, 0, TOKEN_DONE); /* as client_est */
+}
+
+static void client(struct api_peer *p)
+{
+	static api_fn *const role[] = {
+		[C_EST] = client_est,
+		[C_SILENT] = client_silent,
+		[C_GONE] = client_gone,
+		[C_LATE] = client_late,
+	};
+
+	role[p->index](p);
+}
+
+static void test_silent_and_vanished_peers_do_not_block(void **state)
+{
+	const struct api_test t = {.server = server,
+				   .client = client,
+				   .nclients = 4,
+				   .manual = true};
+	char ms[32];
+
+	(void)state;
+	/* far beyond any wait of the test: the silent handshake stays
+	 * pending while the others are served */
+	snprintf(ms, sizeof(ms), "%d", 10 * API_RUN_TIMEOUT_MS);
+	setenv("RMCA_connect_timeout", ms, 1);
+	setenv("RMCA_atomic_mode", "cpu", 1);
+	api_run(&t);
+	unsetenv("RMCA_connect_timeout");
+	unsetenv("RMCA_atomic_mode");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_silent_and_vanished_peers_do_not_block),
+		cmocka_unit_test(test_parked_requests_are_bounded),
+		cmocka_unit_test(test_parked_requests_expire),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
