@@ -196,20 +196,12 @@ void rmca_verbs_abandon(struct rmca_conn *c, int status)
 	c->nout = 0;
 }
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { 0, ms * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 /* Free c; every op it still holds completes `status` first (unless the
  * connection never came up: then there is none). */
 void rmca_verbs_conn_destroy(struct rmca_conn *c, int status)
 {
 	struct rmca_verbs_module *vm = c->mod;
 	struct rmca_verbs_op *op, *next;
-	int i;
 
 	c->cookie = NULL; /* no conn_failed from here on */
 	c->closing_status = status;
@@ -225,22 +217,20 @@ void rmca_verbs_conn_destroy(struct rmca_conn *c, int status)
 		if (c->state == RMCA_VCONN_UP)
 			rdma_disconnect(c->id);
 		qp_to_error(c);
-		/* flushed completions come back at once on every device
-		 * we know; bound the wait anyway */
-		for (i = 0; i < 1000 && c->nout; i++) {
-			rmca_verbs_async_drain(vm->dev);
-			rmca_verbs_cq_poll(vm);
-			if (c->nout)
-				sleep_ms(1);
-		}
-	}
-	/* never came back: keep the ops for a late completion */
-	rmca_verbs_abandon(c, status);
-	rmca_verbs_mw_conn_gone(c);
-	if (c->qp) {
+		rmca_verbs_async_drain(vm->dev);
+		rmca_verbs_cq_poll(vm);
+		/* Nothing waits for the device's flush: once the QP is
+		 * destroyed the device touches none of the buffers of what
+		 * it still held. What the flush (or the destroy, on rxe)
+		 * put in the CQ completes in order; the rest completes
+		 * below, and those ops stay zombies for a late completion. */
 		rdma_destroy_qp(c->id);
+		c->qp = NULL;
+		rmca_verbs_cq_poll(vm);
 		vm->cq_used -= c->cq_share;
 	}
+	rmca_verbs_abandon(c, status);
+	rmca_verbs_mw_conn_gone(c);
 	if (c->id)
 		rdma_destroy_id(c->id);
 	rmca_verbs_port_release(&c->port_hold);

@@ -111,7 +111,8 @@ static void on_success(struct rmca_conn *c, struct rmca_verbs_op *op,
 		rmca_verbs_release_held(c, 0);
 		break;
 	case RMCA_VOP_BIND:
-		op->mw->bound = true;
+		if (op->mw) /* NULL: the window went first */
+			op->mw->bound = true;
 		break;
 	default:
 		break;
@@ -158,7 +159,7 @@ static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
 		c->rq_used--;
 	if (op->kind == RMCA_VOP_CREDIT)
 		c->credit_inflight = false;
-	if (op->kind == RMCA_VOP_BIND && wc->status)
+	if (op->kind == RMCA_VOP_BIND && wc->status && op->mw)
 		op->mw->bind_failed = true;
 	if (op->canceled) {
 		rmca_verbs_op_done(op, c->closing_status, 0, 0);

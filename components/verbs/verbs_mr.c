@@ -14,13 +14,18 @@
  * cannot be invalidated by a peer, a type-2 memory window's can. So such a
  * region is registered with no remote rights of its own (LOCAL_WRITE |
  * MW_BIND) and the key handed to a peer is that of a window bound over it
- * for that connection (binding needs the connection's QP: it is done on the
- * first mr_rkey() and waited for, so the key works when it is returned).
- * Once the peer's send-with-invalidate revokes it, the next mr_rkey() binds
- * the window again under a fresh key. The core's revoke message path
- * (revoke op) deallocates the window instead: that kills its key at once,
- * without a work request on a connection that may be busy or failed, and
- * the next mr_rkey() binds a new window.
+ * for that connection (binding needs the connection's QP: it is posted by
+ * the first mr_rkey(), which returns without waiting for it). A bind is a
+ * work request on the connection's send queue, executed in order with the
+ * others: every message the caller posts on that connection after
+ * mr_rkey() leaves once the window is bound, so a peer that learns the key
+ * from it finds the window usable (and rxe binds inside the posting call
+ * itself). A bind that fails fails the connection, as any work request
+ * does. Once the peer's send-with-invalidate revokes a key, the next
+ * mr_rkey() binds the window again under a fresh key. The core's revoke
+ * message path (revoke op) deallocates the window instead: that kills its
+ * key at once, without a work request on a connection that may be busy or
+ * failed, and the next mr_rkey() binds a new window.
  *
  * Use-once regions without windows (siw has none): the remote rights live on
  * a second registration ("pub") whose rkey is the published key; local work
@@ -40,7 +45,6 @@
  * key is never published: its lkey serves only as READ sink.
  */
 #include <stdlib.h>
-#include <time.h>
 
 #include "verbs.h"
 
@@ -131,6 +135,19 @@ int rmca_verbs_mr_reg(struct rmca_module *m, void *addr, size_t len,
 	return 0;
 }
 
+/* w goes: a bind of it still on the device must not name it. */
+static void mw_free(struct rmca_verbs_mw *w)
+{
+	struct rmca_verbs_op *op;
+
+	for (op = w->conn->outstanding; op; op = op->next)
+		if (op->kind == RMCA_VOP_BIND && op->mw == w)
+			op->mw = NULL;
+	if (w->mw)
+		ibv_dealloc_mw(w->mw);
+	free(w);
+}
+
 int rmca_verbs_mr_dereg(struct rmca_module_mr *mr)
 {
 	struct rmca_verbs_module *vm = mr->mod;
@@ -139,9 +156,7 @@ int rmca_verbs_mr_dereg(struct rmca_module_mr *mr)
 
 	while ((w = mr->mws)) {
 		mr->mws = w->next;
-		if (w->mw)
-			ibv_dealloc_mw(w->mw);
-		free(w);
+		mw_free(w);
 	}
 	for (p = &vm->mrs; *p; p = &(*p)->next)
 		if (*p == mr) {
@@ -197,8 +212,6 @@ static int mw_bind(struct rmca_module_mr *mr, struct rmca_verbs_mw *w)
 {
 	struct rmca_conn *c = w->conn;
 	struct rmca_verbs_op *op = rmca_verbs_op_new(c, RMCA_VOP_BIND, NULL);
-	struct timespec ts = { 0, 1000000 };
-	int i;
 
 	if (!op)
 		return RMCA_ERR_NO_MEMORY;
@@ -221,15 +234,7 @@ static int mw_bind(struct rmca_module_mr *mr, struct rmca_verbs_mw *w)
 		rmca_verbs_op_free(op);
 		return RMCA_ERR_AGAIN;
 	}
-	/* the key must work once the caller has it */
-	for (i = 0; i < 2000 && !w->bound && !w->bind_failed &&
-		    c->state == RMCA_VCONN_UP; i++) {
-		rmca_verbs_cq_poll(mr->mod);
-		if (!w->bound)
-			nanosleep(&ts, NULL);
-	}
-	if (!w->bound)
-		return RMCA_ERR_CONNECTION;
+	/* live from here on: ordered before whatever is posted next */
 	w->revoked = false;
 	return 0;
 }
@@ -274,7 +279,7 @@ int rmca_verbs_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
 	if (!mr->use_mw)
 		return mr->pub && mr->pub->rkey == k;
 	for (w = mr->mws; w; w = w->next)
-		if (w->conn == c && w->mw && w->bound && !w->revoked &&
+		if (w->conn == c && w->mw && !w->bind_failed && !w->revoked &&
 		    w->rkey == k)
 			return 1;
 	return 0;
@@ -339,9 +344,7 @@ void rmca_verbs_mw_conn_gone(struct rmca_conn *c)
 				continue;
 			}
 			*p = w->next;
-			if (w->mw)
-				ibv_dealloc_mw(w->mw);
-			free(w);
+			mw_free(w);
 		}
 	}
 }
