@@ -298,6 +298,68 @@ static void frames_cut_anywhere_are_read_whole(void **state)
 	free(big);
 }
 
+/* Pump until c has completed n operations in all. */
+static void pump_until_done(int n)
+{
+	for (int i = 0; th_ndone < n; i++) {
+		assert_true(th_pump());
+		assert_true(i < 100000);
+	}
+}
+
+/*
+ * The answer to a message waits for the reply the application posts, and
+ * leaves with it in one write; with no reply, it leaves at the next pass
+ * all the same (the wakeup it armed comes at once), so the sender never
+ * waits on an application that does not answer.
+ */
+static void answer_rides_on_the_reply_or_goes_alone(void **state)
+{
+	struct tcp_module *a = th_module(), *b = th_module();
+	struct rmca_conn *ca, *cb;
+	static char ping[8] = "ping", pong[8] = "pong", ina[8], inb[8];
+
+	th_conn_pair(a, b, &ca, &cb);
+	assert_int_equal(rmca_tcp_recv(ca, ina, 8, NULL, RECV_TAG(0)), 0);
+	assert_int_equal(rmca_tcp_recv(cb, inb, 8, NULL, RECV_TAG(1)), 0);
+	th_pump_idle(); /* credits */
+	th_ndone = 0;
+
+	/* a reply carries the answer */
+	assert_int_equal(rmca_tcp_send(ca, ping, 8, NULL, SEND_TAG(0)), 0);
+	pump_until_done(1);
+	assert_ptr_equal(th_done[0].req, RECV_TAG(1));
+	assert_true(cb->hold);
+	assert_int_equal(queued(cb), 1); /* the answer, held */
+	assert_int_equal(rmca_tcp_send(cb, pong, 8, NULL, SEND_TAG(1)), 0);
+	assert_int_equal(queued(cb), 0); /* went with the reply */
+	th_pump_idle();
+	assert_int_equal(th_ndone, 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(th_done[i].status, 0);
+	assert_memory_equal(inb, ping, 8);
+	assert_memory_equal(ina, pong, 8);
+
+	/* no reply: the answer goes at the next pass */
+	th_ndone = 0;
+	assert_int_equal(rmca_tcp_recv(cb, inb, 8, NULL, RECV_TAG(2)), 0);
+	th_pump_idle();
+	th_ndone = 0;
+	assert_int_equal(rmca_tcp_send(ca, ping, 8, NULL, SEND_TAG(2)), 0);
+	pump_until_done(1);
+	assert_ptr_equal(th_done[0].req, RECV_TAG(2));
+	pump_until_done(2);
+	assert_ptr_equal(th_done[1].req, SEND_TAG(2));
+	assert_int_equal(th_done[1].status, 0);
+	assert_false(cb->hold);
+	assert_int_equal(th_nfailed, 0);
+
+	rmca_tcp_conn_destroy(ca);
+	rmca_tcp_conn_destroy(cb);
+	th_module_free(a);
+	th_module_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +367,7 @@ int main(void)
 		cmocka_unit_test(puts_behind_one_in_flight_leave_together),
 		cmocka_unit_test(truncation_reaches_the_sender_in_a_batch),
 		cmocka_unit_test(frames_cut_anywhere_are_read_whole),
+		cmocka_unit_test(answer_rides_on_the_reply_or_goes_alone),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -168,6 +168,13 @@ struct rmca_conn {
 	bool registered; /* fd in the core's epoll set */
 	bool failed;
 	bool closing; /* failed, final frame still going out */
+	/* A message was delivered into a receive by this wakeup: the
+	 * application may answer it, and the answers of the wakeup may wait
+	 * for that message to carry them ... */
+	bool delivered;
+	/* ... for one pass at most; EPOLLOUT keeps the wait fd readable
+	 * meanwhile, so they go even if the application sleeps. */
+	bool hold;
 	int fail_status;
 	uint32_t events;
 	uint64_t next_id;
@@ -230,6 +237,8 @@ bool rmca_tcp_connecting_claim(struct tcp_module *m, uint64_t token, int fd);
 int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 			 struct rmca_conn **out);
 void rmca_tcp_conn_destroy(struct rmca_conn *c);
+/* Before a disconnect: answers held for a reply go out if they can. */
+void rmca_tcp_conn_close_out(struct rmca_conn *c);
 void rmca_tcp_conn_fail(struct rmca_conn *c, int status,
 			struct tcp_out *final);
 void rmca_tcp_out_queue(struct rmca_conn *c, struct tcp_out *o);

@@ -55,6 +55,35 @@ static void dirty_add(struct rmca_conn *c)
 		tcp_list_add_tail(&c->mod->dirty, &c->dirty_link);
 }
 
+/* Only answers and credits queued (no request frame): they may wait. */
+static bool only_answers(const struct rmca_conn *c)
+{
+	for (const struct tcp_list *l = c->outq.next; l != &c->outq;
+	     l = l->next)
+		if (!tcp_entry(l, struct tcp_out, link)->owned)
+			return false;
+	return !tcp_list_empty(&c->outq);
+}
+
+/*
+ * The answers of a wakeup that delivered a message wait for the next pass,
+ * unless they waited already: the application's answer to the message,
+ * posted meanwhile, carries them in its write (a reply costs the peer one
+ * wakeup, not two). EPOLLOUT brings the next pass at once if none comes.
+ */
+static bool hold_answers(struct rmca_conn *c)
+{
+	bool hold = c->delivered && !c->hold && !c->failed && !c->closing &&
+		    only_answers(c);
+
+	c->delivered = false;
+	if (!hold)
+		return false;
+	c->hold = true;
+	set_events(c, (rmca_tcp_rx_held(c) ? 0 : EPOLLIN) | EPOLLOUT);
+	return true;
+}
+
 /* Read what there is, then write what that queued, once; go on with
  * frames left buffered while the connection held off reading if the
  * write let it read again. */
@@ -63,7 +92,7 @@ static void conn_serve(struct rmca_conn *c, bool readable)
 	for (int i = 0; i < 2 && c->fd >= 0; i++) {
 		if (readable || rmca_tcp_rx_ready(c))
 			rmca_tcp_rx(c);
-		if (c->fd >= 0)
+		if (c->fd >= 0 && !hold_answers(c))
 			rmca_tcp_out_flush(c);
 		if (!rmca_tcp_rx_ready(c))
 			return;
@@ -296,6 +325,7 @@ void rmca_tcp_out_flush(struct rmca_conn *c)
 	ssize_t n;
 
 	dirty_del(c);
+	c->hold = false;
 	while (c->fd >= 0 && !tcp_list_empty(&c->outq)) {
 		msg.msg_iovlen = (size_t)out_iov(c, iov);
 		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
@@ -334,7 +364,8 @@ void rmca_tcp_out_flush(struct rmca_conn *c)
 bool rmca_tcp_out_busy(const struct rmca_conn *c)
 {
 	return !tcp_list_empty(&c->inflight) ||
-	       (!tcp_list_empty(&c->outq) && (c->events & EPOLLOUT));
+	       (!tcp_list_empty(&c->outq) && (c->events & EPOLLOUT) &&
+		!c->hold);
 }
 
 void rmca_tcp_out_kick(struct rmca_conn *c, bool defer)
@@ -549,6 +580,25 @@ void rmca_tcp_discard(struct rmca_conn *c)
 		conn_close_fd(c);
 		return;
 	}
+}
+
+/*
+ * Closing: answers still held for a reply leave first, with one
+ * non-blocking write and no error handling (the connection is going). The
+ * peer's sends they answer were delivered, and the application saw them
+ * arrive before it closed: they complete RMCA_OK, as they did when every
+ * answer left before the receive was reported.
+ */
+void rmca_tcp_conn_close_out(struct rmca_conn *c)
+{
+	struct iovec iov[TCP_IOV_MAX];
+	struct msghdr msg = {.msg_iov = iov};
+
+	if (!c->hold || c->failed || c->fd < 0 || tcp_list_empty(&c->outq))
+		return;
+	msg.msg_iovlen = (size_t)out_iov(c, iov);
+	if (sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		return;
 }
 
 void rmca_tcp_conn_destroy(struct rmca_conn *c)

@@ -10,8 +10,9 @@
  * A post writes its frame at once only when nothing is due to wake the
  * context: with requests out, their answers bring the next progress pass,
  * which writes every frame posted meanwhile with one sendmsg(); a credit
- * may also wait while the peer still holds an unused one (its message
- * brings us back).
+ * waits for the connection's next event or write, which comes: answers
+ * are due, or the peer still holds an unused credit (its message brings
+ * us back).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -172,7 +173,8 @@ int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
 		.type = TCP_F_CREDIT,
 		.len = len > TCP_MAX_PAYLOAD ? TCP_MAX_PAYLOAD : len,
 	};
-	bool defer = rmca_tcp_out_busy(c) || c->granted > c->msgs_in;
+	bool defer = rmca_tcp_out_busy(c) || c->hold ||
+		     c->granted > c->msgs_in;
 	struct tcp_out *o;
 	struct tcp_op *op;
 	int err;
@@ -190,7 +192,11 @@ int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
 	op->mr = mr;
 	rmca_tcp_out_queue(c, o);
 	c->granted++;
-	rmca_tcp_out_kick(c, defer);
+	/* A credit that may wait is not even due at the next pass: the
+	 * connection's next event (an answer, the peer's message, EPOLLOUT)
+	 * or the next frame written takes it along. */
+	if (!defer)
+		rmca_tcp_out_flush(c);
 	return 0;
 }
 
@@ -303,5 +309,6 @@ int rmca_tcp_flush(struct rmca_conn *c, void *req)
 
 void rmca_tcp_disconnect(struct rmca_conn *c)
 {
+	rmca_tcp_conn_close_out(c);
 	rmca_tcp_conn_destroy(c);
 }

@@ -210,6 +210,7 @@ static void finish_frame(struct rmca_conn *c)
 		rmca_tcp_op_done(c, c->rx.op, st, f->len, revoked);
 		c->rx.op = NULL;
 		respond(c, f, st, 0, NULL, 0, NULL);
+		c->delivered = true;
 		return;
 	case TCP_F_PUT:
 		respond(c, f, c->rx.status, 0, NULL, 0, NULL);
