@@ -17,13 +17,17 @@
 #   -S SIZES     sizes for every sized test (default: rmca_perf's lists)
 #   -t TESTS     rmca_perf tests (default all)
 #   --out DIR    keep the raw outputs there (default: a temporary directory)
+#   --pin        server on CPU 0, client on CPU 1 (taskset), every tool
+#
+# With gnuplot installed, DIR/tcp.svg plots latency and bandwidth against
+# message size (contrib/bench/plot.sh).
 #
 # Only loopback traffic (127.0.0.1). Each tool runs under a timeout.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/contrib/bench/lib.sh"
-build= install=0 mode=both iters=5000 sizes= tests=all out=
+build= install=0 mode=both iters=5000 sizes= tests=all out= pin=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2; shift ;;
@@ -33,7 +37,8 @@ while [ $# -gt 0 ]; do
 	-S) sizes=$2; shift ;;
 	-t) tests=$2; shift ;;
 	--out) out=$2; shift ;;
-	-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--pin) pin=1 ;;
+	-h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -57,12 +62,18 @@ mkdir -p "$out"
 case $mode in wait|spin|both) ;; *) echo "run.sh: --mode wait|spin|both" >&2; exit 2 ;; esac
 spin=
 popt=(-n "$iters" -t "$tests"); [ -n "$sizes" ] && popt+=(-S "$sizes")
+# Server and client each on a CPU of their own, when asked.
+on_server=() on_client=()
+if [ "$pin" = 1 ]; then
+	command -v taskset >/dev/null || { echo "run.sh: --pin needs taskset" >&2; exit 1; }
+	on_server=(taskset -c 0) on_client=(taskset -c 1)
+fi
 
 # Start "$@" in the background as a server; sets server_pid and port.
 server_pid= port=
 start_server() {
 	local log=$1; shift
-	timeout 300 "$@" >"$log" 2>&1 &
+	timeout 300 "${on_server[@]}" "$@" >"$log" 2>&1 &
 	server_pid=$!
 	for _ in $(seq 100); do
 		grep -q '^listening on port' "$log" && break
@@ -83,7 +94,7 @@ run_perf() {
 		kill "$server_pid" 2>/dev/null || true
 		return 0
 	fi
-	timeout 300 "$perf" --parsable $spin "${popt[@]}" "$@" \
+	timeout 300 "${on_client[@]}" "$perf" --parsable $spin "${popt[@]}" "$@" \
 		"127.0.0.1:$port" >"$out/$name.csv" 2>"$out/$name.head" || rc=$?
 	# a client that failed leaves its server waiting: do not wait for it
 	[ "$rc" = 0 ] || kill "$server_pid" 2>/dev/null || true
@@ -108,11 +119,11 @@ free_port() { echo $(( 20000 + RANDOM % 20000 )); }
 run_ucx() { # our_test ucx_test size iters
 	local port line
 	port=$(free_port)
-	UCX_TLS=tcp UCX_NET_DEVICES=lo timeout 120 ucx_perftest -p "$port" \
+	UCX_TLS=tcp UCX_NET_DEVICES=lo timeout 120 "${on_server[@]}" ucx_perftest -p "$port" \
 		>"$out/ucx.server" 2>&1 &
 	local spid=$!
 	sleep 0.3
-	line=$(UCX_TLS=tcp UCX_NET_DEVICES=lo timeout 120 ucx_perftest \
+	line=$(UCX_TLS=tcp UCX_NET_DEVICES=lo timeout 120 "${on_client[@]}" ucx_perftest \
 		127.0.0.1 -p "$port" -t "$2" -s "$3" -n "$4" \
 		-w $(( $4 / 10 + 1 )) -f 2>>"$out/ucx.err" | tail -1) || true
 	wait "$spid" 2>/dev/null || true
@@ -132,11 +143,11 @@ run_ucx() { # our_test ucx_test size iters
 run_fi() { # size iters
 	local port line
 	port=$(free_port)
-	timeout 120 fi_pingpong -p tcp -e msg -B "$port" -I "$2" -S "$1" \
+	timeout 120 "${on_server[@]}" fi_pingpong -p tcp -e msg -B "$port" -I "$2" -S "$1" \
 		>"$out/fi.server" 2>&1 &
 	local spid=$!
 	sleep 0.3
-	line=$(timeout 120 fi_pingpong -p tcp -e msg -P "$port" -I "$2" \
+	line=$(timeout 120 "${on_client[@]}" fi_pingpong -p tcp -e msg -P "$port" -I "$2" \
 		-S "$1" 127.0.0.1 2>>"$out/fi.err" | tail -1) || true
 	wait "$spid" 2>/dev/null || true
 	set -- "$1" "$2" $line
@@ -201,6 +212,10 @@ if [ "$mode" != wait ]; then
 else
 	echo
 	echo "== UCX and libfabric left out: their tools spin; run with --mode spin or both"
+fi
+if command -v gnuplot >/dev/null; then
+	echo
+	echo "# plot: $("$top/contrib/bench/plot.sh" "$out")"
 fi
 echo
 echo "# load average after:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
