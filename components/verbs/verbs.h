@@ -22,8 +22,13 @@
 
 #include <rmca/component.h>
 
+#include "verbs_flavour.h"
+
 #define RMCA_VERBS_MAX_DEVS 16
 #define RMCA_VERBS_MAX_MODULES 16
+/* send queue slots tracked for selective signalling (verbs_post.c): a
+ * QP's send queue never counts more */
+#define RMCA_VERBS_SQ_RING 128
 
 struct rmca_verbs_dev {
 	struct ibv_context *ctx; /* owned by librdmacm (rdma_get_devices) */
@@ -71,6 +76,9 @@ struct rmca_verbs_module {
 	char facts[160]; /* static probed facts; detail = facts + counters */
 	unsigned long flushes; /* flush READs posted (visible in detail) */
 	uint32_t max_sge, max_qp_wr;
+	uint32_t max_inline; /* learnt with the first QP (inline_known) */
+	bool inline_known;
+	int rbatch_total; /* receives waiting in connections' batches */
 };
 
 /* The structure that embeds ptr as its member. */
@@ -124,6 +132,7 @@ enum rmca_verbs_op_kind {
 	RMCA_VOP_HELLO_READ, /* iwarp active: proves the hello was taken */
 	RMCA_VOP_CREDIT,
 	RMCA_VOP_BIND,
+	RMCA_VOP_DONE, /* reported to the core, its WR not retired yet */
 };
 
 struct rmca_verbs_op {
@@ -136,6 +145,9 @@ struct rmca_verbs_op {
 	void *req; /* the core's cookie */
 	bool canceled;
 	bool posted;
+	bool signalled; /* its WR asks for a completion */
+	bool held; /* on the connection's held list (iwarp sends) */
+	struct rmca_verbs_op *hnext; /* held list */
 	/* what to post when it leaves the pending queue */
 	struct ibv_sge sge;
 	uint64_t raddr;
@@ -192,6 +204,8 @@ struct rmca_conn {
 	int nout;
 	int sq_used, rq_used, sq_size, rq_size;
 	struct rmca_verbs_op *pending, *pending_tail; /* not yet posted */
+	int npending;
+	bool kick; /* pending_run once the CQ batch is read */
 	/* iwarp credits */
 	uint64_t sends_posted;
 	uint64_t peer_posted;
@@ -201,6 +215,15 @@ struct rmca_conn {
 	 * posted after them proves the peer took them (see verbs_post.c) */
 	uint64_t send_seq, confirmed;
 	struct rmca_verbs_op *held, *held_tail;
+	/* selective signalling: the wr_ids of the send queue's WRs in
+	 * posting order, [sq_head, sq_tail) not yet retired (verbs_post.c) */
+	uint64_t sq_ring[RMCA_VERBS_SQ_RING];
+	uint64_t sq_head, sq_tail;
+	int unsig; /* WRs posted since the last signalled one */
+	uint32_t max_inline; /* bytes a send may carry inline */
+	/* user receives accepted, not yet on the receive queue */
+	struct rmca_verbs_op *rbatch, *rbatch_tail;
+	int nrbatch;
 	int closing_status; /* set by destroy: what canceled ops get */
 	long long abandon_ms; /* failed: when the ops the device still holds
 				 are given up (see verbs_conn.c) */
@@ -322,8 +345,15 @@ void rmca_verbs_pending_run(struct rmca_conn *c);
 void rmca_verbs_credit_read(struct rmca_conn *c);
 void rmca_verbs_timer_event(void *arg, uint32_t events);
 void rmca_verbs_timer_arm(struct rmca_verbs_module *vm);
-void rmca_verbs_hold(struct rmca_conn *c, struct rmca_verbs_op *op);
 void rmca_verbs_release_held(struct rmca_conn *c, int status);
+int rmca_verbs_qp_make(struct rmca_conn *c, struct rdma_cm_id *id,
+		       struct ibv_qp_init_attr *qa);
+void rmca_verbs_sq_retire(struct rmca_conn *c, uint64_t wr_id,
+			  void (*done)(struct rmca_conn *,
+				       struct rmca_verbs_op *));
+void rmca_verbs_recv_flush(struct rmca_conn *c);
+void rmca_verbs_recv_cancel(struct rmca_conn *c, int status);
+void rmca_verbs_user_complete(struct rmca_verbs_op *op, int status);
 
 /* memory (verbs_mr.c) */
 int rmca_verbs_mr_reg(struct rmca_module *m, void *addr, size_t len,

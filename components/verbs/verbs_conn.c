@@ -95,7 +95,7 @@ int rmca_verbs_qp_create(struct rmca_conn *c, struct rdma_cm_id *id)
 	qa.cap.max_recv_wr = depth;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
-	if (rdma_create_qp(id, vm->dev->pd, &qa))
+	if (rmca_verbs_qp_make(c, id, &qa))
 		return RMCA_ERR_NO_MEMORY;
 	c->qp = id->qp;
 	c->sq_size = (int)qa.cap.max_send_wr < depth ? (int)qa.cap.max_send_wr :
@@ -212,6 +212,7 @@ void rmca_verbs_conn_destroy(struct rmca_conn *c, int status)
 		rmca_verbs_op_done(op, status, 0, 0);
 	}
 	c->pending = c->pending_tail = NULL;
+	rmca_verbs_recv_cancel(c, status);
 	rmca_verbs_release_held(c, status);
 	if (c->qp) {
 		if (c->state == RMCA_VCONN_UP)

@@ -119,50 +119,38 @@ static void on_success(struct rmca_conn *c, struct rmca_verbs_op *op,
 	}
 }
 
-static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
+/* op's WR is done (wc says how); it leaves the outstanding list. */
+static void finish(struct rmca_verbs_module *vm, struct rmca_conn *c,
+		   struct rmca_verbs_op *op, const struct ibv_wc *wc)
 {
-	struct rmca_verbs_op *op = rmca_verbs_op_of(wc->wr_id);
-	struct rmca_conn *c;
 	size_t len = 0;
 	uint64_t revoked = 0;
 	int status;
 
-	if (!op) {
-		vm->m.core->ops->log(vm->m.core, RMCA_LOG_DEBUG,
-				     "%s: completion (%s) of no op now, "
-				     "dropped", vm->m.device,
-				     ibv_wc_status_str(wc->status));
-		return;
-	}
-	c = op->conn;
 	op->posted = false; /* a second completion naming it is dropped */
-	if (!c) { /* canceled by a disconnect that could not wait */
-		if (op->prev)
-			op->prev->next = op->next;
-		else
-			vm->zombies = op->next;
-		if (op->next)
-			op->next->prev = op->prev;
-		rmca_verbs_op_free(op);
-		return;
-	}
 	if (op->prev)
 		op->prev->next = op->next;
 	else
 		c->outstanding = op->next;
 	if (op->next)
 		op->next->prev = op->prev;
+	op->next = op->prev = NULL;
 	c->nout--;
-	if (is_send_side(op->kind))
-		c->sq_used--;
-	else
+	if (!is_send_side(op->kind))
 		c->rq_used--;
 	if (op->kind == RMCA_VOP_CREDIT)
 		c->credit_inflight = false;
 	if (op->kind == RMCA_VOP_BIND && wc->status && op->mw)
 		op->mw->bind_failed = true;
-	if (op->canceled) {
-		rmca_verbs_op_done(op, c->closing_status, 0, 0);
+	if (op->kind == RMCA_VOP_DONE || op->canceled) {
+		/* reported already (DONE), or to report as canceled */
+		status = wc->status && op->kind == RMCA_VOP_DONE ?
+				 rmca_verbs_wc_status(wc, op) :
+				 0;
+		if (!op->held)
+			rmca_verbs_op_done(op, c->closing_status, 0, 0);
+		if (status && c->state != RMCA_VCONN_FAILED)
+			rmca_verbs_conn_fail(c, status);
 		return;
 	}
 	status = rmca_verbs_wc_status(wc, op);
@@ -173,14 +161,14 @@ static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
 				     status);
 	if (!status)
 		on_success(c, op, wc, &len, &revoked);
-	if (!status && vm->iwarp && op->seq > c->confirmed &&
-	    (op->kind == RMCA_VOP_SEND || op->kind == RMCA_VOP_SEND_INV))
-		rmca_verbs_hold(c, op);
-	else
+	/* a held send completes when confirmed, or with the connection's
+	 * failure (rmca_verbs_release_held) */
+	if (!op->held)
 		rmca_verbs_op_done(op, status, len, revoked);
 	if (status && c->state != RMCA_VCONN_FAILED)
 		rmca_verbs_conn_fail(c, status);
-	rmca_verbs_pending_run(c);
+	else if (status)
+		rmca_verbs_release_held(c, c->fail_status);
 }
 
 /* Test-only (verbs_fault.c): completions stay on the CQ. Looked up only
@@ -195,6 +183,64 @@ static bool cq_unread(void)
 	return knobs && rmca_verbs_fault("verbs_cq_unread");
 }
 
+/* An unsignalled WR retired by a later completion: it succeeded. */
+static void retired(struct rmca_conn *c, struct rmca_verbs_op *op)
+{
+	static const struct ibv_wc ok = { .status = IBV_WC_SUCCESS };
+
+	finish(c->mod, c, op, &ok);
+}
+
+static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
+{
+	struct rmca_verbs_op *op = rmca_verbs_op_of(wc->wr_id);
+	struct rmca_conn *c;
+
+	if (!op) {
+		vm->m.core->ops->log(vm->m.core, RMCA_LOG_DEBUG,
+				     "%s: completion (%s) of no op now, "
+				     "dropped", vm->m.device,
+				     ibv_wc_status_str(wc->status));
+		return;
+	}
+	c = op->conn;
+	if (!c) { /* canceled by a disconnect that could not wait */
+		op->posted = false;
+		if (op->prev)
+			op->prev->next = op->next;
+		else
+			vm->zombies = op->next;
+		if (op->next)
+			op->next->prev = op->prev;
+		rmca_verbs_op_free(op);
+		return;
+	}
+	if (is_send_side(op->kind))
+		rmca_verbs_sq_retire(c, wc->wr_id, retired);
+	finish(vm, c, op, wc);
+	c->kick = true; /* once the batch is read: chains post more at once */
+}
+
+/* What the batch's completions freed: post what waits, confirm what is
+ * held, in one pass per connection. */
+static void kick(struct rmca_verbs_module *vm)
+{
+	struct rmca_conn *c;
+
+	for (c = vm->conns; c; c = c->next) {
+		if (c->kick) {
+			c->kick = false;
+			if (c->held && !c->credit_inflight &&
+			    c->state == RMCA_VCONN_UP)
+				rmca_verbs_credit_read(c);
+			rmca_verbs_pending_run(c);
+		}
+		if (c->nrbatch)
+			rmca_verbs_recv_flush(c);
+	}
+}
+
+
 int rmca_verbs_cq_poll(struct rmca_verbs_module *vm)
 {
 	struct ibv_wc wc[16];
@@ -206,7 +252,10 @@ int rmca_verbs_cq_poll(struct rmca_verbs_module *vm)
 		for (i = 0; i < n; i++)
 			one(vm, &wc[i]);
 		total += n;
+		kick(vm);
 	}
+	if (!total && vm->rbatch_total)
+		kick(vm);
 	return total;
 }
 

@@ -121,7 +121,8 @@ static int v_get(struct rmca_conn *c, void *buf, size_t len,
 
 	if (ret)
 		return ret;
-	if (c->mod->iwarp && !(rkey & RMCA_VERBS_KEY_READ))
+	if (rmca_verbs_flavour(c->mod)->read_key_bit &&
+	    !(rkey & RMCA_VERBS_KEY_READ))
 		return refuse_get(c, req);
 	return local_op(c, RMCA_VOP_GET, buf, len, mr, raddr, rkey, req);
 }

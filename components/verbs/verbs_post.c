@@ -105,6 +105,37 @@ static bool is_msg(const struct rmca_verbs_op *op)
 	return op->kind == RMCA_VOP_SEND || op->kind == RMCA_VOP_SEND_INV;
 }
 
+/*
+ * Inline data: the device copies a small payload at post time instead of
+ * reading it later by its key. rdma_create_qp refuses a max_inline_data
+ * above the device's limit, which no attribute reports, so the first QP of
+ * a module finds it by halving; later QPs ask for that at once.
+ */
+#define INLINE_WANT 256
+
+int rmca_verbs_qp_make(struct rmca_conn *c, struct rdma_cm_id *id,
+		       struct ibv_qp_init_attr *qa)
+{
+	struct rmca_verbs_module *vm = c->mod;
+	struct ibv_qp_cap want = qa->cap;
+	uint32_t in = vm->inline_known ? vm->max_inline : INLINE_WANT;
+
+	for (;;) {
+		qa->cap = want;
+		qa->cap.max_inline_data = in;
+		if (!rdma_create_qp(id, vm->dev->pd, qa))
+			break;
+		if (!in)
+			return RMCA_ERR_NO_MEMORY;
+		in = in > 8 ? in / 2 : 0;
+	}
+	vm->max_inline = in;
+	vm->inline_known = true;
+	/* the provider may grant more than asked: use what it says */
+	c->max_inline = qa->cap.max_inline_data;
+	return 0;
+}
+
 static void link_out(struct rmca_conn *c, struct rmca_verbs_op *op)
 {
 	op->prev = NULL;
@@ -116,29 +147,114 @@ static void link_out(struct rmca_conn *c, struct rmca_verbs_op *op)
 	op->posted = true;
 }
 
+/*
+ * Receives are posted in batches: a receive the user posts while at least
+ * RECV_LOW others wait on the receive queue joins the connection's batch,
+ * which goes to the device as one chained ibv_post_recv at the next
+ * progress (rmca_verbs_cq_poll), or at once when it holds RECV_BATCH. The
+ * peer cannot starve meanwhile: its next message finds a posted receive,
+ * and its completion is what makes the owner progress. A full receive queue
+ * does not refuse a receive either: up to rq_size more wait in the batch,
+ * posted as completions free the queue.
+ */
+#define RECV_LOW 8
+#define RECV_BATCH 16
+
+void rmca_verbs_recv_flush(struct rmca_conn *c)
+{
+	struct ibv_recv_wr wr[RECV_BATCH], *bad = NULL;
+	struct rmca_verbs_op *op;
+	int n = 0, i, posted, user = 0;
+
+	while (c->nrbatch && c->state != RMCA_VCONN_FAILED) {
+		for (op = c->rbatch, n = 0;
+		     op && n < RECV_BATCH && c->rq_used + n < c->rq_size;
+		     op = op->next, n++) {
+			wr[n] = (struct ibv_recv_wr){
+				.wr_id = rmca_verbs_wr_id(op),
+				.sg_list = &op->sge,
+				.num_sge = 1,
+				.next = NULL,
+			};
+			if (n)
+				wr[n - 1].next = &wr[n];
+		}
+		if (!n)
+			return; /* the receive queue is full */
+		posted = ibv_post_recv(c->qp, wr, &bad) ? (int)(bad - wr) : n;
+		for (i = 0; i < posted; i++) {
+			op = c->rbatch;
+			c->rbatch = op->next;
+			c->nrbatch--;
+			c->mod->rbatch_total--;
+			c->rq_used++;
+			link_out(c, op);
+			user += op->kind == RMCA_VOP_RECV;
+		}
+		if (!c->rbatch)
+			c->rbatch_tail = NULL;
+		if (user)
+			__atomic_store_n(&c->ctl->posted,
+					 c->ctl->posted + (uint64_t)user,
+					 __ATOMIC_RELEASE);
+		user = 0;
+		if (posted < n)
+			return; /* the device refused: retried later */
+	}
+}
+
+/* Complete the receives still waiting in the batch (the connection failed
+ * or closes), in posting order. */
+void rmca_verbs_recv_cancel(struct rmca_conn *c, int status)
+{
+	struct rmca_verbs_op *op;
+
+	while ((op = c->rbatch)) {
+		c->rbatch = op->next;
+		c->nrbatch--;
+		c->mod->rbatch_total--;
+		rmca_verbs_op_done(op, status, 0, 0);
+	}
+	c->rbatch_tail = NULL;
+}
+
 static int post_recv(struct rmca_conn *c, struct rmca_verbs_op *op)
 {
-	struct ibv_recv_wr wr = { .wr_id = rmca_verbs_wr_id(op),
-				  .sg_list = &op->sge, .num_sge = 1 };
-	struct ibv_recv_wr *bad;
-
-	if (c->rq_used >= c->rq_size)
+	if (c->rq_used + c->nrbatch >= 2 * c->rq_size)
 		return RMCA_ERR_AGAIN;
-	if (ibv_post_recv(c->qp, &wr, &bad))
-		return RMCA_ERR_AGAIN;
-	c->rq_used++;
-	link_out(c, op);
-	if (op->kind == RMCA_VOP_RECV)
-		__atomic_store_n(&c->ctl->posted, c->ctl->posted + 1,
-				 __ATOMIC_RELEASE);
+	op->next = NULL;
+	if (c->rbatch_tail)
+		c->rbatch_tail->next = op;
+	else
+		c->rbatch = op;
+	c->rbatch_tail = op;
+	c->nrbatch++;
+	c->mod->rbatch_total++;
+	if (c->rq_used < RECV_LOW || c->nrbatch >= RECV_BATCH ||
+	    op->kind != RMCA_VOP_RECV)
+		rmca_verbs_recv_flush(c);
 	return 0;
+}
+
+static bool can_inline(const struct rmca_conn *c,
+		       const struct rmca_verbs_op *op)
+{
+	switch (op->kind) {
+	case RMCA_VOP_SEND:
+	case RMCA_VOP_SEND_INV:
+	case RMCA_VOP_PUT:
+	case RMCA_VOP_HELLO_SEND:
+		return op->sge.length && op->sge.length <= c->max_inline;
+	default:
+		return false;
+	}
 }
 
 static void fill_send(struct rmca_conn *c, struct rmca_verbs_op *op,
 		      struct ibv_send_wr *wr)
 {
 	wr->wr_id = rmca_verbs_wr_id(op);
-	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->send_flags = can_inline(c, op) ? IBV_SEND_INLINE : 0;
 	wr->sg_list = &op->sge;
 	wr->num_sge = op->sge.length ? 1 : 0;
 	switch (op->kind) {
@@ -195,29 +311,74 @@ static void fill_send(struct rmca_conn *c, struct rmca_verbs_op *op,
 	}
 }
 
-/* Post op now. 0, or an error and nothing was posted. */
-int rmca_verbs_post(struct rmca_conn *c, struct rmca_verbs_op *op)
-{
-	struct ibv_send_wr wr = { 0 }, *bad;
-	int ret;
+/*
+ * Selective signalling. A send-side WR asks for a completion only when
+ * something must come of it: reads, atomics and binds always; a send or put
+ * when no later WR is sure to be signalled behind it. Send queues complete
+ * in order, so the completion of a signalled WR retires every unsignalled
+ * one posted before it (rmca_verbs_sq_retire), and a WR that fails or is
+ * flushed completes with its own error whether signalled or not (IBTA
+ * 10.8.6; rxe and siw both do). A signalled WR is sure to follow
+ *  - inside one chained post, when a later WR of the chain is signalled;
+ *  - behind an iWARP send: its completion is the peer's confirmation, and
+ *    the confirming READ goes after it (rmca_verbs_release_held re-posts
+ *    one while sends are held).
+ * Every SIGNAL_EVERY-th WR is signalled anyway, and so is one that leaves
+ * fewer than two free slots, so the queue never fills with WRs that no
+ * completion would retire.
+ */
+#define SIGNAL_EVERY 32
 
-	if (op->kind == RMCA_VOP_RECV || op->kind == RMCA_VOP_HELLO_RECV)
-		return post_recv(c, op);
-	if (c->sq_used >= c->sq_size)
-		return RMCA_ERR_AGAIN;
-	fill_send(c, op, &wr);
-	/* non-zero is failure: siw returns negative errnos */
-	ret = ibv_post_send(c->qp, &wr, &bad);
-	if (ret)
-		return ret == ENOMEM || ret == -ENOMEM ? RMCA_ERR_AGAIN :
-							 RMCA_ERR_INVALID;
-	c->sq_used++;
+static int sq_cap(const struct rmca_conn *c)
+{
+	return c->sq_size < RMCA_VERBS_SQ_RING ? c->sq_size :
+						 RMCA_VERBS_SQ_RING;
+}
+
+static bool want_signal(const struct rmca_conn *c,
+			const struct rmca_verbs_op *op, bool chained)
+{
+	int every = sq_cap(c) / 4 < SIGNAL_EVERY ? sq_cap(c) / 4 :
+						   SIGNAL_EVERY;
+
+	if (op->kind != RMCA_VOP_PUT && !is_msg(op))
+		return true;
+	if (c->unsig + 1 >= every || c->sq_used + 2 > sq_cap(c))
+		return true;
+	if (chained)
+		return false;
+	return !rmca_verbs_flavour(c->mod)->confirm_sends || !is_msg(op);
+}
+
+static void held_append(struct rmca_conn *c, struct rmca_verbs_op *op)
+{
+	op->hnext = NULL;
+	if (c->held_tail)
+		c->held_tail->hnext = op;
+	else
+		c->held = op;
+	c->held_tail = op;
+	op->held = true;
+}
+
+/* Book-keeping of a WR the device took. */
+static void posted_send(struct rmca_conn *c, struct rmca_verbs_op *op)
+{
+	c->sq_ring[c->sq_tail % RMCA_VERBS_SQ_RING] = rmca_verbs_wr_id(op);
+	c->sq_tail++;
+	c->sq_used = (int)(c->sq_tail - c->sq_head);
+	c->unsig = op->signalled ? 0 : c->unsig + 1;
 	link_out(c, op);
 	if (is_msg(op)) {
 		c->sends_posted++;
 		op->seq = ++c->send_seq;
+		/* its completion is the peer's confirmation */
+		if (rmca_verbs_flavour(c->mod)->confirm_sends)
+			held_append(c, op);
 	} else if (op->kind == RMCA_VOP_FLUSH || op->kind == RMCA_VOP_CREDIT) {
 		op->seq = c->send_seq; /* the sends this READ confirms */
+		if (op->kind == RMCA_VOP_CREDIT)
+			c->credit_inflight = true;
 	}
 	if (op->kind == RMCA_VOP_FLUSH) {
 		c->mod->flushes++;
@@ -226,12 +387,112 @@ int rmca_verbs_post(struct rmca_conn *c, struct rmca_verbs_op *op)
 					 "%s: flush READ posted (%lu so far)",
 					 c->mod->m.device, c->mod->flushes);
 	}
-	return 0;
+}
+
+#define POST_MAX 16
+
+/* Post ops[0..n) as one chain. Returns how many the device took (in
+ * order); *err says why the next one was not. */
+static int post_list(struct rmca_conn *c, struct rmca_verbs_op **ops, int n,
+		     int *err)
+{
+	struct ibv_send_wr wr[POST_MAX], *bad = NULL;
+	int i, ret, room = sq_cap(c) - c->sq_used, unsig = c->unsig;
+	int used = c->sq_used;
+
+	*err = 0;
+	if (n > POST_MAX)
+		n = POST_MAX;
+	if (n > room) {
+		n = room;
+		*err = RMCA_ERR_AGAIN;
+	}
+	if (n <= 0)
+		return 0;
+	/* decide from the last: a WR is chained when a later one of the
+	 * list is signalled */
+	for (i = n - 1; i >= 0; i--) {
+		bool later = false;
+		int j;
+
+		for (j = i + 1; j < n; j++)
+			later |= ops[j]->signalled;
+		c->unsig = unsig + i;
+		c->sq_used = used + i;
+		ops[i]->signalled = want_signal(c, ops[i], later);
+	}
+	c->unsig = unsig;
+	c->sq_used = used;
+	for (i = 0; i < n; i++) {
+		memset(&wr[i], 0, sizeof(wr[i]));
+		fill_send(c, ops[i], &wr[i]);
+		if (ops[i]->signalled)
+			wr[i].send_flags |= IBV_SEND_SIGNALED;
+		if (i)
+			wr[i - 1].next = &wr[i];
+	}
+	/* non-zero is failure: siw returns negative errnos */
+	ret = ibv_post_send(c->qp, wr, &bad);
+	if (ret) {
+		n = bad >= wr && bad < wr + n ? (int)(bad - wr) : 0;
+		*err = ret == ENOMEM || ret == -ENOMEM ? RMCA_ERR_AGAIN :
+							 RMCA_ERR_INVALID;
+	}
+	for (i = 0; i < n; i++)
+		posted_send(c, ops[i]);
+	return n;
+}
+
+/*
+ * Retire the send queue up to the WR wr_id names, whose completion came:
+ * every unsignalled WR posted before it is done (it would have completed
+ * with its own error otherwise) and goes to done(). A wr_id not in
+ * [sq_head, sq_tail) is a completion already accounted for (siw completes
+ * a READ after the WRs behind it; a flushed READ may come twice).
+ */
+void rmca_verbs_sq_retire(struct rmca_conn *c, uint64_t wr_id,
+			  void (*done)(struct rmca_conn *,
+				       struct rmca_verbs_op *))
+{
+	uint64_t i, end;
+	struct rmca_verbs_op *op;
+
+	for (end = c->sq_head; end < c->sq_tail; end++)
+		if (c->sq_ring[end % RMCA_VERBS_SQ_RING] == wr_id)
+			break;
+	if (end == c->sq_tail)
+		return;
+	for (i = c->sq_head; i < end; i++) {
+		op = rmca_verbs_op_of(c->sq_ring[i % RMCA_VERBS_SQ_RING]);
+		/* signalled ones still out complete by themselves */
+		if (op && op->conn == c && !op->signalled)
+			done(c, op);
+	}
+	c->sq_head = end + 1;
+	c->sq_used = (int)(c->sq_tail - c->sq_head);
+}
+
+/* Post op now. 0, or an error and nothing was posted. */
+int rmca_verbs_post(struct rmca_conn *c, struct rmca_verbs_op *op)
+{
+	int err;
+
+	if (op->kind == RMCA_VOP_RECV || op->kind == RMCA_VOP_HELLO_RECV)
+		return post_recv(c, op);
+	return post_list(c, &op, 1, &err) ? 0 : err;
+}
+
+/* Would op, posted after `ahead` more sends, find no receive at the peer? */
+static bool lacks_credit_after(struct rmca_conn *c, struct rmca_verbs_op *op,
+			       uint64_t ahead)
+{
+	return rmca_verbs_flavour(c->mod)->credits && is_msg(op) &&
+	       c->sends_posted + ahead >= c->peer_posted;
 }
 
 static bool lacks_credit(struct rmca_conn *c, struct rmca_verbs_op *op)
 {
-	return c->mod->iwarp && is_msg(op) && c->sends_posted >= c->peer_posted;
+	return lacks_credit_after(c, op, 0);
 }
 
 long long rmca_verbs_now_ms(void)
@@ -319,13 +580,37 @@ static void unlink_head(struct rmca_conn *c)
 	if (!c->pending)
 		c->pending_tail = NULL;
 	op->next = NULL;
+	c->npending--;
 }
 
-/* Post what waits, in order; on a failed connection complete it. */
-void rmca_verbs_pending_run(struct rmca_conn *c)
+static void push_head(struct rmca_conn *c, struct rmca_verbs_op *op)
+{
+	op->next = c->pending;
+	c->pending = op;
+	if (!c->pending_tail)
+		c->pending_tail = op;
+	c->npending++;
+}
+
+/* A READ of the peer's counter to go behind the sends of a chain (it
+ * confirms them), or NULL when one is out already or none can be made. */
+static struct rmca_verbs_op *confirm_read(struct rmca_conn *c, int nmsg)
 {
 	struct rmca_verbs_op *op;
-	int ret;
+
+	if (!nmsg || !rmca_verbs_flavour(c->mod)->confirm_sends ||
+	    c->credit_inflight || c->state != RMCA_VCONN_UP)
+		return NULL;
+	op = rmca_verbs_op_new(c, RMCA_VOP_CREDIT, NULL);
+	return op;
+}
+
+/* Post what waits, in order and in chains; on a failed connection
+ * complete it. */
+void rmca_verbs_pending_run(struct rmca_conn *c)
+{
+	struct rmca_verbs_op *ops[POST_MAX], *op, *rd;
+	int n, nmsg, i, posted, err;
 
 	c->waiting = false;
 	if (c->state == RMCA_VCONN_FAILED) {
@@ -336,28 +621,43 @@ void rmca_verbs_pending_run(struct rmca_conn *c)
 			rmca_verbs_op_done(op, op->status ? op->status :
 						RMCA_ERR_CONNECTION, 0, 0);
 		}
+		rmca_verbs_recv_cancel(c, RMCA_ERR_CONNECTION);
 		return;
 	}
-	while ((op = c->pending)) {
-		if (lacks_credit(c, op)) {
+	while (c->pending) {
+		n = nmsg = 0;
+		for (op = c->pending; op && n < POST_MAX - 1; op = op->next) {
+			if (lacks_credit_after(c, op, (uint64_t)nmsg))
+				break;
+			ops[n++] = op;
+			nmsg += is_msg(op);
+		}
+		if (!n) {
 			c->waiting = true;
-			if (c->credit_inflight)
-				return;
-			arm_timer(c->mod);
+			if (!c->credit_inflight)
+				arm_timer(c->mod);
 			return;
 		}
-		unlink_head(c);
-		ret = rmca_verbs_post(c, op);
-		if (ret == RMCA_ERR_AGAIN) {
-			/* back at the head: the next completion frees a slot */
-			op->next = c->pending;
-			c->pending = op;
-			if (!c->pending_tail)
-				c->pending_tail = op;
-			return;
+		/* off the queue first: posting links them elsewhere */
+		for (i = 0; i < n; i++)
+			unlink_head(c);
+		rd = confirm_read(c, nmsg);
+		if (rd)
+			ops[n] = rd;
+		posted = post_list(c, ops, n + !!rd, &err);
+		if (rd && posted <= n)
+			rmca_verbs_op_free(rd);
+		if (posted >= n)
+			continue;
+		/* the rest back at the head, in order */
+		for (i = n - 1; i > posted; i--)
+			push_head(c, ops[i]);
+		if (err == RMCA_ERR_AGAIN) {
+			push_head(c, ops[posted]);
+			return; /* the next completion frees a slot */
 		}
-		if (ret)
-			rmca_verbs_op_done(op, ret, 0, 0);
+		/* the device refused this op: it alone fails */
+		rmca_verbs_op_done(ops[posted], err, 0, 0);
 	}
 }
 
@@ -369,12 +669,14 @@ static void append(struct rmca_conn *c, struct rmca_verbs_op *op)
 	else
 		c->pending = op;
 	c->pending_tail = op;
+	c->npending++;
 }
 
 /* Submit a user op: post it, queue it behind others, or complete it. */
 int rmca_verbs_submit(struct rmca_conn *c, struct rmca_verbs_op *op)
 {
-	int ret;
+	struct rmca_verbs_op *ops[2] = { op, NULL };
+	int ret, posted;
 
 	if (c->state == RMCA_VCONN_FAILED) {
 		/* completed from the timer, not inside the caller's post:
@@ -399,45 +701,55 @@ int rmca_verbs_submit(struct rmca_conn *c, struct rmca_verbs_op *op)
 		}
 		return 0;
 	}
-	ret = rmca_verbs_post(c, op);
-	if (ret)
-		rmca_verbs_op_free(op);
+	/* an iWARP send and the READ that confirms it: one doorbell */
+	ops[1] = confirm_read(c, is_msg(op));
+	posted = post_list(c, ops, ops[1] ? 2 : 1, &ret);
+	if (ops[1] && posted < 2)
+		rmca_verbs_op_free(ops[1]);
+	if (posted)
+		return 0;
+	/* a full send queue: up to its size more wait, and go out in
+	 * chains as completions free it */
+	if (ret == RMCA_ERR_AGAIN && c->npending < c->sq_size) {
+		append(c, op);
+		return 0;
+	}
+	rmca_verbs_op_free(op);
 	return ret;
 }
 
-/* iwarp: keep a locally completed send until a READ confirms it. */
-void rmca_verbs_hold(struct rmca_conn *c, struct rmca_verbs_op *op)
+/* Report op to the core now. Its memory stays while the device may still
+ * name it (its WR not retired yet): it becomes RMCA_VOP_DONE, freed when
+ * the WR is retired. */
+void rmca_verbs_user_complete(struct rmca_verbs_op *op, int status)
 {
-	/* No READ will come: the connection failed before this completion
-	 * was read (a peer's disconnect is dispatched before the CQ is
-	 * polled), and what it held then was completed with the failure. */
-	if (c->state == RMCA_VCONN_FAILED) {
-		rmca_verbs_op_done(op, c->fail_status, 0, 0);
+	const struct rmca_core *core;
+
+	if (!op->posted) {
+		rmca_verbs_op_done(op, status, 0, 0);
 		return;
 	}
-	op->next = NULL;
-	if (c->held_tail)
-		c->held_tail->next = op;
-	else
-		c->held = op;
-	c->held_tail = op;
-	if (!c->credit_inflight)
-		rmca_verbs_credit_read(c);
-	else
-		c->credit_wanted = true; /* once the READ in flight is back */
+	if (op->kind <= RMCA_VOP_FLUSH && op->req && op->conn) {
+		core = op->conn->mod->m.core;
+		core->ops->complete(core, op->req, status, 0, 0);
+	}
+	op->req = NULL;
+	op->kind = RMCA_VOP_DONE;
 }
 
 /* Complete the held sends the last READ covers (status 0), or all of them
- * with status. */
+ * with status; while some stay held, a READ is out to confirm them. */
 void rmca_verbs_release_held(struct rmca_conn *c, int status)
 {
 	struct rmca_verbs_op *op;
 
 	while ((op = c->held) && (status || op->seq <= c->confirmed)) {
-		c->held = op->next;
+		c->held = op->hnext;
 		if (!c->held)
 			c->held_tail = NULL;
-		rmca_verbs_op_done(op, status, 0, 0);
+		op->hnext = NULL;
+		op->held = false;
+		rmca_verbs_user_complete(op, status);
 	}
 	if (c->held && !c->credit_inflight)
 		rmca_verbs_credit_read(c);

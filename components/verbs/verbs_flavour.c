@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The two verbs flavours. See verbs_flavour.h for what each field means and
+ * the README's device table (siw: no RNR, local send completions, READ sink
+ * written remotely, READ permission not checked by siw in Linux 6.1).
+ */
+#include "verbs.h"
+#include "verbs_flavour.h"
+
+const struct rmca_verbs_flavour rmca_verbs_flavour_ib = {
+	.name = "ib",
+};
+
+const struct rmca_verbs_flavour rmca_verbs_flavour_iwarp = {
+	.name = "iwarp",
+	.credits = true,
+	.confirm_sends = true,
+	.read_sink_remote_write = true,
+	.read_key_bit = true,
+	.hello_read = true,
+	.tcp_ports = true,
+};
+
+const struct rmca_verbs_flavour *
+rmca_verbs_flavour(const struct rmca_verbs_module *vm)
+{
+	return vm->iwarp ? &rmca_verbs_flavour_iwarp : &rmca_verbs_flavour_ib;
+}

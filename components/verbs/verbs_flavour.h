@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What differs between the verbs flavours (InfiniBand/RoCE and iWARP), in
+ * one const table per flavour instead of transport tests spread over the
+ * files. A module's flavour follows from its device's transport.
+ */
+#ifndef RMCA_VERBS_FLAVOUR_H
+#define RMCA_VERBS_FLAVOUR_H
+
+#include <stdbool.h>
+
+struct rmca_verbs_module;
+
+struct rmca_verbs_flavour {
+	const char *name;
+	/* No RNR retry: a send needs a receive already posted at the peer,
+	 * known from the peer's counter (credits, verbs_post.c). */
+	bool credits;
+	/* A send's local completion says its data left, not that the peer
+	 * placed it: the send is held until the peer confirms it. */
+	bool confirm_sends;
+	/* An RDMA READ response is a tagged write into the sink, which must
+	 * grant remote write. */
+	bool read_sink_remote_write;
+	/* siw serves READs from any STag of the PD: rmca keys say whether
+	 * their region grants remote read (RMCA_VERBS_KEY_READ) and a get
+	 * without it is refused locally (verbs_ops.c). */
+	bool read_key_bit;
+	/* Only the active side may speak first and its hello can sit unread:
+	 * the active connect() confirms the hello with a READ (verbs_cm.c). */
+	bool hello_read;
+	/* Local ports come from the host's TCP port space (verbs_port.c). */
+	bool tcp_ports;
+};
+
+extern const struct rmca_verbs_flavour rmca_verbs_flavour_ib;
+extern const struct rmca_verbs_flavour rmca_verbs_flavour_iwarp;
+
+const struct rmca_verbs_flavour *
+rmca_verbs_flavour(const struct rmca_verbs_module *vm);
+
+#endif

@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The verbs data path's cheap ways on a real device (rxe0, siw0), inside
+ * the VM: more receives than the receive queue holds (posted in batches as
+ * it drains), a send queue that wraps many times while most work requests
+ * are unsignalled (inline sends, puts, chains posted from the queue of
+ * waiting operations), and a connection that breaks with unsignalled work
+ * requests on the device: each operation still completes exactly once, and
+ * only a prefix of the sends completes RMCA_OK.
+ *
+ * Device from RMCA_transports (ib or iwarp), address from RMCATEST_HOST.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "api_util.h"
+
+#define SLOT	    64
+#define CTX_RECV    0x100000u
+#define CTX_SEND    0x200000u
+#define CTX_PUT	    0x300000u
+#define CTX_KIND(x) ((uintptr_t)(x)&0xf00000u)
+#define CTX_NUM(x)  ((uintptr_t)(x)&0xfffffu)
+
+static size_t msg_len(int i)
+{
+	return 8 + (size_t)(i % 33); /* 8..40 bytes: inline on both devices */
+}
+
+static void msg_fill(uint8_t *b, int i)
+{
+	uint32_t seq = (uint32_t)i;
+
+	memset(b, (int)(i & 0xff), msg_len(i));
+	memcpy(b, &seq, sizeof(seq));
+}
+
+static void msg_check(const uint8_t *b, size_t len, int i)
+{
+	uint32_t seq;
+	size_t k;
+
+	API_CHECK_MSG(len == msg_len(i), "message %d: %zu bytes, not %zu", i,
+		      len, msg_len(i));
+	memcpy(&seq, b, sizeof(seq));
+	API_CHECK_MSG(seq == (uint32_t)i, "message %d arrived as %u", i, seq);
+	for (k = sizeof(seq); k < len; k++)
+		API_CHECK_MSG(b[k] == (uint8_t)i, "message %d: byte %zu", i, k);
+}
+
+/*
+ * Per-context tally of completions: each must come exactly once. Returns
+ * the completions taken from the stash into seen[]/status[].
+ */
+struct tally {
+	int n;
+	int *seen;
+	int *status;
+	int got;
+};
+
+static void tally_init(struct tally *t, int n)
+{
+	t->n = n;
+	t->seen = calloc((size_t)n, sizeof(int));
+	t->status = calloc((size_t)n, sizeof(int));
+	t->got = 0;
+	API_CHECK(t->seen && t->status);
+}
+
+static void tally_free(struct tally *t)
+{
+	free(t->seen);
+	free(t->status);
+}
+
+/* Move the stash into t (completions of kind only; others die). */
+static void tally_take(struct tally *t, uintptr_t kind)
+{
+	int i, k = api_stashed();
+
+	for (i = 0; i < k; i++) {
+		const struct rmca_completion *c = api_stash_at(i);
+		uintptr_t x = (uintptr_t)c->user_ctx;
+		int num = (int)CTX_NUM(x);
+
+		API_CHECK_MSG(CTX_KIND(x) == kind && num < t->n,
+			      "unexpected completion %#lx (status %d)",
+			      (unsigned long)x, c->status);
+		API_CHECK_MSG(!t->seen[num], "op %d completed twice", num);
+		t->seen[num] = 1;
+		t->status[num] = c->status;
+		t->got++;
+	}
+	api_stash_clear();
+}
+
+/* Progress until t has all its completions. */
+static void tally_wait(struct api_peer *p, struct tally *t, uintptr_t kind,
+		       const char *what)
+{
+	long end = api_now_ms() + API_TIMEOUT_MS;
+
+	for (;;) {
+		tally_take(t, kind);
+		if (t->got == t->n)
+			return;
+		API_CHECK_MSG(api_now_ms() < end, "%s: %d of %d completed",
+			      what, t->got, t->n);
+		api_progress(p);
+	}
+}
+
+/* ---- more receives than the receive queue holds ---- */
+
+#define NRECV  240 /* the receive queue holds 128 */
+#define ROUNDS 2
+
+static void many_recv_server(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(NRECV * SLOT);
+	struct tally t;
+	rmca_mr_t *mr;
+	int i, r;
+
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, NRECV * SLOT, RMCA_ACCESS_LOCAL, &mr));
+	for (r = 0; r < ROUNDS; r++) {
+		/* all at once, no progress in between: none may be refused */
+		for (i = 0; i < NRECV; i++)
+			API_CHECK_OK(rmca_recv(p->ep, buf + i * SLOT, SLOT, mr,
+					       API_CTX(CTX_RECV + i)));
+		api_token(p, 0, API_TOKEN_GO);
+		tally_init(&t, NRECV);
+		tally_wait(p, &t, CTX_RECV, "receives");
+		for (i = 0; i < NRECV; i++)
+			API_CHECK_MSG(t.status[i] == RMCA_OK, "receive %d: %s",
+				      i, api_strerror(t.status[i]));
+		tally_free(&t);
+		/* in order: the i-th receive holds the i-th message */
+		for (i = 0; i < NRECV; i++)
+			msg_check(buf + i * SLOT, msg_len(i), i);
+		memset(buf, 0, NRECV * SLOT);
+		api_token(p, 0, API_TOKEN_GO);
+	}
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+static void many_recv_client(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(NRECV * SLOT);
+	struct tally t;
+	rmca_mr_t *mr;
+	int i, r;
+
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, NRECV * SLOT, RMCA_ACCESS_LOCAL, &mr));
+	for (i = 0; i < NRECV; i++)
+		msg_fill(buf + i * SLOT, i);
+	for (r = 0; r < ROUNDS; r++) {
+		api_expect_token(p, 0, API_TOKEN_GO);
+		for (i = 0; i < NRECV; i++)
+			API_CHECK_OK(API_POST(
+				p, rmca_send(p->ep, buf + i * SLOT, msg_len(i),
+					     mr, API_CTX(CTX_SEND + i))));
+		tally_init(&t, NRECV);
+		tally_wait(p, &t, CTX_SEND, "sends");
+		for (i = 0; i < NRECV; i++)
+			API_CHECK_MSG(t.status[i] == RMCA_OK, "send %d: %s", i,
+				      api_strerror(t.status[i]));
+		tally_free(&t);
+		api_expect_token(p, 0, API_TOKEN_GO);
+	}
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+static void test_receives_beyond_the_queue_all_arrive_in_order(void **state)
+{
+	const struct api_test t = {.server = many_recv_server,
+				   .client = many_recv_client};
+
+	(void)state;
+	api_run(&t);
+}
+
+/* ---- the send queue wraps, most work requests unsignalled ---- */
+
+#define NWRAP	1500 /* sends, and as many puts: the queue holds 128 */
+#define NPOSTED 160  /* receives the server keeps posted */
+
+static void wrap_server(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(NWRAP * SLOT), *dst = api_alloc(NWRAP * 8);
+	rmca_mr_t *mr, *dmr;
+	int i, posted = 0, seen = 0, k;
+	long end;
+
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, NWRAP * SLOT, RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, dst, NWRAP * 8,
+				 RMCA_ACCESS_LOCAL | RMCA_ACCESS_REMOTE_WRITE,
+				 &dmr));
+	for (; posted < NPOSTED; posted++)
+		API_CHECK_OK(rmca_recv(p->ep, buf + posted * SLOT, SLOT, mr,
+				       API_CTX(CTX_RECV + posted)));
+	api_put_region(p, 0, dst, NWRAP * 8, dmr, p->ep);
+	end = api_now_ms() + 4 * API_TIMEOUT_MS;
+	while (seen < NWRAP) {
+		API_CHECK_MSG(api_now_ms() < end, "only %d of %d messages",
+			      seen, NWRAP);
+		api_progress(p);
+		k = api_stashed();
+		for (i = 0; i < k; i++) {
+			const struct rmca_completion *c = api_stash_at(i);
+
+			API_CHECK_RC(c->status, RMCA_OK);
+			API_CHECK_MSG(c->user_ctx == API_CTX(CTX_RECV + seen),
+				      "receive %d completed as %#lx", seen,
+				      (unsigned long)(uintptr_t)c->user_ctx);
+			msg_check(buf + seen * SLOT, c->len, seen);
+			seen++;
+			/* repost one for each taken: the batch path */
+			if (posted < NWRAP) {
+				API_CHECK_OK(rmca_recv(
+					p->ep, buf + posted * SLOT, SLOT, mr,
+					API_CTX(CTX_RECV + posted)));
+				posted++;
+			}
+		}
+		api_stash_clear();
+	}
+	/* the client's puts are all in place once it says so */
+	api_expect_token(p, 0, API_TOKEN_GO);
+	for (i = 0; i < NWRAP; i++) {
+		uint64_t v;
+
+		memcpy(&v, dst + i * 8, 8);
+		API_CHECK_MSG(v == 0x1000000ull + (uint64_t)i,
+			      "put %d left %#llx", i, (unsigned long long)v);
+	}
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	API_CHECK_OK(rmca_mr_dereg(dmr));
+	free(buf);
+	free(dst);
+}
+
+static void wrap_client(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(NWRAP * SLOT), *src = api_alloc(NWRAP * 8);
+	struct api_region r;
+	struct tally ts, tp;
+	rmca_mr_t *mr, *smr;
+	int i;
+
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, NWRAP * SLOT, RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, src, NWRAP * 8, RMCA_ACCESS_LOCAL, &smr));
+	api_get_region(p, 0, &r);
+	tally_init(&ts, NWRAP);
+	tally_init(&tp, NWRAP);
+	for (i = 0; i < NWRAP; i++) {
+		uint64_t v = 0x1000000ull + (uint64_t)i;
+
+		msg_fill(buf + i * SLOT, i);
+		memcpy(src + i * 8, &v, 8);
+	}
+	/* everything at once: most of it waits for the send queue and goes
+	 * out in chains as completions free it */
+	for (i = 0; i < NWRAP; i++) {
+		API_CHECK_OK(
+			API_POST(p, rmca_send(p->ep, buf + i * SLOT, msg_len(i),
+					      mr, API_CTX(CTX_SEND + i))));
+		API_CHECK_OK(API_POST(p, rmca_put(p->ep, src + i * 8, 8, smr,
+						  r.addr + i * 8, r.rkey, 0,
+						  API_CTX(CTX_PUT + i))));
+		/* sort the two kinds as they come */
+		for (int k = 0; k < api_stashed(); k++) {
+			const struct rmca_completion *c = api_stash_at(k);
+			uintptr_t x = (uintptr_t)c->user_ctx;
+			struct tally *t = CTX_KIND(x) == CTX_SEND ? &ts : &tp;
+			int num = (int)CTX_NUM(x);
+
+			API_CHECK_MSG(!t->seen[num], "op %#lx completed twice",
+				      (unsigned long)x);
+			API_CHECK_RC(c->status, RMCA_OK);
+			t->seen[num] = 1;
+			t->got++;
+		}
+		api_stash_clear();
+	}
+	{
+		long end = api_now_ms() + 4 * API_TIMEOUT_MS;
+
+		while (ts.got < NWRAP || tp.got < NWRAP) {
+			API_CHECK_MSG(api_now_ms() < end,
+				      "%d sends, %d puts of %d completed",
+				      ts.got, tp.got, NWRAP);
+			api_progress(p);
+			for (int k = 0; k < api_stashed(); k++) {
+				const struct rmca_completion *c =
+					api_stash_at(k);
+				uintptr_t x = (uintptr_t)c->user_ctx;
+				struct tally *t =
+					CTX_KIND(x) == CTX_SEND ? &ts : &tp;
+				int num = (int)CTX_NUM(x);
+
+				API_CHECK_MSG(!t->seen[num],
+					      "op %#lx completed twice",
+					      (unsigned long)x);
+				API_CHECK_RC(c->status, RMCA_OK);
+				t->seen[num] = 1;
+				t->got++;
+			}
+			api_stash_clear();
+		}
+	}
+	/* puts without RMCA_DELIVERED: a flush puts them in place */
+	API_CHECK_OK(rmca_flush(p->ep, API_CTX(1)));
+	api_wait_status(p, API_CTX(1), RMCA_OK);
+	api_token(p, 0, API_TOKEN_GO);
+	tally_free(&ts);
+	tally_free(&tp);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	API_CHECK_OK(rmca_mr_dereg(smr));
+	free(buf);
+	free(src);
+}
+
+static void test_send_queue_wraps_with_unsignalled_requests(void **state)
+{
+	const struct api_test t = {.server = wrap_server,
+				   .client = wrap_client};
+
+	(void)state;
+	api_run(&t);
+}
+
+/* ---- the connection breaks with unsignalled requests outstanding ---- */
+
+#define NBREAK 250 /* sends: more than the send queue holds, fewer than twice  \
+		    */
+#define STEP  32   /* receives the server posts at a time */
+#define TAKEN 160  /* messages the server takes before it closes */
+
+static void break_server(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(TAKEN * SLOT);
+	struct tally t;
+	rmca_mr_t *mr;
+	int i, done = 0;
+	long end;
+
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, TAKEN * SLOT, RMCA_ACCESS_LOCAL, &mr));
+	api_expect_token(p, 0, API_TOKEN_GO); /* the client posted all */
+	tally_init(&t, TAKEN);
+	/* receives in steps: the client's completions come in bursts, and
+	 * what waits goes out in chains behind them */
+	while (done < TAKEN) {
+		for (i = done; i < done + STEP; i++)
+			API_CHECK_OK(rmca_recv(p->ep, buf + i * SLOT, SLOT, mr,
+					       API_CTX(CTX_RECV + i)));
+		end = api_now_ms() + API_TIMEOUT_MS;
+		while (t.got < done + STEP) {
+			API_CHECK_MSG(api_now_ms() < end, "%d of %d messages",
+				      t.got, done + STEP);
+			api_progress(p);
+			tally_take(&t, CTX_RECV);
+		}
+		done += STEP;
+	}
+	for (i = 0; i < TAKEN; i++) {
+		API_CHECK_RC(t.status[i], RMCA_OK);
+		msg_check(buf + i * SLOT, msg_len(i), i);
+	}
+	tally_free(&t);
+	/* gone with sends of the client still on its device */
+	rmca_ep_close(p->ep);
+	p->ep = NULL;
+	api_put_u64(p, 0, TAKEN);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+static void break_client(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(NBREAK * SLOT);
+	struct tally t;
+	rmca_mr_t *mr;
+	int i, ok = 0;
+	uint64_t taken;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, NBREAK * SLOT, RMCA_ACCESS_LOCAL,
+				 &mr));
+	for (i = 0; i < NBREAK; i++) {
+		msg_fill(buf + i * SLOT, i);
+		API_CHECK_OK(rmca_send(p->ep, buf + i * SLOT, msg_len(i), mr,
+				       API_CTX(CTX_SEND + i)));
+	}
+	api_token(p, 0, API_TOKEN_GO);
+	tally_init(&t, NBREAK);
+	taken = api_get_u64(p, 0);
+	tally_wait(p, &t, CTX_SEND, "sends after the peer left");
+	/* exactly once each (tally), and RMCA_OK only on a prefix of what
+	 * the peer took: in order, nothing reported done that was not */
+	for (i = 0; i < NBREAK && t.status[i] == RMCA_OK; i++)
+		ok++;
+	for (; i < NBREAK; i++)
+		API_CHECK_MSG(t.status[i] != RMCA_OK,
+			      "send %d completed RMCA_OK after send %d failed",
+			      i, ok);
+	API_CHECK_MSG((uint64_t)ok <= taken,
+		      "%d sends completed RMCA_OK, the peer took %llu", ok,
+		      (unsigned long long)taken);
+	tally_free(&t);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+static void
+test_unsignalled_requests_complete_once_when_the_peer_leaves(void **state)
+{
+	const struct api_test t = {.server = break_server,
+				   .client = break_client};
+
+	(void)state;
+	api_run(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(
+			test_receives_beyond_the_queue_all_arrive_in_order),
+		cmocka_unit_test(
+			test_send_queue_wraps_with_unsignalled_requests),
+		cmocka_unit_test(
+			test_unsignalled_requests_complete_once_when_the_peer_leaves),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
