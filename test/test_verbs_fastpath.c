@@ -346,10 +346,11 @@ static void test_send_queue_wraps_with_unsignalled_requests(void **state)
 
 /* ---- the connection breaks with unsignalled requests outstanding ---- */
 
-#define NBREAK 250 /* sends: more than the send queue holds, fewer than twice  \
-		    */
-#define STEP  32   /* receives the server posts at a time */
-#define TAKEN 160  /* messages the server takes before it closes */
+#define NBREAK                                                                 \
+	250	  /* sends: more than the send queue holds, fewer than twice   \
+		   */
+#define STEP  32  /* receives the server posts at a time */
+#define TAKEN 160 /* messages the server takes before it closes */
 
 static void break_server(struct api_peer *p)
 {
@@ -436,6 +437,114 @@ test_unsignalled_requests_complete_once_when_the_peer_leaves(void **state)
 	api_run(&t);
 }
 
+/* ---- replies confirm sends; a truncated message still fails its send ---- */
+
+#define NPING 200
+
+static void ping_server(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc((NPING + 1) * SLOT), *out = api_alloc(SLOT);
+	struct rmca_completion c;
+	rmca_mr_t *mr, *omr;
+	int i;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, (NPING + 1) * SLOT,
+				 RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, out, SLOT, RMCA_ACCESS_LOCAL, &omr));
+	API_CHECK_OK(rmca_recv(p->ep, buf, SLOT, mr, API_CTX(CTX_RECV)));
+	api_token(p, 0, API_TOKEN_GO);
+	for (i = 0; i < NPING; i++) {
+		api_wait(p, API_CTX(CTX_RECV + i), &c);
+		API_CHECK_RC(c.status, RMCA_OK);
+		msg_check(buf + i * SLOT, c.len, i);
+		/* the next receive first (the last one too small for what
+		 * comes after the ping-pong), then the reply, which carries
+		 * what this side took */
+		API_CHECK_OK(rmca_recv(p->ep, buf + (i + 1) * SLOT,
+				       i + 1 < NPING ? SLOT : 16, mr,
+				       API_CTX(CTX_RECV + i + 1)));
+		msg_fill(out, i);
+		API_CHECK_OK(API_POST(p, rmca_send(p->ep, out, msg_len(i), omr,
+						   API_CTX(CTX_SEND + i))));
+		api_wait_status(p, API_CTX(CTX_SEND + i), RMCA_OK);
+	}
+	api_token(p, 0, API_TOKEN_GO);
+	api_wait(p, API_CTX(CTX_RECV + NPING), &c);
+	API_CHECK_RC(c.status, RMCA_ERR_TRUNCATED);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	API_CHECK_OK(rmca_mr_dereg(omr));
+	free(buf);
+	free(out);
+}
+
+static void ping_client(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(NPING * SLOT), *in = api_alloc(NPING * SLOT);
+	struct rmca_completion c;
+	struct tally t;
+	rmca_mr_t *mr, *imr;
+	int i;
+
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, NPING * SLOT, RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, in, NPING * SLOT, RMCA_ACCESS_LOCAL, &imr));
+	tally_init(&t, NPING + 1);
+	api_expect_token(p, 0, API_TOKEN_GO);
+	for (i = 0; i < NPING; i++) {
+		API_CHECK_OK(
+			API_POST(p, rmca_recv(p->ep, in + i * SLOT, SLOT, imr,
+					      API_CTX(CTX_RECV + i))));
+		msg_fill(buf + i * SLOT, i);
+		API_CHECK_OK(
+			API_POST(p, rmca_send(p->ep, buf + i * SLOT, msg_len(i),
+					      mr, API_CTX(CTX_SEND + i))));
+		api_wait(p, API_CTX(CTX_RECV + i), &c);
+		API_CHECK_RC(c.status, RMCA_OK);
+		msg_check(in + i * SLOT, c.len, i);
+		/* sends completed so far, each once and RMCA_OK */
+		for (int k = 0; k < api_stashed(); k++) {
+			const struct rmca_completion *s = api_stash_at(k);
+			int num = (int)CTX_NUM((uintptr_t)s->user_ctx);
+
+			API_CHECK(CTX_KIND((uintptr_t)s->user_ctx) == CTX_SEND);
+			API_CHECK_MSG(!t.seen[num], "send %d completed twice",
+				      num);
+			API_CHECK_RC(s->status, RMCA_OK);
+			t.seen[num] = 1;
+			t.got++;
+		}
+		api_stash_clear();
+	}
+	/* a message the peer's receive cannot hold fails its send */
+	api_expect_token(p, 0, API_TOKEN_GO);
+	memset(buf, 0x5a, SLOT);
+	API_CHECK_OK(
+		rmca_send(p->ep, buf, SLOT, mr, API_CTX(CTX_SEND + NPING)));
+	tally_wait(p, &t, CTX_SEND, "sends");
+	for (i = 0; i < NPING; i++)
+		API_CHECK_MSG(t.status[i] == RMCA_OK, "send %d: %s", i,
+			      api_strerror(t.status[i]));
+	API_CHECK_MSG(t.status[NPING] != RMCA_OK,
+		      "a truncated message's send completed RMCA_OK");
+	tally_free(&t);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	API_CHECK_OK(rmca_mr_dereg(imr));
+	free(buf);
+	free(in);
+}
+
+static void
+test_replies_confirm_sends_and_truncation_still_fails_one(void **state)
+{
+	const struct api_test t = {.server = ping_server,
+				   .client = ping_client,
+				   .no_barrier = true};
+
+	(void)state;
+	api_run(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -445,6 +554,8 @@ int main(void)
 			test_send_queue_wraps_with_unsignalled_requests),
 		cmocka_unit_test(
 			test_unsignalled_requests_complete_once_when_the_peer_leaves),
+		cmocka_unit_test(
+			test_replies_confirm_sends_and_truncation_still_fails_one),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -221,6 +221,14 @@ struct rmca_conn {
 	uint64_t sq_head, sq_tail;
 	int unsig; /* WRs posted since the last signalled one */
 	uint32_t max_inline; /* bytes a send may carry inline */
+	/* iwarp message headers (ack_header): receive slots [0, rq_size),
+	 * then one per send queue slot */
+	uint64_t *hdr;
+	struct ibv_mr *hdr_mr;
+	uint32_t hdr_nr; /* receive slots */
+	uint64_t taken; /* messages of the peer received (in order) */
+	uint64_t rposted; /* user receives ever posted: header slot */
+	int nheld;
 	/* user receives accepted, not yet on the receive queue */
 	struct rmca_verbs_op *rbatch, *rbatch_tail;
 	int nrbatch;
@@ -353,6 +361,10 @@ void rmca_verbs_sq_retire(struct rmca_conn *c, uint64_t wr_id,
 				       struct rmca_verbs_op *));
 void rmca_verbs_recv_flush(struct rmca_conn *c);
 void rmca_verbs_recv_cancel(struct rmca_conn *c, int status);
+void rmca_verbs_post_fini(struct rmca_conn *c);
+void rmca_verbs_confirm_soon(struct rmca_conn *c);
+int rmca_verbs_taken(struct rmca_conn *c, struct rmca_verbs_op *op,
+		     size_t *len);
 void rmca_verbs_user_complete(struct rmca_verbs_op *op, int status);
 
 /* memory (verbs_mr.c) */

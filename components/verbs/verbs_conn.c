@@ -238,6 +238,7 @@ void rmca_verbs_conn_destroy(struct rmca_conn *c, int status)
 	unlink_conn(c);
 	ibv_dereg_mr(c->ctl_pub);
 	ibv_dereg_mr(c->ctl_sink);
+	rmca_verbs_post_fini(c);
 	free(c->ctl);
 	rmca_verbs_pd_put(vm->dev);
 	free(c);

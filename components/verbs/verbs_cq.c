@@ -161,6 +161,8 @@ static void finish(struct rmca_verbs_module *vm, struct rmca_conn *c,
 				     status);
 	if (!status)
 		on_success(c, op, wc, &len, &revoked);
+	if (!status && op->kind == RMCA_VOP_RECV)
+		status = rmca_verbs_taken(c, op, &len);
 	/* a held send completes when confirmed, or with the connection's
 	 * failure (rmca_verbs_release_held) */
 	if (!op->held)
@@ -230,9 +232,7 @@ static void kick(struct rmca_verbs_module *vm)
 	for (c = vm->conns; c; c = c->next) {
 		if (c->kick) {
 			c->kick = false;
-			if (c->held && !c->credit_inflight &&
-			    c->state == RMCA_VCONN_UP)
-				rmca_verbs_credit_read(c);
+			rmca_verbs_confirm_soon(c);
 			rmca_verbs_pending_run(c);
 		}
 		if (c->nrbatch)

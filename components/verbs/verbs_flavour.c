@@ -15,6 +15,7 @@ const struct rmca_verbs_flavour rmca_verbs_flavour_iwarp = {
 	.name = "iwarp",
 	.credits = true,
 	.confirm_sends = true,
+	.ack_header = true,
 	.read_sink_remote_write = true,
 	.read_key_bit = true,
 	.hello_read = true,

@@ -19,6 +19,10 @@ struct rmca_verbs_flavour {
 	/* A send's local completion says its data left, not that the peer
 	 * placed it: the send is held until the peer confirms it. */
 	bool confirm_sends;
+	/* Messages carry an 8-byte header: how many messages the sender has
+	 * taken from its peer, which confirms the peer's held sends up to
+	 * there (verbs_post.c). */
+	bool ack_header;
 	/* An RDMA READ response is a tagged write into the sink, which must
 	 * grant remote write. */
 	bool read_sink_remote_write;

@@ -113,6 +113,39 @@ static bool is_msg(const struct rmca_verbs_op *op)
  */
 #define INLINE_WANT 256
 
+/*
+ * Acknowledgement headers (flavours with ack_header, iWARP). An iWARP send
+ * completes locally once its data has left; rmca reports it only once the
+ * peer has it in a receive (a truncated message must fail its send). Every
+ * message therefore starts with 8 bytes: how many messages the sender has
+ * taken from this connection so far. RDMAP delivers in order, so a message
+ * whose header says n proves the peer had placed our first n messages, and
+ * every held send up to there completes: a reply confirms all the sends
+ * before it, with nothing more on the wire. A send that no message will
+ * confirm soon is confirmed by an RDMA READ, as before (see
+ * rmca_verbs_confirm_soon). The headers live in one registered array per
+ * connection: a slot per receive queue entry, then one per send queue
+ * slot (a send too big for inline data reads its header when it goes).
+ */
+static int hdr_init(struct rmca_conn *c, const struct ibv_qp_init_attr *qa)
+{
+	size_t n = qa->cap.max_recv_wr + RMCA_VERBS_SQ_RING;
+
+	rmca_verbs_post_fini(c); /* a QP made again (verbs_cm.c) */
+	c->hdr_nr = qa->cap.max_recv_wr;
+	c->hdr = calloc(n, sizeof(*c->hdr));
+	if (!c->hdr)
+		return -1;
+	c->hdr_mr = ibv_reg_mr(c->mod->dev->pd, c->hdr, n * sizeof(*c->hdr),
+			       IBV_ACCESS_LOCAL_WRITE);
+	if (!c->hdr_mr) {
+		free(c->hdr);
+		c->hdr = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 int rmca_verbs_qp_make(struct rmca_conn *c, struct rdma_cm_id *id,
 		       struct ibv_qp_init_attr *qa)
 {
@@ -120,6 +153,11 @@ int rmca_verbs_qp_make(struct rmca_conn *c, struct rdma_cm_id *id,
 	struct ibv_qp_cap want = qa->cap;
 	uint32_t in = vm->inline_known ? vm->max_inline : INLINE_WANT;
 
+	if (rmca_verbs_flavour(vm)->ack_header) {
+		/* the header and the user's buffer */
+		want.max_send_sge = want.max_send_sge < 2 ? 2 : want.max_send_sge;
+		want.max_recv_sge = want.max_recv_sge < 2 ? 2 : want.max_recv_sge;
+	}
 	for (;;) {
 		qa->cap = want;
 		qa->cap.max_inline_data = in;
@@ -133,7 +171,20 @@ int rmca_verbs_qp_make(struct rmca_conn *c, struct rdma_cm_id *id,
 	vm->inline_known = true;
 	/* the provider may grant more than asked: use what it says */
 	c->max_inline = qa->cap.max_inline_data;
+	if (rmca_verbs_flavour(vm)->ack_header && hdr_init(c, qa)) {
+		rdma_destroy_qp(id);
+		return RMCA_ERR_NO_MEMORY;
+	}
 	return 0;
+}
+
+void rmca_verbs_post_fini(struct rmca_conn *c)
+{
+	if (c->hdr_mr)
+		ibv_dereg_mr(c->hdr_mr);
+	c->hdr_mr = NULL;
+	free(c->hdr);
+	c->hdr = NULL;
 }
 
 static void link_out(struct rmca_conn *c, struct rmca_verbs_op *op)
@@ -163,10 +214,12 @@ static void link_out(struct rmca_conn *c, struct rmca_verbs_op *op)
 void rmca_verbs_recv_flush(struct rmca_conn *c)
 {
 	struct ibv_recv_wr wr[RECV_BATCH], *bad = NULL;
+	struct ibv_sge sg[RECV_BATCH][2];
 	struct rmca_verbs_op *op;
 	int n = 0, i, posted, user = 0;
+	bool hdr = c->hdr && rmca_verbs_flavour(c->mod)->ack_header;
 
-	while (c->nrbatch && c->state != RMCA_VCONN_FAILED) {
+	while (c->nrbatch && c->state != RMCA_VCONN_FAILED && c->qp) {
 		for (op = c->rbatch, n = 0;
 		     op && n < RECV_BATCH && c->rq_used + n < c->rq_size;
 		     op = op->next, n++) {
@@ -176,9 +229,24 @@ void rmca_verbs_recv_flush(struct rmca_conn *c)
 				.num_sge = 1,
 				.next = NULL,
 			};
+			if (hdr && op->kind == RMCA_VOP_RECV) {
+				/* the header first, then the user's buffer */
+				op->seq = (c->rposted + (uint64_t)user) %
+					  c->hdr_nr;
+				sg[n][0] = (struct ibv_sge){
+					.addr = (uintptr_t)&c->hdr[op->seq],
+					.length = sizeof(*c->hdr),
+					.lkey = c->hdr_mr->lkey,
+				};
+				sg[n][1] = op->sge;
+				wr[n].sg_list = sg[n];
+				wr[n].num_sge = op->sge.length ? 2 : 1;
+				user++;
+			}
 			if (n)
 				wr[n - 1].next = &wr[n];
 		}
+		user = 0;
 		if (!n)
 			return; /* the receive queue is full */
 		posted = ibv_post_recv(c->qp, wr, &bad) ? (int)(bad - wr) : n;
@@ -193,6 +261,7 @@ void rmca_verbs_recv_flush(struct rmca_conn *c)
 		}
 		if (!c->rbatch)
 			c->rbatch_tail = NULL;
+		c->rposted += (uint64_t)user;
 		if (user)
 			__atomic_store_n(&c->ctl->posted,
 					 c->ctl->posted + (uint64_t)user,
@@ -236,27 +305,49 @@ static int post_recv(struct rmca_conn *c, struct rmca_verbs_op *op)
 	return 0;
 }
 
+static bool with_hdr(const struct rmca_conn *c, const struct rmca_verbs_op *op)
+{
+	return c->hdr && is_msg(op);
+}
+
 static bool can_inline(const struct rmca_conn *c,
 		       const struct rmca_verbs_op *op)
 {
+	uint32_t len = op->sge.length;
+
+	if (with_hdr(c, op))
+		len += sizeof(*c->hdr);
 	switch (op->kind) {
 	case RMCA_VOP_SEND:
 	case RMCA_VOP_SEND_INV:
 	case RMCA_VOP_PUT:
 	case RMCA_VOP_HELLO_SEND:
-		return op->sge.length && op->sge.length <= c->max_inline;
+		return len && len <= c->max_inline;
 	default:
 		return false;
 	}
 }
 
+/* slot: the send queue position the WR takes (its header slot). */
 static void fill_send(struct rmca_conn *c, struct rmca_verbs_op *op,
-		      struct ibv_send_wr *wr)
+		      struct ibv_send_wr *wr, struct ibv_sge *sg,
+		      uint64_t slot)
 {
 	wr->wr_id = rmca_verbs_wr_id(op);
 	wr->send_flags = can_inline(c, op) ? IBV_SEND_INLINE : 0;
 	wr->sg_list = &op->sge;
 	wr->num_sge = op->sge.length ? 1 : 0;
+	if (with_hdr(c, op)) {
+		uint64_t *h = &c->hdr[c->hdr_nr + slot % RMCA_VERBS_SQ_RING];
+
+		*h = c->taken;
+		sg[0] = (struct ibv_sge){ .addr = (uintptr_t)h,
+					  .length = sizeof(*h),
+					  .lkey = c->hdr_mr->lkey };
+		sg[1] = op->sge;
+		wr->sg_list = sg;
+		wr->num_sge = op->sge.length ? 2 : 1;
+	}
 	switch (op->kind) {
 	case RMCA_VOP_SEND:
 	case RMCA_VOP_HELLO_SEND:
@@ -359,6 +450,7 @@ static void held_append(struct rmca_conn *c, struct rmca_verbs_op *op)
 		c->held = op;
 	c->held_tail = op;
 	op->held = true;
+	c->nheld++;
 }
 
 /* Book-keeping of a WR the device took. */
@@ -397,10 +489,15 @@ static int post_list(struct rmca_conn *c, struct rmca_verbs_op **ops, int n,
 		     int *err)
 {
 	struct ibv_send_wr wr[POST_MAX], *bad = NULL;
+	struct ibv_sge sg[POST_MAX][2];
 	int i, ret, room = sq_cap(c) - c->sq_used, unsig = c->unsig;
 	int used = c->sq_used;
 
 	*err = 0;
+	if (!c->qp) { /* destroyed: a closing connection's last poll */
+		*err = RMCA_ERR_CONNECTION;
+		return 0;
+	}
 	if (n > POST_MAX)
 		n = POST_MAX;
 	if (n > room) {
@@ -425,7 +522,7 @@ static int post_list(struct rmca_conn *c, struct rmca_verbs_op **ops, int n,
 	c->sq_used = used;
 	for (i = 0; i < n; i++) {
 		memset(&wr[i], 0, sizeof(wr[i]));
-		fill_send(c, ops[i], &wr[i]);
+		fill_send(c, ops[i], &wr[i], sg[i], c->sq_tail + (uint64_t)i);
 		if (ops[i]->signalled)
 			wr[i].send_flags |= IBV_SEND_SIGNALED;
 		if (i)
@@ -556,6 +653,10 @@ void rmca_verbs_timer_event(void *arg, uint32_t events)
 			rmca_verbs_pending_run(c);
 			continue;
 		}
+		/* held sends no reply confirmed in time */
+		if (c->held && !c->credit_inflight &&
+		    c->state == RMCA_VCONN_UP)
+			rmca_verbs_credit_read(c);
 		if (!c->waiting)
 			continue;
 		if (c->state == RMCA_VCONN_FAILED)
@@ -570,6 +671,34 @@ void rmca_verbs_timer_event(void *arg, uint32_t events)
 void rmca_verbs_timer_arm(struct rmca_verbs_module *vm)
 {
 	arm_timer(vm);
+}
+
+/*
+ * When held sends get their confirming READ: at once where no message of
+ * the peer can confirm them (no receive posted here for a reply, or
+ * CONFIRM_BATCH sends held already), else only if no reply has done it
+ * within CONFIRM_MS (the module's timer posts the READ).
+ */
+#define CONFIRM_BATCH 16
+#define CONFIRM_MS 1
+
+static bool read_now(const struct rmca_conn *c, int more)
+{
+	if (!rmca_verbs_flavour(c->mod)->ack_header || !c->hdr)
+		return true;
+	return c->nheld + more >= CONFIRM_BATCH ||
+	       c->rq_used + c->nrbatch == 0;
+}
+
+static void arm_confirm(struct rmca_verbs_module *vm)
+{
+	struct itimerspec its = { 0 };
+
+	if (vm->timer_fd < 0 || vm->timer_armed)
+		return;
+	its.it_value.tv_nsec = CONFIRM_MS * 1000000L;
+	if (!timerfd_settime(vm->timer_fd, 0, &its, NULL))
+		vm->timer_armed = true;
 }
 
 static void unlink_head(struct rmca_conn *c)
@@ -596,13 +725,47 @@ static void push_head(struct rmca_conn *c, struct rmca_verbs_op *op)
  * confirms them), or NULL when one is out already or none can be made. */
 static struct rmca_verbs_op *confirm_read(struct rmca_conn *c, int nmsg)
 {
-	struct rmca_verbs_op *op;
-
 	if (!nmsg || !rmca_verbs_flavour(c->mod)->confirm_sends ||
 	    c->credit_inflight || c->state != RMCA_VCONN_UP)
 		return NULL;
-	op = rmca_verbs_op_new(c, RMCA_VOP_CREDIT, NULL);
-	return op;
+	if (!read_now(c, nmsg)) {
+		arm_confirm(c->mod);
+		return NULL;
+	}
+	return rmca_verbs_op_new(c, RMCA_VOP_CREDIT, NULL);
+}
+
+void rmca_verbs_confirm_soon(struct rmca_conn *c)
+{
+	if (!c->held || c->credit_inflight || c->state != RMCA_VCONN_UP)
+		return;
+	if (read_now(c, 0))
+		rmca_verbs_credit_read(c);
+	else
+		arm_confirm(c->mod);
+}
+
+/* A user receive completed (status 0): its header confirms our sends. */
+int rmca_verbs_taken(struct rmca_conn *c, struct rmca_verbs_op *op,
+		     size_t *len)
+{
+	uint64_t n;
+
+	if (!c->hdr)
+		return 0;
+	if (*len < sizeof(*c->hdr))
+		return RMCA_ERR_PROTOCOL; /* a message without its header */
+	*len -= sizeof(*c->hdr);
+	c->taken++;
+	/* a peer cannot confirm what was never sent */
+	n = __atomic_load_n(&c->hdr[op->seq], __ATOMIC_ACQUIRE);
+	if (n > c->send_seq)
+		n = c->send_seq;
+	if (n > c->confirmed) {
+		c->confirmed = n;
+		rmca_verbs_release_held(c, 0);
+	}
+	return 0;
 }
 
 /* Post what waits, in order and in chains; on a failed connection
@@ -749,8 +912,8 @@ void rmca_verbs_release_held(struct rmca_conn *c, int status)
 			c->held_tail = NULL;
 		op->hnext = NULL;
 		op->held = false;
+		c->nheld--;
 		rmca_verbs_user_complete(op, status);
 	}
-	if (c->held && !c->credit_inflight)
-		rmca_verbs_credit_read(c);
+	rmca_verbs_confirm_soon(c);
 }
