@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ep.h"
@@ -32,6 +33,10 @@ struct rmca_cq {
 	struct rmca_req *spare; /* linked through cq_next */
 	unsigned nspare;
 	bool work_due; /* some endpoint has core work (core_work) */
+	/* Spinning without system calls (rmca_progress). */
+	uint32_t polled;      /* modules that said RMCA_PROGRESS_POLLED */
+	bool eps_polled;      /* every endpoint is on such a module */
+	long long last_epoll; /* ns */
 };
 
 void rmca_core_work_due(struct rmca_context *ctx)
@@ -166,15 +171,51 @@ static void core_work(struct rmca_context *ctx)
 	ctx->cq->work_due = more;
 }
 
+/*
+ * A module whose progress op says RMCA_PROGRESS_POLLED moves its data
+ * without fds (shm reads its rings). While every
+ * endpoint is on such a module, a pass with timeout 0 looks at the fds
+ * (listeners, hang-ups, wakeups) once per SPIN_EPOLL_NS instead of every
+ * time, so a caller spinning on rmca_poll makes no system call. One that
+ * sleeps on rmca_wait_fd is woken as before; what woke it is read by the
+ * modules' progress ops, or by the fd callbacks within SPIN_EPOLL_NS.
+ */
+#define SPIN_EPOLL_NS 1000000ll
+
+static long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the vDSO: no system call */
+	return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static bool eps_polled(struct rmca_context *ctx)
+{
+	for (struct rmca_ep *ep = ctx->eps; ep; ep = ep->next)
+		if (!ep->mod || ep->mod->index >= 32 ||
+		    !(ctx->cq->polled & (1u << ep->mod->index)))
+			return false;
+	return ctx->eps != NULL;
+}
+
 /* One pass of the event loop: the core's work, fds ready within
  * timeout_ms, every module's progress op, the core's work again. */
 int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 {
+	struct rmca_cq *cq = ctx->cq;
 	struct epoll_event ev[64];
-	int n;
+	long long now = cq->eps_polled && !timeout_ms ? mono_ns() : 0;
+	int n = 0;
 
 	core_work(ctx);
-	n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
+	if (!now || now - cq->last_epoll >= SPIN_EPOLL_NS) {
+		n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
+		if (cq->polled) {
+			cq->last_epoll = now ? now : mono_ns();
+			cq->eps_polled = eps_polled(ctx);
+		}
+	}
 	for (int i = 0; i < n; i++) {
 		int fd = ev[i].data.fd;
 
@@ -185,8 +226,11 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 			ctx->fds[fd].cb(ctx->fds[fd].arg, ev[i].events);
 	}
 	for (size_t i = 0; i < ctx->nmods; i++)
-		if (ctx->mods[i].m->ops->progress)
-			ctx->mods[i].m->ops->progress(ctx->mods[i].m);
+		if (ctx->mods[i].m->ops->progress &&
+		    (ctx->mods[i].m->ops->progress(ctx->mods[i].m) &
+		     RMCA_PROGRESS_POLLED) &&
+		    ctx->mods[i].index < 32)
+			cq->polled |= 1u << ctx->mods[i].index;
 	core_work(ctx);
 	if (ctx->listeners)
 		rmca_listeners_progress(ctx);

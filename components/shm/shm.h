@@ -142,12 +142,13 @@ struct rmca_conn {
 	uint64_t rx_off; /* bytes of the message coming in pieces */
 	/* The op of each request in flight, by request number. */
 	struct shm_op *fifo[SHM_RESP_SLOTS];
-	uint64_t activity;	 /* entries read from the rings, ever */
-	uint64_t activity_seen;	 /* ... as of the last wakeup */
-	long long idle_since;	 /* ns: since when wakeups found nothing new */
-	struct shm_list ops;	 /* send/put/get/atomic/flush, post order */
-	struct shm_list recvs;	 /* posted receives, oldest first */
-	struct shm_list backlog; /* waiting for ring room, a credit */
+	uint64_t activity;	  /* entries read from the rings, ever */
+	uint64_t activity_seen;	  /* ... as of the last wakeup */
+	uint64_t activity_polled; /* ... as of the last progress op */
+	long long idle_since;	  /* ns: since when wakeups found nothing new */
+	struct shm_list ops;	  /* send/put/get/atomic/flush, post order */
+	struct shm_list recvs;	  /* posted receives, oldest first */
+	struct shm_list backlog;  /* waiting for ring room, a credit */
 };
 
 /* shm_module.c */

@@ -102,28 +102,12 @@ static void conn_gone(struct rmca_conn *c, int err)
 	}
 }
 
-/* The socket is readable: a wake byte is there, or the peer is gone. */
-static void conn_cb(void *arg, uint32_t events)
+/* Take the wake byte and arm: from now on the peer wakes us. */
+static void arm(struct rmca_conn *c)
 {
-	struct rmca_conn *c = arg;
 	char buf[16];
 	ssize_t n;
 
-	if (events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)) {
-		conn_gone(c, 0);
-		return;
-	}
-	rmca_shm_conn_poll(c);
-	if (c->failed)
-		return;
-	if (c->mod->idle_ns &&
-	    (c->activity != c->activity_seen || !c->idle_since)) {
-		c->activity_seen = c->activity;
-		c->idle_since = now_ns();
-		return; /* busy: keep the byte, stay disarmed */
-	}
-	if (now_ns() - c->idle_since < c->mod->idle_ns)
-		return;
 	c->idle_since = 0;
 	/* At most one byte is in flight: the peer sends one per arming. */
 	do {
@@ -136,6 +120,34 @@ static void conn_cb(void *arg, uint32_t events)
 	__atomic_store_n(&c->r.me->armed, 1, __ATOMIC_SEQ_CST);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	rmca_shm_conn_poll(c);
+}
+
+/* Arm once nothing new came for shm_idle_us. */
+static void idle_check(struct rmca_conn *c)
+{
+	if (c->mod->idle_ns &&
+	    (c->activity != c->activity_seen || !c->idle_since)) {
+		c->activity_seen = c->activity;
+		c->idle_since = now_ns();
+		return; /* busy: keep the byte, stay disarmed */
+	}
+	if (now_ns() - c->idle_since < c->mod->idle_ns)
+		return;
+	arm(c);
+}
+
+/* The socket is readable: a wake byte is there, or the peer is gone. */
+static void conn_cb(void *arg, uint32_t events)
+{
+	struct rmca_conn *c = arg;
+
+	if (events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)) {
+		conn_gone(c, 0);
+		return;
+	}
+	rmca_shm_conn_poll(c);
+	if (!c->failed)
+		idle_check(c);
 }
 
 int rmca_shm_conn_create(struct shm_module *m, int fd,
@@ -198,13 +210,35 @@ void rmca_shm_disconnect(struct rmca_conn *c)
 	rmca_shm_reap_zombies(m, false);
 }
 
+/*
+ * Polled by every rmca_poll: the rings, without a system call. It says
+ * RMCA_PROGRESS_POLLED when it found something: shm needs no fd to move
+ * data, and the core then looks at the fds only once a millisecond while
+ * the caller spins. So a disarmed side also arms from here once idle, not
+ * only when the core reports its socket readable.
+ */
 int rmca_shm_progress(struct rmca_module *mod)
 {
 	struct shm_module *m = shm_entry(mod, struct shm_module, base);
+	struct shm_list *l, *next;
+	int work = 0;
 
 	if (!shm_list_empty(&m->zombies))
 		rmca_shm_reap_zombies(m, false);
-	for (struct shm_list *l = m->conns.next; l != &m->conns; l = l->next)
-		rmca_shm_conn_poll(shm_entry(l, struct rmca_conn, link));
-	return 0;
+	for (l = m->conns.next; l != &m->conns; l = next) {
+		struct rmca_conn *c = shm_entry(l, struct rmca_conn, link);
+
+		next = l->next;
+		rmca_shm_conn_poll(c);
+		if (c->failed)
+			continue;
+		/* Since the last pass: the fd callback may have read it. */
+		if (c->activity != c->activity_polled) {
+			c->activity_polled = c->activity;
+			work = RMCA_PROGRESS_POLLED;
+		}
+		if (!__atomic_load_n(&c->r.me->armed, __ATOMIC_RELAXED))
+			idle_check(c);
+	}
+	return work;
 }

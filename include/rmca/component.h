@@ -164,6 +164,9 @@ struct rmca_conn_args {
 	void *cookie; /* passed back in conn_failed() */
 };
 
+/* OR-ed into the progress op's result, see there. */
+#define RMCA_PROGRESS_POLLED (1 << 30)
+
 struct rmca_module_ops {
 	/* Address blob sent in the hello (at most 256 bytes). */
 	int (*addr)(struct rmca_module *m, void *buf, size_t *len);
@@ -209,7 +212,11 @@ struct rmca_module_ops {
 	int (*mr_reg)(struct rmca_module *m, void *addr, size_t len,
 		      unsigned access, struct rmca_module_mr **out);
 	uint64_t (*mr_rkey)(struct rmca_module_mr *mr, struct rmca_conn *c);
-	/* Optional: polled by rmca_poll() besides the fd callbacks. */
+	/* Optional: polled by rmca_poll() besides the fd callbacks. Returns
+	 * >= 0; a module whose data moves without its fds (shm polls shared
+	 * memory) ORs in RMCA_PROGRESS_POLLED when it found work, so that
+	 * while every endpoint is on such modules a spinning rmca_poll looks
+	 * at the fds once a millisecond only. */
 	int (*progress)(struct rmca_module *m);
 	int (*put)(struct rmca_conn *c, const void *buf, size_t len,
 		   struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
