@@ -43,9 +43,9 @@ join_plots() { local IFS=,; echo "$*"; }
 {
 	echo "set terminal svg size 900,900 dynamic font 'sans,11'"
 	echo "set output '$svg'"
-	echo "set multiplot layout 2,1 title 'rmca over tcp on loopback ($(cut -d' ' -f1-3 /proc/loadavg) load)'"
+	echo "set multiplot layout 2,1 title 'rmca over tcp on loopback, one run.sh run'"
 	echo "set logscale xy 2"
-	echo "set format x '%.0s%cB'"
+	echo "set format x '%.0b %BB'"
 	echo "set key left top"
 	echo "set grid"
 	echo "set xlabel 'message size'"
