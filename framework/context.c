@@ -394,6 +394,10 @@ static int open_components(struct rmca_context *ctx)
 		}
 		ctx->opening = c;
 		c->open_status = e->comp->open(core, &c->modules, &c->nmodules);
+		if (!c->open_status)
+			c->open_status = rmca_registry_adopt(
+				&ctx->reg.entries[i], core, &c->modules,
+				&c->nmodules);
 		ctx->opening = NULL;
 		if (c->open_status || c->nmodules)
 			c->why_none[0] = '\0';

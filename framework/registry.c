@@ -210,19 +210,94 @@ rmca_registry_named(const struct rmca_registry *r, const char *name)
 	return NULL;
 }
 
+#define RMCA_END_OF(type, member)                                              \
+	(offsetof(type, member) + sizeof(((type *)0)->member))
+
+/* An ABI 2 component has no module_ops_size: its table ends at send_inv. */
+#define RMCA_OPS_SIZE_ABI2 RMCA_END_OF(struct rmca_module_ops, send_inv)
+
 /*
- * Why comp cannot be used, or NULL. abi_version is read first and alone:
- * under another ABI the rest of the struct may have any layout.
+ * The ops every module must give (component.h, "Versioning"); the core calls
+ * them without looking. Kept in name order, as the table's prefix is.
+ */
+static const struct {
+	size_t off;
+	const char *name;
+} rmca_mandatory_ops[] = {
+/* clang-format off */
+#define RMCA_OP(op) { offsetof(struct rmca_module_ops, op), #op }
+	RMCA_OP(addr), RMCA_OP(disconnect), RMCA_OP(flush), RMCA_OP(get),
+	RMCA_OP(mr_dereg), RMCA_OP(mr_reg), RMCA_OP(mr_rkey), RMCA_OP(put),
+	RMCA_OP(recv), RMCA_OP(send),
+/* clang-format on */
+#undef RMCA_OP
+};
+
+/* The shortest table that holds every mandatory op. */
+#define RMCA_OPS_SIZE_MIN RMCA_END_OF(struct rmca_module_ops, send)
+
+/* A member of an ops table of any size: NULL beyond its end. */
+static void (*rmca_op_at(const struct rmca_module_ops *ops, size_t size,
+			 size_t off))(void)
+{
+	void (*fn)(void);
+
+	if (off + sizeof(fn) > size)
+		return NULL;
+	memcpy(&fn, (const char *)ops + off, sizeof(fn));
+	return fn;
+}
+
+#define RMCA_OP_AT(ops, size, op)                                              \
+	rmca_op_at(ops, size, offsetof(struct rmca_module_ops, op))
+
+/* The first mandatory op the table lacks, or NULL. */
+static const char *rmca_ops_missing(const struct rmca_module_ops *ops,
+				    size_t size)
+{
+	size_t n = sizeof(rmca_mandatory_ops) / sizeof(rmca_mandatory_ops[0]);
+
+	for (size_t i = 0; i < n; i++)
+		if (!rmca_op_at(ops, size, rmca_mandatory_ops[i].off))
+			return rmca_mandatory_ops[i].name;
+	if (RMCA_OP_AT(ops, size, connect_start)) {
+		if (!RMCA_OP_AT(ops, size, connect_poll))
+			return "connect_poll (with connect_start)";
+		if (!RMCA_OP_AT(ops, size, connect_abort))
+			return "connect_abort (with connect_start)";
+	} else if (!RMCA_OP_AT(ops, size, connect)) {
+		return "connect or connect_start";
+	}
+	return NULL;
+}
+
+/*
+ * Why comp cannot be used, or NULL; *ops_size gets the size of its ops
+ * tables. abi_version is read first and alone: under another ABI the rest of
+ * the struct may have any layout.
  */
 static char *rmca_component_check(const struct rmca_registry *r,
-				  const struct rmca_component *comp)
+				  const struct rmca_component *comp,
+				  size_t *ops_size)
 {
 	const struct rmca_component_entry *other;
 
-	if (comp->abi_version != RMCA_COMPONENT_ABI_VERSION)
-		return rmca_strdup_printf("ABI version %u, expected %u",
-					  comp->abi_version,
-					  RMCA_COMPONENT_ABI_VERSION);
+	if (comp->abi_version < RMCA_COMPONENT_ABI_MIN ||
+	    comp->abi_version > RMCA_COMPONENT_ABI_VERSION)
+		return rmca_strdup_printf(
+			"ABI version %u, this core loads %u to %u",
+			comp->abi_version, RMCA_COMPONENT_ABI_MIN,
+			RMCA_COMPONENT_ABI_VERSION);
+	/* module_ops_size exists from ABI 3 on: not read before */
+	*ops_size = comp->abi_version >= 3 ? comp->module_ops_size
+					   : RMCA_OPS_SIZE_ABI2;
+	if (*ops_size < RMCA_OPS_SIZE_MIN ||
+	    *ops_size > sizeof(struct rmca_module_ops) ||
+	    *ops_size % sizeof(void (*)(void)))
+		return rmca_strdup_printf(
+			"module ops size %zu, this core loads %zu to %zu",
+			*ops_size, (size_t)RMCA_OPS_SIZE_MIN,
+			sizeof(struct rmca_module_ops));
 	if (!comp->name || !comp->name[0])
 		return strdup("component has no name");
 	if (!comp->open || !comp->close)
@@ -359,7 +434,7 @@ static int rmca_registry_try(struct rmca_registry *r, const char *path)
 		why = strdup("no symbol " RMCA_COMPONENT_SYMBOL);
 		goto refuse_close;
 	}
-	why = rmca_component_check(r, comp);
+	why = rmca_component_check(r, comp, &e->ops_size);
 	if (why)
 		goto refuse_close;
 
@@ -457,6 +532,67 @@ int rmca_registry_scan(struct rmca_registry *r, const char *dirs,
 	return ret;
 }
 
+/* A component's table of a shorter size, copied into the core's size. */
+struct rmca_wide_ops {
+	struct rmca_wide_ops *next;
+	const struct rmca_module_ops *src;
+	struct rmca_module_ops ops;
+};
+
+static const struct rmca_module_ops *
+rmca_widen(struct rmca_component_entry *e, const struct rmca_module_ops *src)
+{
+	struct rmca_wide_ops *w;
+
+	for (w = e->wide; w; w = w->next)
+		if (w->src == src)
+			return &w->ops;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->src = src;
+	memcpy(&w->ops, src, e->ops_size);
+	w->next = e->wide;
+	e->wide = w;
+	return &w->ops;
+}
+
+int rmca_registry_adopt(struct rmca_component_entry *e,
+			const struct rmca_core *core,
+			struct rmca_module ***modules, int *count)
+{
+	int rc = 0;
+
+	for (int i = 0; i < *count && !rc; i++) {
+		struct rmca_module *m = (*modules)[i];
+		const char *missing;
+
+		missing = m->ops ? rmca_ops_missing(m->ops, e->ops_size)
+				 : "ops (none)";
+		if (missing) {
+			rmca_log(0, "%s: module %.64s lacks %s", e->path,
+				 m->device, missing);
+			rc = RMCA_ERR_UNSUPPORTED;
+		} else if (e->ops_size < sizeof(struct rmca_module_ops)) {
+			const struct rmca_module_ops *wide;
+
+			wide = rmca_widen(e, m->ops);
+			if (wide)
+				m->ops = wide;
+			else
+				rc = RMCA_ERR_NO_MEMORY;
+		}
+	}
+	if (rc) {
+		/* A module the core cannot drive spoils its siblings: close()
+		 * takes the array whole. */
+		e->comp->close(core, *modules, *count);
+		*modules = NULL;
+		*count = 0;
+	}
+	return rc;
+}
+
 void rmca_registry_release(struct rmca_registry *r)
 {
 	if (!r->entries)
@@ -464,6 +600,12 @@ void rmca_registry_release(struct rmca_registry *r)
 	for (size_t i = r->n; i-- > 0;) {
 		struct rmca_component_entry *e = &r->entries[i];
 
+		while (e->wide) {
+			struct rmca_wide_ops *w = e->wide;
+
+			e->wide = w->next;
+			free(w);
+		}
 		if (e->handle)
 			lt_dlclose(e->handle);
 		free(e->path);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * The core never calls an op a module left NULL: a third-party component
- * whose module has no mr_reg (the dummy test plugin) must not crash
- * rmca_mr_reg, and a region no module could take is refused at once.
+ * whose module has no mr_reg (the nomr test plugin) is refused when it opens,
+ * rmca_init goes on without it, and a region no module could take is
+ * refused at once (RMCA_ERR_NOT_FOUND: no module at all).
  */
 #include <limits.h>
 #include <setjmp.h>
@@ -27,12 +28,12 @@ static int setup(void **state)
 	(void)state;
 	if (!mkdtemp(dir))
 		return -1;
-	snprintf(so, sizeof(so), "%s/rmca_dummy.so", dir);
-	snprintf(cmd, sizeof(cmd), "cp '%s/.libs/rmca_dummy.so' '%s'",
+	snprintf(so, sizeof(so), "%s/rmca_nomr.so", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s/.libs/rmca_nomr.so' '%s'",
 		 b ? b : ".", so);
 	if (system(cmd) != 0)
 		return -1;
-	/* only the dummy component: no module can register memory */
+	/* only the nomr component: no module can register memory */
 	setenv("RMCA_component_path", dir, 1);
 	unsetenv("RMCA_transports");
 	return 0;
@@ -56,7 +57,7 @@ static void test_mr_reg_without_module_op_is_refused(void **state)
 	assert_int_equal(rmca_init(&ctx), RMCA_OK);
 	assert_int_equal(
 		rmca_mr_reg(ctx, buf, sizeof(buf), RMCA_ACCESS_LOCAL, &mr),
-		RMCA_ERR_UNSUPPORTED);
+		RMCA_ERR_NOT_FOUND);
 	assert_null(mr);
 	rmca_finalize(ctx);
 }

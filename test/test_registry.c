@@ -291,7 +291,143 @@ static void test_wrong_abi_version_refused(void **state)
 	copy_plugin("badabi", f->dirs[0], "rmca_badabi.so", 0);
 	assert_int_equal(scan(f, &r, f->dirs[0], NULL), 0);
 	e = assert_one_refusal(f, &r, "rmca_badabi.so");
-	assert_string_equal(e->error, "ABI version 7, expected 2");
+	assert_string_equal(e->error, "ABI version 7, this core loads 2 to 3");
+	rmca_registry_release(&r);
+}
+
+static void test_too_old_abi_version_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct rmca_registry r;
+	const struct rmca_component_entry *e;
+
+	copy_plugin("abi1", f->dirs[0], "rmca_abi1.so", 0);
+	assert_int_equal(scan(f, &r, f->dirs[0], NULL), 0);
+	e = assert_one_refusal(f, &r, "rmca_abi1.so");
+	assert_string_equal(e->error, "ABI version 1, this core loads 2 to 3");
+	rmca_registry_release(&r);
+}
+
+static void test_ops_table_short_of_mandatory_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct rmca_registry r;
+	const struct rmca_component_entry *e;
+	char want[128];
+
+	copy_plugin("abitiny", f->dirs[0], "rmca_abitiny.so", 0);
+	assert_int_equal(scan(f, &r, f->dirs[0], NULL), 0);
+	e = assert_one_refusal(f, &r, "rmca_abitiny.so");
+	snprintf(want, sizeof(want),
+		 "module ops size %zu, this core loads %zu to %zu",
+		 offsetof(struct rmca_module_ops, send),
+		 offsetof(struct rmca_module_ops, send_inv),
+		 sizeof(struct rmca_module_ops));
+	assert_string_equal(e->error, want);
+	rmca_registry_release(&r);
+}
+
+/* The one loaded entry of a scan of dirs[0], holding plugin as name. */
+static struct rmca_component_entry *load_one(struct fixture *f,
+					     struct rmca_registry *r,
+					     const char *plugin,
+					     const char *name)
+{
+	char file[64];
+
+	snprintf(file, sizeof(file), "rmca_%s.so", plugin);
+	copy_plugin(plugin, f->dirs[0], file, 0);
+	assert_int_equal(scan(f, r, f->dirs[0], NULL), 0);
+	assert_string_equal(f->log, "");
+	assert_int_equal(r->n, 1);
+	assert_non_null(r->entries[0].comp);
+	assert_string_equal(r->entries[0].comp->name, name);
+	return &r->entries[0];
+}
+
+/* Open e's modules as a context does; returns what adopting them did. */
+static int open_adopt(struct fixture *f, struct rmca_component_entry *e,
+		      struct rmca_module ***mods, int *n)
+{
+	static const struct rmca_core core;
+	int rc;
+
+	assert_int_equal(e->comp->open(&core, mods, n), 0);
+	assert_int_equal(*n, 1);
+	capture_start(f);
+	rc = rmca_registry_adopt(e, &core, mods, n);
+	capture_end(f);
+	return rc;
+}
+
+/* What the test plugin's send answers (plugins/abi.c). */
+#define ABI_SEND_ANSWER (-4242)
+
+static void test_abi2_component_loads_and_works(void **state)
+{
+	struct fixture *f = *state;
+	struct rmca_component_entry *e;
+	const struct rmca_module_ops *ops;
+	struct rmca_module **mods;
+	struct rmca_registry r;
+	int n;
+
+	e = load_one(f, &r, "abi2", "abi2");
+	/* its table is the one of ABI 2, which ends at send_inv */
+	assert_int_equal(e->ops_size, sizeof(struct rmca_module_ops));
+	assert_int_equal(open_adopt(f, e, &mods, &n), 0);
+	assert_string_equal(f->log, "");
+	ops = mods[0]->ops;
+	assert_int_equal(ops->send(NULL, NULL, 0, NULL, NULL), ABI_SEND_ANSWER);
+	assert_non_null(ops->send_inv);
+	e->comp->close(NULL, mods, n);
+	rmca_registry_release(&r);
+}
+
+static void test_shorter_ops_table_reads_null_beyond(void **state)
+{
+	struct fixture *f = *state;
+	struct rmca_component_entry *e;
+	const struct rmca_module_ops *ops, *first;
+	struct rmca_module **mods, **again;
+	struct rmca_registry r;
+	int n, m;
+
+	e = load_one(f, &r, "abishort", "abishort");
+	assert_int_equal(e->ops_size,
+			 offsetof(struct rmca_module_ops, send_inv));
+	assert_int_equal(open_adopt(f, e, &mods, &n), 0);
+	assert_string_equal(f->log, "");
+	ops = mods[0]->ops;
+	/* the plugin's send_inv lies past its stated end (and aborts) */
+	assert_null(ops->send_inv);
+	assert_int_equal(ops->send(NULL, NULL, 0, NULL, NULL), ABI_SEND_ANSWER);
+	assert_non_null(ops->mr_reg);
+	/* a second open shares the widened table */
+	first = ops;
+	assert_int_equal(open_adopt(f, e, &again, &m), 0);
+	assert_ptr_equal(again[0]->ops, first);
+	e->comp->close(NULL, again, m);
+	e->comp->close(NULL, mods, n);
+	rmca_registry_release(&r);
+}
+
+static void test_module_lacking_mandatory_op_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct rmca_component_entry *e;
+	struct rmca_module **mods;
+	struct rmca_registry r;
+	char want[2 * PATH_MAX];
+	int n;
+
+	e = load_one(f, &r, "nomr", "nomr");
+	assert_int_equal(open_adopt(f, e, &mods, &n), RMCA_ERR_UNSUPPORTED);
+	assert_null(mods);
+	assert_int_equal(n, 0);
+	snprintf(want, sizeof(want), "rmca: %s: module abi0 lacks mr_reg\n",
+		 e->path);
+	assert_string_equal(f->log, want);
 	rmca_registry_release(&r);
 }
 
@@ -562,6 +698,19 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wrong_abi_version_refused,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
+			test_too_old_abi_version_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_ops_table_short_of_mandatory_refused, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_abi2_component_loads_and_works, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_shorter_ops_table_reads_null_beyond, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_module_lacking_mandatory_op_refused, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
 			test_missing_entry_points_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_good_plugin_loads_among_broken_ones, setup,
@@ -581,10 +730,10 @@ int main(void)
 			test_same_name_in_two_files_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_missing_and_empty_dirs_ignored, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_other_files_ignored,
+		cmocka_unit_test_setup_teardown(test_other_files_ignored, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_registries_are_independent,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_registries_are_independent, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

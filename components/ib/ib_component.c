@@ -27,6 +27,7 @@ static int ib_open(const struct rmca_core *core, struct rmca_module ***modules,
 
 RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
 	.abi_version = RMCA_COMPONENT_ABI_VERSION,
+	.module_ops_size = sizeof(struct rmca_module_ops),
 	.name = "ib",
 	.version = "0.1.0",
 	.description = "InfiniBand and RoCE over libibverbs and librdmacm",

@@ -48,6 +48,7 @@ static int iwarp_open(const struct rmca_core *core,
 
 RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
 	.abi_version = RMCA_COMPONENT_ABI_VERSION,
+	.module_ops_size = sizeof(struct rmca_module_ops),
 	.name = "iwarp",
 	.version = "0.1.0",
 	.description = "iWARP RNICs over libibverbs and librdmacm",

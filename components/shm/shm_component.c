@@ -69,6 +69,7 @@ static void shm_close(const struct rmca_core *core,
 
 RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
 	.abi_version = RMCA_COMPONENT_ABI_VERSION,
+	.module_ops_size = sizeof(struct rmca_module_ops),
 	.name = "shm",
 	.version = "0.1.0",
 	.description = "Peers on the same host: shared-memory rings and "

@@ -123,6 +123,7 @@ static void tcp_close(const struct rmca_core *core,
 
 RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
 	.abi_version = RMCA_COMPONENT_ABI_VERSION,
+	.module_ops_size = sizeof(struct rmca_module_ops),
 	.name = "tcp",
 	.version = "0.1.0",
 	.description = "Software RDMA semantics over TCP sockets",

@@ -4,8 +4,31 @@
  *
  * A component is a libtool module (rmca_<name>.so) that exports one symbol,
  * rmca_component, a const struct rmca_component. The core checks abi_version
- * before it touches anything else, so every change to a struct below bumps
- * RMCA_COMPONENT_ABI_VERSION.
+ * before it touches anything else.
+ *
+ * Versioning (as libfabric's fi_ops sizes and rdma-core's provider ABI
+ * ranges, so that the ops table grows without rebuilding every plugin):
+ *  - Every change to a struct below bumps RMCA_COMPONENT_ABI_VERSION. The
+ *    core loads components of RMCA_COMPONENT_ABI_MIN to that version and
+ *    refuses others with one log line "path: reason".
+ *  - A new module op is appended at the end of struct rmca_module_ops and is
+ *    optional: that keeps RMCA_COMPONENT_ABI_MIN. A component states the
+ *    size of the table it was built with (module_ops_size); the core treats
+ *    every op beyond it as NULL (it copies a shorter table into a zero-filled
+ *    one of its own size once, when the component opens, and points
+ *    module->ops at the copy: same functions, so a module sees no change).
+ *  - A new member of struct rmca_core_ops is appended at its end (older
+ *    components never read it); struct rmca_component grows at its end and
+ *    the core reads a new member only from components that declare it.
+ *  - Anything else (a member moved, removed or retyped, a new mandatory op,
+ *    a new member of struct rmca_module, which the component allocates)
+ *    raises RMCA_COMPONENT_ABI_MIN to the new version.
+ *  - Mandatory ops: addr, disconnect, flush, get, mr_dereg, mr_reg, mr_rkey,
+ *    put, recv, send, and connect or connect_start (with connect_poll and
+ *    connect_abort). Every other op is optional. A module that lacks a
+ *    mandatory op is refused when its component opens (its component's
+ *    modules are closed and it counts as failed to open), and a component
+ *    whose module_ops_size stops short of them is refused when it loads.
  *
  * A component never links against librmca: everything it needs from the core
  * comes through struct rmca_core (so a module loads even when librmca itself
@@ -28,7 +51,10 @@
 extern "C" {
 #endif
 
-#define RMCA_COMPONENT_ABI_VERSION 2u
+/* 3: rmca_component.module_ops_size. A component of ABI 2 has no such
+ * member; its table is the ABI 3 one (send_inv is its last op). */
+#define RMCA_COMPONENT_ABI_VERSION 3u
+#define RMCA_COMPONENT_ABI_MIN 2u
 
 /* The symbol every component exports, defined as
  *   RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = { ... };
@@ -167,6 +193,8 @@ struct rmca_conn_args {
 /* OR-ed into the progress op's result, see there. */
 #define RMCA_PROGRESS_POLLED (1 << 30)
 
+/* Ops appear in name order up to send_inv; ops added later go after it, in
+ * the order they were added (see "Versioning" above). */
 struct rmca_module_ops {
 	/* Address blob sent in the hello (at most 256 bytes). */
 	int (*addr)(struct rmca_module *m, void *buf, size_t *len);
@@ -265,6 +293,10 @@ struct rmca_component {
 	/* Release every module open() returned (and the array). */
 	void (*close)(const struct rmca_core *core, struct rmca_module **modules,
 		      int count);
+
+	/* ABI 3: sizeof(struct rmca_module_ops) as built; the ops tables of
+	 * every module of this component have this size. */
+	size_t module_ops_size;
 };
 
 #ifdef __cplusplus

@@ -8,21 +8,16 @@
 
 #include <rmca/component.h>
 
-static int dummy_addr(struct rmca_module *m, void *buf, size_t *len)
-{
-	return RMCA_ERR_UNSUPPORTED;
-}
+#include "unsupported.h"
 
-static int dummy_connect(struct rmca_module *m,
-			 const struct rmca_conn_args *args,
-			 struct rmca_conn **out)
+static int dummy_addr(struct rmca_module *m, void *buf, size_t *len)
 {
 	return RMCA_ERR_UNSUPPORTED;
 }
 
 static const struct rmca_module_ops dummy_ops = {
 	.addr = dummy_addr,
-	.connect = dummy_connect,
+	UNSUPPORTED_OPS,
 };
 
 static int dummy_open(const struct rmca_core *core,
@@ -57,6 +52,7 @@ static void dummy_close(const struct rmca_core *core,
 
 RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
 	.abi_version = RMCA_COMPONENT_ABI_VERSION,
+	.module_ops_size = sizeof(struct rmca_module_ops),
 	.name = "dummy",
 	.version = "0.0.1",
 	.description = "test component with one module and no abilities",

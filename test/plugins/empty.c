@@ -26,6 +26,7 @@ static void empty_close(const struct rmca_core *core,
 
 RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
 	.abi_version = RMCA_COMPONENT_ABI_VERSION,
+	.module_ops_size = sizeof(struct rmca_module_ops),
 	.name = "empty",
 	.version = "0.0.1",
 	.description = "test component that finds no device",

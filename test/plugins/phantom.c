@@ -10,6 +10,8 @@
 
 #include <rmca/component.h>
 
+#include "unsupported.h"
+
 static int phantom_addr(struct rmca_module *m, void *buf, size_t *len)
 {
 	static const char blob[] = "phantom";
@@ -32,6 +34,7 @@ static int phantom_reachable(struct rmca_module *m, const void *peer_addr,
 static const struct rmca_module_ops phantom_ops = {
 	.addr = phantom_addr,
 	.reachable = phantom_reachable,
+	UNSUPPORTED_OPS,
 };
 
 static int phantom_open(const struct rmca_core *core,
@@ -65,6 +68,7 @@ static void phantom_close(const struct rmca_core *core,
 
 RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
 	.abi_version = RMCA_COMPONENT_ABI_VERSION,
+	.module_ops_size = sizeof(struct rmca_module_ops),
 	.name = "phantom",
 	.version = "0.0.1",
 	.description = "test component whose module reaches nobody",

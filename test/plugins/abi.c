@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * Components at the edges of the component ABI, one per build of this file
+ * (ABI_CASE, set by test/registry.am):
+ *  abi2     built before module_ops_size existed (ABI 2): it loads, and the
+ *           poison left where the member now is must not be read;
+ *  short    a table that ends before send_inv, as a component built before
+ *           an op was appended: it loads and send_inv reads as NULL although
+ *           a function sits past its stated end;
+ *  abi1     an ABI older than the core still loads: refused;
+ *  tiny     a table that stops short of the mandatory ops: refused;
+ *  nomr     a module without mr_reg: refused when the component opens.
+ * (A newer ABI than the core's is badabi.c.)
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rmca/component.h>
+
+#include "unsupported.h"
+
+#define ABI_CASE_ABI2  1
+#define ABI_CASE_SHORT 2
+#define ABI_CASE_ABI1  3
+#define ABI_CASE_TINY  4
+#define ABI_CASE_NOMR  5
+
+/* What send answers: the test knows the call reached this component. */
+#define ABI_SEND_ANSWER (-4242)
+
+static int abi_addr(struct rmca_module *m, void *buf, size_t *len)
+{
+	*len = 0;
+	return 0;
+}
+
+static int abi_send(struct rmca_conn *c, const void *buf, size_t len,
+		    struct rmca_module_mr *mr, void *req)
+{
+	return ABI_SEND_ANSWER;
+}
+
+static int abi_send_inv(struct rmca_conn *c, const void *buf, size_t len,
+			struct rmca_module_mr *mr, uint64_t rkey, void *req)
+{
+	abort(); /* past the stated end of the table: never called */
+}
+
+static const struct rmca_module_ops abi_ops = {
+	.addr = abi_addr,
+	.connect = unsup_connect,
+	.disconnect = unsup_disconnect,
+	.flush = unsup_flush,
+	.get = unsup_rma,
+	.mr_dereg = unsup_mr_dereg,
+#if ABI_CASE != ABI_CASE_NOMR
+	.mr_reg = unsup_mr_reg,
+#endif
+	.mr_rkey = unsup_mr_rkey,
+	.put = unsup_put,
+	.recv = unsup_recv,
+	.send = abi_send,
+	.send_inv = abi_send_inv,
+};
+
+static int abi_open(const struct rmca_core *core, struct rmca_module ***modules,
+		    int *count)
+{
+	struct rmca_module **mods = calloc(1, sizeof(*mods));
+
+	if (!mods)
+		return RMCA_ERR_NO_MEMORY;
+	mods[0] = calloc(1, sizeof(**mods));
+	if (!mods[0]) {
+		free(mods);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	mods[0]->ops = &abi_ops;
+	mods[0]->core = core;
+	strcpy(mods[0]->device, "abi0");
+	*modules = mods;
+	*count = 1;
+	return 0;
+}
+
+static void abi_close(const struct rmca_core *core,
+		      struct rmca_module **modules, int count)
+{
+	for (int i = 0; i < count; i++)
+		free(modules[i]);
+	free(modules);
+}
+
+RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
+#if ABI_CASE == ABI_CASE_ABI2
+	.abi_version = 2,
+	.name = "abi2",
+	.module_ops_size = 1, /* not there in ABI 2: must not be read */
+#elif ABI_CASE == ABI_CASE_SHORT
+	.abi_version = RMCA_COMPONENT_ABI_VERSION,
+	.name = "abishort",
+	.module_ops_size = offsetof(struct rmca_module_ops, send_inv),
+#elif ABI_CASE == ABI_CASE_ABI1
+	.abi_version = 1,
+	.name = "abi1",
+	.module_ops_size = sizeof(struct rmca_module_ops),
+#elif ABI_CASE == ABI_CASE_TINY
+	.abi_version = RMCA_COMPONENT_ABI_VERSION,
+	.name = "abitiny",
+	.module_ops_size = offsetof(struct rmca_module_ops, send),
+#elif ABI_CASE == ABI_CASE_NOMR
+	.abi_version = RMCA_COMPONENT_ABI_VERSION,
+	.name = "nomr",
+	.module_ops_size = sizeof(struct rmca_module_ops),
+#else
+#error "ABI_CASE names no case"
+#endif
+	.version = "0.0.1",
+	.description = "test component at an edge of the ABI",
+	.priority = 1,
+	.open = abi_open,
+	.close = abi_close,
+};
