@@ -229,6 +229,7 @@ struct rmca_conn {
 	uint64_t taken; /* messages of the peer received (in order) */
 	uint64_t rposted; /* user receives ever posted: header slot */
 	int nheld;
+	bool ack_late; /* the last held sends needed the timer's READ */
 	/* user receives accepted, not yet on the receive queue */
 	struct rmca_verbs_op *rbatch, *rbatch_tail;
 	int nrbatch;

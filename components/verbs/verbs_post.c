@@ -655,8 +655,10 @@ void rmca_verbs_timer_event(void *arg, uint32_t events)
 		}
 		/* held sends no reply confirmed in time */
 		if (c->held && !c->credit_inflight &&
-		    c->state == RMCA_VCONN_UP)
+		    c->state == RMCA_VCONN_UP) {
+			c->ack_late = true;
 			rmca_verbs_credit_read(c);
+		}
 		if (!c->waiting)
 			continue;
 		if (c->state == RMCA_VCONN_FAILED)
@@ -677,17 +679,23 @@ void rmca_verbs_timer_arm(struct rmca_verbs_module *vm)
  * When held sends get their confirming READ: at once where no message of
  * the peer can confirm them (no receive posted here for a reply, or
  * CONFIRM_BATCH sends held already), else only if no reply has done it
- * within CONFIRM_MS (the module's timer posts the READ).
+ * within CONFIRM_MS (the module's timer posts the READ). Where replies
+ * come later than that (ack_late: the timer had to post the last READ),
+ * waiting only costs the timer's system calls, so the READ goes at once,
+ * chained behind the send, and every ACK_PROBE-th send waits again to
+ * learn whether replies have become quick.
  */
 #define CONFIRM_BATCH 16
 #define CONFIRM_MS 1
+#define ACK_PROBE 16
 
 static bool read_now(const struct rmca_conn *c, int more)
 {
 	if (!rmca_verbs_flavour(c->mod)->ack_header || !c->hdr)
 		return true;
-	return c->nheld + more >= CONFIRM_BATCH ||
-	       c->rq_used + c->nrbatch == 0;
+	if (c->nheld + more >= CONFIRM_BATCH || c->rq_used + c->nrbatch == 0)
+		return true;
+	return c->ack_late && (c->send_seq + (uint64_t)more) % ACK_PROBE;
 }
 
 static void arm_confirm(struct rmca_verbs_module *vm)
@@ -763,6 +771,7 @@ int rmca_verbs_taken(struct rmca_conn *c, struct rmca_verbs_op *op,
 		n = c->send_seq;
 	if (n > c->confirmed) {
 		c->confirmed = n;
+		c->ack_late = false; /* a reply was quicker than a READ */
 		rmca_verbs_release_held(c, 0);
 	}
 	return 0;
