@@ -5,6 +5,15 @@
 #
 #   contrib/bench/run-vm.sh [--build DIR] [-n ITERS] [-S SIZES] [--out DIR]
 #                           [--devices "rxe0 siw0"] [--mode wait|spin]
+#                           [--runs K] [--base DIR] [--count] [-t TESTS]
+#
+# --runs K: K runs in one guest, the tools interleaved; each table cell is
+# the median of the K. --base DIR: a second build (another commit) measured
+# in the same runs, for before/after tables. --count: instead of timing,
+# count per operation (work requests posted, signalled and inline, CQ polls
+# that returned entries, system calls and the doorbell write()s) for rmca,
+# the base build and perftest at n and 2n iterations (contrib/bench/
+# verbs_count.c, strace -c).
 #
 # One device at a time, client and server in the same guest on the device's
 # own address. --mode spin (default): both busy-poll, as perftest does;
@@ -18,6 +27,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/contrib/bench/lib.sh"
 build= iters=300 sizes=8,4096,65536 out= devices="rxe0 siw0" mode=spin
+runs=1 base= count=0 tests=all
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2; shift ;;
@@ -26,7 +36,11 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift ;;
 	--devices) devices=$2; shift ;;
 	--mode) mode=$2; shift ;;
-	-h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--runs) runs=$2; shift ;;
+	--base) base=$2; shift ;;
+	--count) count=1 ;;
+	-t) tests=$2; shift ;;
+	-h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-vm.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -42,22 +56,137 @@ command -v ib_send_lat >/dev/null ||
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
+[ -n "$base" ] && base=$(cd "$base" && pwd)
+if [ "$count" = 1 ]; then
+	command -v strace >/dev/null || { echo "run-vm.sh: --count needs strace" >&2; exit 1; }
+	${CC:-cc} -O2 -shared -fPIC -o "$out/verbs_count.so" \
+		"$top/contrib/bench/verbs_count.c" -ldl ||
+		{ echo "run-vm.sh: cannot build verbs_count.so" >&2; exit 1; }
+fi
+
 echo "# host: $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
 echo "# rmca $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'); results in $out"
+[ -n "$base" ] && echo "# base: $base ($(git -C "$base/.." describe --always --dirty 2>/dev/null || echo '?'))"
 start=$(date +%s)
+share="$out $build"
+[ -n "$base" ] && share="$share $base"
 BENCH_BUILD=$build BENCH_OUT=$out BENCH_ITERS=$iters BENCH_SIZES=$sizes \
-BENCH_DEVICES=$devices BENCH_MODE=$mode \
-VM_ENV="BENCH_BUILD BENCH_OUT BENCH_ITERS BENCH_SIZES BENCH_DEVICES BENCH_MODE" \
-VM_SHARE="$out $build" VM_TIMEOUT=${VM_TIMEOUT:-420} \
+BENCH_DEVICES=$devices BENCH_MODE=$mode BENCH_RUNS=$runs BENCH_BASE=$base \
+BENCH_COUNT=$count BENCH_TESTS=$tests \
+VM_ENV="BENCH_BUILD BENCH_OUT BENCH_ITERS BENCH_SIZES BENCH_DEVICES BENCH_MODE BENCH_RUNS BENCH_BASE BENCH_COUNT BENCH_TESTS" \
+VM_SHARE="$share" VM_TIMEOUT=${VM_TIMEOUT:-$(( count == 1 ? 1800 : 420 * runs ))} \
 	"$top/contrib/vm/run-vm.sh" bash "$top/contrib/bench/vm-payload.sh" ||
 	echo "run-vm.sh: the guest run failed ($?)" >&2
 echo "# guest run: $(( $(date +%s) - start )) s; accel: ${VM_ACCEL:-guessed by contrib/vm/run-vm.sh}"
 
+# Per operation: (count at 2n - count at n) / n, server and client together.
+count_table() { # dev
+	local dev=$1
+	[ -s "$out/count-$dev.csv" ] || { echo "(no counts for $dev)"; return; }
+	for f in "$out"/strace-"$dev"-*.txt; do
+		[ -f "$f" ] || continue
+		set -- $(basename "$f" .txt | tr '-' ' ')
+		# strace-DEV-tool-test-size-n-side
+		awk -v k="$3,$4,$5,$6,$7" '
+			$NF == "total" { tot = $4 }
+			$NF == "write" { w = $4 }
+			END { printf "%s,%d,%d\n", k, tot, w }' "$f"
+	done >"$out/syscalls-$dev.csv"
+	echo
+	echo "== $dev: per operation (n to 2n), server + client, wait mode"
+	printf "%-8s %-9s %6s %7s %7s %7s %7s %7s %7s %7s %7s\n" tool test bytes \
+		wr/op sig/op inl/op post/op rwr/op rpost/op hits/op cqe/op
+	awk -F, '
+		{ k = $1 "," $2 "," $3; n[k, $4] = 1
+		  for (i = 6; i <= 15; i++) v[k, $4, i] += $i
+		  if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
+		  if (!(k in lo) || $4 < lo[k]) lo[k] = $4
+		  if ($4 > hi[k]) hi[k] = $4 }
+		END {
+			for (j = 1; j <= nk; j++) {
+				k = keys[j]; a = lo[k]; b = hi[k]; d = b - a
+				if (d <= 0) continue
+				split(k, f, ",")
+				printf "%-8s %-9s %6s", f[1], f[2], f[3]
+				# post_send wrs sig inline post_recv recv_wrs poll hit cqe notify
+				split("7 8 9 6 11 10 13 14", col, " ")
+				for (c = 1; c <= 8; c++)
+					printf " %7.2f", (v[k, b, col[c]] - v[k, a, col[c]]) / d
+				printf "\n"
+			}
+		}' "$out/count-$dev.csv"
+	echo
+	printf "%-8s %-9s %6s %10s %10s\n" tool test bytes syscalls/op writes/op
+	awk -F, '
+		{ k = $1 "," $2 "," $3; t[k, $4] += $6; w[k, $4] += $7
+		  if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
+		  if (!(k in lo) || $4 < lo[k]) lo[k] = $4
+		  if ($4 > hi[k]) hi[k] = $4 }
+		END {
+			for (j = 1; j <= nk; j++) {
+				k = keys[j]; a = lo[k]; b = hi[k]; d = b - a
+				if (d <= 0) continue
+				split(k, f, ",")
+				printf "%-8s %-9s %6s %10.2f %10.2f\n", f[1], f[2], f[3],
+					(t[k, b] - t[k, a]) / d, (w[k, b] - w[k, a]) / d
+			}
+		}' "$out/syscalls-$dev.csv"
+	[ -s "$out/hw-$dev.csv" ] || return 0
+	echo
+	echo "device counters per operation (n to 2n; rxe only), nonzero ones:"
+	awk -F, '
+		{ k = $1 "," $2 "," $3 "," $5; v[k, $4] = $6
+		  if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
+		  if (!(k in lo) || $4 < lo[k]) lo[k] = $4
+		  if ($4 > hi[k]) hi[k] = $4 }
+		END {
+			for (j = 1; j <= nk; j++) {
+				k = keys[j]; a = lo[k]; b = hi[k]; d = b - a
+				if (d <= 0) continue
+				x = (v[k, b] - v[k, a]) / d
+				if (x == 0) continue
+				split(k, f, ",")
+				printf "%-8s %-9s %6s %-22s %8.2f\n", f[1], f[2], f[3], f[4], x
+			}
+		}' "$out/hw-$dev.csv"
+}
+
+# The median over the runs of each (test, size, unit).
+median_csv() { # prefix dev
+	cat "$out/$1-$2".r*.csv 2>/dev/null | awk -F, '
+		NF >= 5 { k = $1 "," $2 "," $3 "," $5; v[k] = v[k] " " $4
+			  if (!(k in seen)) { seen[k] = 1; keys[++n] = k } }
+		END {
+			for (j = 1; j <= n; j++) {
+				k = keys[j]; m = split(substr(v[k], 2), a, " ")
+				for (x = 1; x <= m; x++) for (y = x + 1; y <= m; y++)
+					if (a[y] + 0 < a[x] + 0) { t = a[x]; a[x] = a[y]; a[y] = t }
+				med = m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+				split(k, f, ",")
+				printf "%s,%s,%s,%s,%s\n", f[1], f[2], f[3], med, f[4]
+			}
+		}' >"$out/$1-$2.csv"
+}
+
 for dev in $devices; do
+	if [ "$count" = 1 ]; then
+		count_table "$dev"
+		continue
+	fi
 	[ -f "$out/perftest-$dev.atomic" ] && cat "$out/perftest-$dev.atomic"
+	median_csv rmca "$dev"
+	median_csv perftest "$dev"
+	what="$mode mode, median of $runs run(s)"
 	bench_ratios "$out/rmca-$dev.csv" "$out/perftest-$dev.csv" rmca perftest \
-		"rmca / perftest on $dev, $mode mode (put_lat: perftest's ib_write_lat doubled, a delivered put is a round trip)" \
+		"rmca / perftest on $dev, $what (put_lat: perftest's ib_write_lat doubled, a delivered put is a round trip)" \
 		us_median us_p99 MB/s Mops
+	if [ -n "$base" ]; then
+		median_csv base "$dev"
+		bench_ratios "$out/base-$dev.csv" "$out/perftest-$dev.csv" base perftest \
+			"base / perftest on $dev, $what" us_median MB/s Mops
+		bench_ratios "$out/rmca-$dev.csv" "$out/base-$dev.csv" rmca base \
+			"rmca / base on $dev, $what" us_median MB/s Mops
+	fi
 done
 echo
 echo "# load average after:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"

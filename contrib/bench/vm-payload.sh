@@ -2,14 +2,22 @@
 # contrib/bench/vm-payload.sh - run inside the guest by run-vm.sh: rmca_perf
 # and perftest on the same RDMA device, one device after the other:
 # rxe0 (RMCA_transports=ib, 10.0.0.1), siw0 (RMCA_transports=iwarp,
-# 10.0.1.1). Writes rmca-DEV.csv and perftest-DEV.csv into $BENCH_OUT.
+# 10.0.1.1). Writes rmca-DEV.rN.csv and perftest-DEV.rN.csv (run N) into
+# $BENCH_OUT, and base-DEV.rN.csv when a second build is given: the runs
+# interleave the tools (rmca, base, perftest, then again), so that a slow
+# spell of the shared host falls on all of them alike.
 #
 # Env: BENCH_BUILD (build tree), BENCH_OUT (shared, writable), BENCH_ITERS,
-# BENCH_SIZES (comma list), BENCH_DEVICES (default "rxe0 siw0").
+# BENCH_SIZES (comma list), BENCH_DEVICES (default "rxe0 siw0"),
+# BENCH_RUNS (1), BENCH_BASE (a second build tree, measured the same way),
+# BENCH_COUNT=1 (count instead: see count_all below), BENCH_TESTS (comma
+# list of rmca_perf tests, default all).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 perf=$BENCH_BUILD/tools/rmca_perf
+base=${BENCH_BASE:-}
+runs=${BENCH_RUNS:-1}
 out=$BENCH_OUT
 iters=${BENCH_ITERS:-300}
 sizes=${BENCH_SIZES:-8,4096,65536}
@@ -18,7 +26,9 @@ sizes=${BENCH_SIZES:-8,4096,65536}
 mode=${BENCH_MODE:-spin}
 spin= events=-e
 [ "$mode" = spin ] && spin=--spin events=
-export RMCA_component_path=$BENCH_BUILD/components/ib/.libs:$BENCH_BUILD/components/iwarp/.libs:$BENCH_BUILD/components/tcp/.libs
+comps() { # build tree
+	echo "$1/components/ib/.libs:$1/components/iwarp/.libs:$1/components/tcp/.libs"
+}
 port=18515
 
 # perftest: server in the background, then the client; both spin. A line
@@ -61,17 +71,12 @@ perftest() { # dev ip our_test tool size n extra...
 	esac
 }
 
-for spec in ${BENCH_DEVICES:-rxe0 siw0}; do
-	case $spec in
-	rxe0) comp=ib ip=10.0.0.1 ;;
-	siw0) comp=iwarp ip=10.0.1.1 ;;
-	*) echo "vm-payload: unknown device $spec"; continue ;;
-	esac
-	dev=$spec
-	echo "== $dev ($comp, $ip), $mode mode"
-	: >"$out/rmca-$dev.csv"
-	: >"$out/perftest-$dev.csv"
-	RMCA_transports=$comp timeout 150 "$perf" -s $spin -l "$ip:0" \
+# rmca_perf of build $1 on $dev: client and server, results in $2.
+rmca_run() { # build csv [rmca_perf options...]
+	local b=$1 csv=$2 spid p
+	shift 2
+	RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
+		timeout 150 "$b/tools/rmca_perf" -s $spin -l "$ip:0" \
 		>"$out/rmca-$dev.server" 2>&1 &
 	spid=$!
 	for _ in $(seq 100); do
@@ -79,30 +84,141 @@ for spec in ${BENCH_DEVICES:-rxe0 siw0}; do
 		sleep 0.1
 	done
 	p=$(sed -n 's/^listening on port //p' "$out/rmca-$dev.server")
-	RMCA_transports=$comp timeout 150 "$perf" $spin --parsable \
-		-n "$iters" -S "$sizes" "$ip:$p" >"$out/rmca-$dev.csv" \
-		2>"$out/rmca-$dev.head" || {
-		echo "rmca_perf failed on $dev:"
+	RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
+		timeout 150 "$b/tools/rmca_perf" $spin --parsable "$@" \
+		"$ip:$p" >"$csv" 2>"$out/rmca-$dev.head" || {
+		echo "rmca_perf ($b) failed on $dev:"
 		cat "$out/rmca-$dev.head" "$out/rmca-$dev.server"
 		kill "$spid" 2>/dev/null
 	}
 	wait "$spid"
-	cat "$out/rmca-$dev.head"
+}
 
-	atomics=$(ibv_devinfo -v -d "$dev" 2>/dev/null | sed -n 's/.*atomic_cap:[[:space:]]*\([A-Z_]*\).*/\1/p')
+tests=${BENCH_TESTS:-all}
+want() { [ "$tests" = all ] || [[ ",$tests," == *",$1,"* ]]; }
+
+perftest_all() {
 	for s in ${sizes//,/ }; do
 		nl=$(bench_iters_for "$iters" "$s" lat)
 		nb=$(bench_iters_for "$iters" "$s" bw)
-		perftest "$dev" "$ip" send_lat ib_send_lat "$s" "$nl"
-		perftest "$dev" "$ip" put_lat ib_write_lat "$s" "$nl"
-		perftest "$dev" "$ip" get_lat ib_read_lat "$s" "$nl"
-		perftest "$dev" "$ip" send_bw ib_send_bw "$s" "$nb" -t 64
-		perftest "$dev" "$ip" put_bw ib_write_bw "$s" "$nb" -t 64
-		perftest "$dev" "$ip" get_bw ib_read_bw "$s" "$nb" -t 64
-	done >>"$out/perftest-$dev.csv"
+		want send_lat && perftest "$dev" "$ip" send_lat ib_send_lat "$s" "$nl"
+		want put_lat && perftest "$dev" "$ip" put_lat ib_write_lat "$s" "$nl"
+		want get_lat && perftest "$dev" "$ip" get_lat ib_read_lat "$s" "$nl"
+		want send_bw && perftest "$dev" "$ip" send_bw ib_send_bw "$s" "$nb" -t 64
+		want put_bw && perftest "$dev" "$ip" put_bw ib_write_bw "$s" "$nb" -t 64
+		want get_bw && perftest "$dev" "$ip" get_bw ib_read_bw "$s" "$nb" -t 64
+	done
 	if [ "${atomics:-ATOMIC_NONE}" != ATOMIC_NONE ]; then
-		perftest "$dev" "$ip" atomic_lat ib_atomic_lat 8 "$iters" -A FETCH_AND_ADD
-		perftest "$dev" "$ip" atomic_rate ib_atomic_bw 8 "$iters" -A FETCH_AND_ADD -t 64
-	fi >>"$out/perftest-$dev.csv"
+		want atomic_lat && perftest "$dev" "$ip" atomic_lat ib_atomic_lat 8 "$iters" -A FETCH_AND_ADD
+		want atomic_rate && perftest "$dev" "$ip" atomic_rate ib_atomic_bw 8 "$iters" -A FETCH_AND_ADD -t 64
+	fi
+	return 0
+}
+
+# Counting (BENCH_COUNT=1): one test at one size, n and 2n iterations, so
+# that set-up cancels in the difference, in wait mode (rmca_perf sleeps on
+# its wait fd, perftest on CQ events, -e): a spinning process makes as many
+# system calls as the time it spins, which says nothing. Each process runs under
+# verbs_count.so (work requests, CQ polls) and strace -c (system calls; the
+# doorbells of rxe and siw are write()s). Lines "tool,test,size,n,side" +
+# the shim's counters go to count-DEV.csv, strace summaries to
+# strace-DEV-*.txt.
+count_wrap() { # tag file cmd...
+	local tag=$1 f=$2
+	shift 2
+	VERBS_COUNT_TAG=$tag VERBS_COUNT_OUT=$out/count-$dev.csv \
+	LD_PRELOAD=$out/verbs_count.so \
+		strace -f -c -o "$f" "$@"
+}
+
+# The device's own counters (rxe: packets, RNR NAKs, retries; siw has
+# none), one "name value" pair after the other.
+hw_snap() {
+	rdma statistic show link "$dev/1" 2>/dev/null |
+		awk '{ for (i = 3; i < NF; i += 2) print $i, $(i + 1) }'
+}
+
+# Appends "tag,counter,delta" for the run between two snapshots.
+hw_diff() { # tag before after
+	awk -v tag="$1" 'FNR == NR { b[$1] = $2; next }
+		{ printf "%s,%s,%d\n", tag, $1, $2 - b[$1] }' "$2" "$3" \
+		>>"$out/hw-$dev.csv"
+}
+
+count_rmca() { # build tool test size n
+	local b=$1 tool=$2 t=$3 s=$4 n=$5 spid p srv=$out/rmca-$dev.server
+	RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
+		count_wrap "$tool,$t,$s,$n,server" "$out/strace-$dev-$tool-$t-$s-$n-server.txt" \
+		timeout 300 "$b/tools/rmca_perf" -s -l "$ip:0" >"$srv" 2>&1 &
+	spid=$!
+	for _ in $(seq 300); do
+		grep -q '^listening on port' "$srv" && break
+		sleep 0.1
+	done
+	p=$(sed -n 's/^listening on port //p' "$srv")
+	hw_snap >"$out/hw.before"
+	RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
+		count_wrap "$tool,$t,$s,$n,client" "$out/strace-$dev-$tool-$t-$s-$n-client.txt" \
+		timeout 300 "$b/tools/rmca_perf" --parsable -t "$t" -S "$s" \
+		-n "$n" -W 0 "$ip:$p" >/dev/null 2>&1 || echo "count: rmca_perf $t $s $n failed on $dev"
+	wait "$spid"
+	hw_snap >"$out/hw.after"
+	hw_diff "$tool,$t,$s,$n" "$out/hw.before" "$out/hw.after"
+}
+
+count_perftest() { # test tool size n extra...
+	local t=$1 tool=$2 s=$3 n=$4 spid
+	shift 4
+	port=$((port + 1))
+	count_wrap "perftest,$t,$s,$n,server" "$out/strace-$dev-perftest-$t-$s-$n-server.txt" \
+		timeout 300 "$tool" -d "$dev" -i 1 -R -F -e -p "$port" -s "$s" -n "$n" "$@" >/dev/null 2>&1 &
+	spid=$!
+	sleep 2
+	hw_snap >"$out/hw.before"
+	count_wrap "perftest,$t,$s,$n,client" "$out/strace-$dev-perftest-$t-$s-$n-client.txt" \
+		timeout 300 "$tool" -d "$dev" -i 1 -R -F -e -p "$port" -s "$s" -n "$n" "$@" "$ip" >/dev/null 2>&1 ||
+		echo "count: $tool $s $n failed on $dev"
+	wait "$spid"
+	hw_snap >"$out/hw.after"
+	hw_diff "perftest,$t,$s,$n" "$out/hw.before" "$out/hw.after"
+}
+
+count_all() {
+	local n=$iters t s m
+	for s in ${sizes//,/ }; do
+		for m in $n $((2 * n)); do
+			for t in send_lat send_bw; do
+				count_rmca "$BENCH_BUILD" rmca "$t" "$s" "$m"
+				[ -n "$base" ] && count_rmca "$base" base "$t" "$s" "$m"
+			done
+			count_perftest send_lat ib_send_lat "$s" "$m"
+			count_perftest send_bw ib_send_bw "$s" "$m" -t 64
+		done
+	done
+}
+
+for spec in ${BENCH_DEVICES:-rxe0 siw0}; do
+	case $spec in
+	rxe0) comp=ib ip=10.0.0.1 ;;
+	siw0) comp=iwarp ip=10.0.1.1 ;;
+	*) echo "vm-payload: unknown device $spec"; continue ;;
+	esac
+	dev=$spec
+	atomics=$(ibv_devinfo -v -d "$dev" 2>/dev/null | sed -n 's/.*atomic_cap:[[:space:]]*\([A-Z_]*\).*/\1/p')
 	echo "# $dev: atomic_cap ${atomics:-?}" >"$out/perftest-$dev.atomic"
+	if [ "${BENCH_COUNT:-0}" = 1 ]; then
+		echo "== $dev ($comp, $ip), counting, wait mode"
+		: >"$out/count-$dev.csv"
+		: >"$out/hw-$dev.csv"
+		count_all
+		continue
+	fi
+	for r in $(seq "$runs"); do
+		echo "== $dev ($comp, $ip), $mode mode, run $r of $runs"
+		rmca_run "$BENCH_BUILD" "$out/rmca-$dev.r$r.csv" -n "$iters" -S "$sizes" -t "$tests"
+		[ "$r" = 1 ] && cat "$out/rmca-$dev.head"
+		[ -n "$base" ] &&
+			rmca_run "$base" "$out/base-$dev.r$r.csv" -n "$iters" -S "$sizes" -t "$tests"
+		perftest_all >"$out/perftest-$dev.r$r.csv"
+	done
 done
