@@ -19,6 +19,7 @@
 
 #include "ep.h"
 #include "job.h"
+#include "route.h"
 #include "self.h"
 
 /* libltdl keeps global state and components may too: contexts made in
@@ -225,6 +226,7 @@ static const struct rmca_core_ops rmca_core_ops = {
 	.param_size = core_param_size,
 	.param_string = core_param_string,
 	.random = core_random,
+	.route = rmca_route,
 };
 
 /* ---- framework parameters ---- */

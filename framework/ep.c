@@ -154,6 +154,7 @@ static struct rmca_mod *offered_mod(struct rmca_context *ctx,
 struct reach_arg {
 	struct rmca_context *ctx;
 	const struct rmca_hello *mine, *peer;
+	const char *host; /* numeric address of the peer's bootstrap end */
 };
 
 static int reach_cb(void *arg, int li, int pi, char *why, size_t why_len)
@@ -166,10 +167,17 @@ static int reach_cb(void *arg, int li, int pi, char *why, size_t why_len)
 		snprintf(why, why_len, "module gone");
 		return 0;
 	}
+	if (mod->m->ops->reach) {
+		const struct rmca_reach_args a = { .peer_addr = pm->addr,
+						   .peer_addr_len = pm->addr_len,
+						   .peer_host = ra->host };
+
+		return mod->m->ops->reach(mod->m, &a, why, why_len);
+	}
 	if (!mod->m->ops->reachable)
 		return 1;
 	return mod->m->ops->reachable(mod->m, pm->addr, pm->addr_len, why,
-				      why_len);
+				      why_len) != 0;
 }
 
 static void log_lines(const char *what, const char *peer, const char *reasons)
@@ -364,7 +372,8 @@ static bool may_log(struct rmca_listener *l)
 
 static uint8_t *hello_answer(struct rmca_context *ctx, struct rmca_listener *l,
 			     const uint8_t *body, size_t len, const char *who,
-			     struct hs_result *res, size_t *alen)
+			     const char *host, struct hs_result *res,
+			     size_t *alen)
 {
 	struct rmca_hello *peer = NULL, *mine = NULL;
 	struct rmca_selection sel;
@@ -416,7 +425,9 @@ static uint8_t *hello_answer(struct rmca_context *ctx, struct rmca_listener *l,
 	}
 	res->local = peer_local(ctx, peer);
 	hello_fill(ctx, mine, RMCA_ROLE_PASSIVE, peer->token);
-	ra = (struct reach_arg){ .ctx = ctx, .mine = mine, .peer = peer };
+	ra = (struct reach_arg){
+		.ctx = ctx, .mine = mine, .peer = peer, .host = host
+	};
 	rc = rmca_select(peer->mods, peer->nmods, mine->mods, mine->nmods, 0,
 			 res->local, 0, reach_cb, &ra, &sel);
 	log_lines("select", who, sel.reasons);
@@ -722,7 +733,7 @@ static void incoming_step(struct rmca_incoming *in)
 		if (incoming_read(in) <= 0)
 			return;
 		answer = hello_answer(in->l->ctx, in->l, in->msg, in->len,
-				      in->who, &in->res, &alen);
+				      in->who, in->host, &in->res, &alen);
 		free(in->msg);
 		in->msg = answer;
 		in->len = alen;
@@ -1070,7 +1081,9 @@ connected:
 	hs->local = peer_local(ctx, hs->peer);
 	/* The passive side decides (it alone can judge reachability of its
 	 * own modules); our own view is logged so a disagreement shows. */
-	ra = (struct reach_arg){ .ctx = ctx, .mine = hs->mine, .peer = hs->peer };
+	ra = (struct reach_arg){
+		.ctx = ctx, .mine = hs->mine, .peer = hs->peer, .host = hs->host
+	};
 	if (!rmca_select(hs->mine->mods, hs->mine->nmods, hs->peer->mods,
 			 hs->peer->nmods, 1, hs->local, 0, reach_cb, &ra,
 			 &hs->sel) &&
@@ -1081,6 +1094,19 @@ connected:
 			 hs->mine->mods[hs->sel.a].component,
 			 hs->mine->mods[hs->sel.a].device);
 	log_lines("select", hs->who, hs->sel.reasons);
+	/* But a module of ours that cannot reach the peer's (its route leaves
+	 * through another device) is not used, whoever chose it. */
+	if (!reach_cb(&ra, hs->peer->choice_a, hs->peer->choice_p, why,
+		      sizeof(why))) {
+		snprintf(hs->why, sizeof(hs->why),
+			 "the peer chose %s %s<->%s, which this side cannot "
+			 "use: %s",
+			 hs->mine->mods[hs->peer->choice_a].component,
+			 hs->mine->mods[hs->peer->choice_a].device,
+			 hs->peer->mods[hs->peer->choice_p].device, why);
+		rc = RMCA_ERR_UNREACHABLE;
+		goto out;
+	}
 	hs->mod = offered_mod(ctx, hs->mine, hs->peer->choice_a);
 	if (!hs->mod) {
 		snprintf(hs->why, sizeof(hs->why),
@@ -1202,7 +1228,7 @@ int rmca_ep_accept_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 		close(fd);
 		return rc;
 	}
-	answer = hello_answer(ctx, NULL, buf, len, who, &res, &alen);
+	answer = hello_answer(ctx, NULL, buf, len, who, host, &res, &alen);
 	free(buf);
 	rc = answer ? rmca_msg_send(fd, answer + 4, alen - 4, deadline) :
 		      res.status;

@@ -28,22 +28,27 @@ static void note(struct rmca_selection *sel, const char *fmt, ...)
 	}
 }
 
+/* Is (a, p), reached at rank r, better than the best so far? */
 static int better(const struct rmca_wire_mod *amods,
-		  const struct rmca_wire_mod *pmods, int a, int p, int ba,
-		  int bp)
+		  const struct rmca_wire_mod *pmods, int a, int p, int r,
+		  const struct rmca_selection *sel)
 {
 	long long s = (long long)amods[a].priority + pmods[p].priority;
-	long long bs = (long long)amods[ba].priority + pmods[bp].priority;
+	long long bs =
+		(long long)amods[sel->a].priority + pmods[sel->p].priority;
 	int c;
 
 	if (s != bs)
 		return s > bs;
-	c = strcmp(amods[a].component, amods[ba].component);
+	/* the pair on the route the peer was addressed on */
+	if (r != sel->rank)
+		return r > sel->rank;
+	c = strcmp(amods[a].component, amods[sel->a].component);
 	if (c)
 		return c < 0;
-	if (a != ba)
-		return a < ba;
-	return p < bp;
+	if (a != sel->a)
+		return a < sel->a;
+	return p < sel->p;
 }
 
 int rmca_select(const struct rmca_wire_mod *amods, int na,
@@ -52,6 +57,8 @@ int rmca_select(const struct rmca_wire_mod *amods, int na,
 		void *arg, struct rmca_selection *sel)
 {
 	sel->a = sel->p = -1;
+	sel->rank = 0;
+	sel->route[0] = '\0';
 	sel->reasons[0] = '\0';
 
 	for (int a = 0; a < na; a++) {
@@ -61,6 +68,7 @@ int rmca_select(const struct rmca_wire_mod *amods, int na,
 			const struct rmca_wire_mod *am = &amods[a], *pm = &pmods[p];
 			uint32_t both = am->caps & pm->caps;
 			char why[256] = "";
+			int r = 1;
 
 			if (strcmp(am->component, pm->component))
 				continue;
@@ -80,17 +88,21 @@ int rmca_select(const struct rmca_wire_mod *amods, int na,
 				     required_caps & ~both);
 				continue;
 			}
-			if (reach &&
-			    !reach(arg, local_is_active ? a : p,
-				   local_is_active ? p : a, why, sizeof(why))) {
+			if (reach)
+				r = reach(arg, local_is_active ? a : p,
+					  local_is_active ? p : a, why,
+					  sizeof(why));
+			if (r <= 0) {
 				note(sel, "skip %s %s<->%s: unreachable: %s",
 				     am->component, am->device, pm->device, why);
 				continue;
 			}
-			if (sel->a < 0 ||
-			    better(amods, pmods, a, p, sel->a, sel->p)) {
+			if (sel->a < 0 || better(amods, pmods, a, p, r, sel)) {
 				sel->a = a;
 				sel->p = p;
+				sel->rank = r;
+				snprintf(sel->route, sizeof(sel->route), "%s",
+					 r > 1 ? why : "");
 			}
 		}
 		if (!paired)
@@ -112,9 +124,9 @@ int rmca_select(const struct rmca_wire_mod *amods, int na,
 		note(sel, "no transport reaches the peer");
 		return RMCA_ERR_UNREACHABLE;
 	}
-	note(sel, "chose %s %s<->%s (priority %d+%d)",
+	note(sel, "chose %s %s<->%s (priority %d+%d%s%s)",
 	     amods[sel->a].component, amods[sel->a].device,
 	     pmods[sel->p].device, amods[sel->a].priority,
-	     pmods[sel->p].priority);
+	     pmods[sel->p].priority, sel->route[0] ? "; " : "", sel->route);
 	return 0;
 }

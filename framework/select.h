@@ -12,12 +12,16 @@
 
 #include "wire.h"
 
-/* 1 if local module li reaches peer module pi; else 0 with why filled. */
+/* 1 if local module li reaches peer module pi; 2 if it does and it is the
+ * module of the route the peer was addressed on (why may say so); else 0
+ * with why filled. */
 typedef int (*rmca_reach_fn)(void *arg, int li, int pi, char *why,
 			     size_t why_len);
 
 struct rmca_selection {
 	int a, p; /* chosen module of the active and of the passive side, or -1 */
+	int rank; /* what reach said of the chosen pair */
+	char route[256]; /* and why, when it was 2 */
 	char reasons[2048]; /* one line per candidate skipped or chosen */
 };
 
@@ -26,8 +30,9 @@ struct rmca_selection {
  * sides (each side lists only what RMCA_transports left it), minus pairs
  * that cannot loop back to a local peer, minus pairs that lack any of
  * required_caps, minus pairs the caller finds unreachable. Rank: the sum of
- * both priorities, then component name, then the active's index, then the
- * passive's; both sides computing it from the same hellos get the same pair.
+ * both priorities, then the pair on the addressed route (reach said 2), then
+ * component name, then the active's index, then the passive's. The passive
+ * side decides; the active side's own answer is only compared with it.
  * local_is_active tells which list is local (for reach). Returns 0 or
  * RMCA_ERR_UNREACHABLE.
  */

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -133,6 +134,49 @@ static void unreachable_pairs_are_skipped_with_the_modules_reason(void **state)
 	assert_non_null(strstr(s.reasons, "unreachable: no route"));
 }
 
+/* Devices on two subnets: a device reaches only the peer's device on its
+ * own subnet (rxe0 <-> rxe0, rxe1 <-> rxe1), and rxe1 carries the route the
+ * peer was addressed on. */
+static int route_of(void *arg, int li, int pi, char *why, size_t len)
+{
+	const struct rmca_wire_mod *local = arg;
+
+	if (li != pi) {
+		snprintf(why, len, "%s: route leaves through the other",
+			 local[li].device);
+		return 0;
+	}
+	if (!strcmp(local[li].device, "rxe1")) {
+		snprintf(why, len, "rxe1 carries the route to 10.0.2.1");
+		return 2;
+	}
+	return 1;
+}
+
+static void the_addressed_route_wins_among_equal_priorities(void **state)
+{
+	struct rmca_wire_mod a[] = { mod("ib", "rxe0", ALL, 50),
+				     mod("ib", "rxe1", ALL, 50) };
+	struct rmca_wire_mod p[] = { mod("ib", "rxe0", ALL, 50),
+				     mod("ib", "rxe1", ALL, 50) };
+	struct rmca_selection s;
+
+	(void)state;
+	assert_int_equal(rmca_select(a, 2, p, 2, 0, 1, 0, route_of, p, &s), 0);
+	assert_int_equal(s.a, 1);
+	assert_int_equal(s.p, 1);
+	assert_non_null(strstr(s.reasons, "skip ib rxe0<->rxe1: unreachable: "
+					  "rxe1: route leaves through"));
+	assert_non_null(strstr(s.reasons,
+			       "chose ib rxe1<->rxe1 (priority 50+50; rxe1 "
+			       "carries the route to 10.0.2.1)"));
+	/* but never over a higher priority */
+	a[0].priority = p[0].priority = 60;
+	assert_int_equal(rmca_select(a, 2, p, 2, 0, 1, 0, route_of, p, &s), 0);
+	assert_int_equal(s.a, 0);
+	assert_int_equal(s.p, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -142,6 +186,7 @@ int main(void)
 		cmocka_unit_test(missing_component_on_one_side_is_explained),
 		cmocka_unit_test(required_caps_filter_pairs),
 		cmocka_unit_test(unreachable_pairs_are_skipped_with_the_modules_reason),
+		cmocka_unit_test(the_addressed_route_wins_among_equal_priorities),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

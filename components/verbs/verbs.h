@@ -396,4 +396,8 @@ static inline uint32_t rmca_verbs_rkey32(uint64_t key)
 	return (uint32_t)key;
 }
 
+/* routes (verbs_route.c): the device the route to the peer leaves through */
+int rmca_verbs_reach(struct rmca_module *m, const struct rmca_reach_args *ra,
+		     char *why, size_t why_len);
+
 #endif

@@ -177,6 +177,7 @@ const struct rmca_module_ops rmca_verbs_ops = {
 	.mr_rkey = rmca_verbs_mr_rkey,
 	.progress = rmca_verbs_progress,
 	.put = v_put,
+	.reach = rmca_verbs_reach,
 	.reachable = rmca_verbs_reachable,
 	.recv = v_recv,
 	.revoke = rmca_verbs_mr_revoke,

@@ -44,6 +44,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <rmca.h>
 
@@ -52,8 +53,9 @@ extern "C" {
 #endif
 
 /* 3: rmca_component.module_ops_size. A component of ABI 2 has no such
- * member; its table is the ABI 3 one (send_inv is its last op). */
-#define RMCA_COMPONENT_ABI_VERSION 3u
+ * member; its table is the ABI 3 one (send_inv is its last op).
+ * 4: module op reach, core op route. */
+#define RMCA_COMPONENT_ABI_VERSION 4u
 #define RMCA_COMPONENT_ABI_MIN 2u
 
 /* The symbol every component exports, defined as
@@ -163,6 +165,16 @@ struct rmca_core_ops {
 	 * that returns zero modules; the last call wins. */
 	void (*no_module)(const struct rmca_core *core, const char *fmt, ...)
 		__attribute__((format(printf, 2, 3)));
+
+	/*
+	 * The interface the route to dst (AF_INET or AF_INET6) leaves
+	 * through, as the kernel's routing table says (rdma_cm resolves an
+	 * address the same way): its index into *ifindex. For an address of
+	 * this host, the interface that owns it. 0, or RMCA_ERR_UNREACHABLE
+	 * (no route; why says so), RMCA_ERR_INVALID.
+	 */
+	int (*route)(const struct rmca_core *core, const struct sockaddr *dst,
+		     unsigned *ifindex, char *why, size_t why_len);
 };
 
 struct rmca_core {
@@ -192,6 +204,23 @@ struct rmca_conn_args {
 
 /* OR-ed into the progress op's result, see there. */
 #define RMCA_PROGRESS_POLLED (1 << 30)
+
+/* What a module is asked about one module of a peer (reach). */
+struct rmca_reach_args {
+	const void *peer_addr; /* the peer module's addr() blob */
+	size_t peer_addr_len;
+	/* Numeric address of the peer's end of the bootstrap connection, the
+	 * path the peer was addressed on ("192.0.2.7", "::1"). */
+	const char *peer_host;
+};
+
+enum rmca_reach {
+	RMCA_REACH_NO = 0,
+	RMCA_REACH_YES = 1,
+	/* reaches it, and the route to peer_host leaves through this module's
+	 * device: among pairs of equal priority, this one wins */
+	RMCA_REACH_ROUTE = 2,
+};
 
 /* Ops appear in name order up to send_inv; ops added later go after it, in
  * the order they were added (see "Versioning" above). */
@@ -265,6 +294,12 @@ struct rmca_module_ops {
 		    struct rmca_module_mr *mr, void *req);
 	int (*send_inv)(struct rmca_conn *c, const void *buf, size_t len,
 			struct rmca_module_mr *mr, uint64_t rkey, void *req);
+	/* ABI 4. Optional, asked instead of reachable when given: an enum
+	 * rmca_reach; on RMCA_REACH_NO why holds a short reason, on
+	 * RMCA_REACH_ROUTE it may say which route ("rxe1 carries the route to
+	 * 10.0.2.1"). */
+	int (*reach)(struct rmca_module *m, const struct rmca_reach_args *a,
+		     char *why, size_t why_len);
 };
 
 struct rmca_module {
