@@ -11,7 +11,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include <rmca.h>
+#include <arpa/inet.h>
+
+#include <rmca/component.h>
 
 #include "tcp_iface.h"
 
@@ -265,4 +267,44 @@ bool rmca_tcp_laddr_match(const struct tcp_laddr *l, int n, int fd)
 		    !memcmp(l[i].addr, me.addr, me.family == AF_INET ? 4 : 16))
 			return true;
 	return false;
+}
+
+static const char *param(const struct rmca_core *core, const char *name)
+{
+	const char *s = core->ops->param_string(core, name);
+
+	return s ? s : "";
+}
+
+int rmca_tcp_route_check(const struct rmca_core *core, const char *host,
+			 char *why, size_t why_len)
+{
+	const char *inc = param(core, "tcp_if_include");
+	const char *exc = param(core, "tcp_if_exclude");
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+	char ifname[IF_NAMESIZE] = "?", err[160];
+	unsigned idx;
+
+	if (!core->ops->route || !host || (!*inc && !*exc))
+		return RMCA_REACH_YES;
+	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1)
+		ss.ss_family = AF_INET;
+	else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1)
+		ss.ss_family = AF_INET6;
+	else
+		return RMCA_REACH_YES;
+	if (core->ops->route(core, (struct sockaddr *)&ss, &idx, err,
+			     sizeof(err))) {
+		snprintf(why, why_len, "%s", err);
+		return RMCA_REACH_NO;
+	}
+	if_indextoname(idx, ifname);
+	if (rmca_tcp_if_selected(inc, exc, ifname))
+		return RMCA_REACH_YES;
+	snprintf(why, why_len, "route to %s leaves through %s, %s tcp_if_%s=%s",
+		 host, ifname, *inc ? "outside" : "inside",
+		 *inc ? "include" : "exclude", *inc ? inc : exc);
+	return RMCA_REACH_NO;
 }

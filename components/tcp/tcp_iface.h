@@ -35,6 +35,17 @@ int rmca_tcp_iface_probe(const char *include, const char *exclude,
  */
 int rmca_tcp_iface_check(const char *include, const char *exclude, char *err,
 			 size_t err_len);
+struct rmca_core;
+/*
+ * Whether the route to the numeric address host leaves through an interface
+ * tcp_if_include / tcp_if_exclude select (for a local address: the interface
+ * that owns it). An enum rmca_reach: RMCA_REACH_NO with why ("route to
+ * 192.0.2.7 leaves through eth0, outside tcp_if_include=eth1"), else
+ * RMCA_REACH_YES (also when host is no numeric address or the core cannot
+ * look routes up: connect() decides then).
+ */
+int rmca_tcp_route_check(const struct rmca_core *core, const char *host,
+			 char *why, size_t why_len);
 /* Whether fd's local address is one of l[0..n). */
 bool rmca_tcp_laddr_match(const struct tcp_laddr *l, int n, int fd);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tcp.h"
+#include "tcp_iface.h"
 
 static int tcp_addr(struct rmca_module *mod, void *buf, size_t *len)
 {
@@ -56,6 +57,15 @@ static int tcp_reachable(struct rmca_module *mod, const void *addr,
 			 size_t len, char *why, size_t why_len)
 {
 	return rmca_tcp_addr_check(addr, len, why, why_len);
+}
+
+/* The peer's tcp, on the route within tcp_if_include / tcp_if_exclude. */
+static int tcp_reach(struct rmca_module *mod, const struct rmca_reach_args *a,
+		     char *why, size_t why_len)
+{
+	if (!rmca_tcp_addr_check(a->peer_addr, a->peer_addr_len, why, why_len))
+		return RMCA_REACH_NO;
+	return rmca_tcp_route_check(mod->core, a->peer_host, why, why_len);
 }
 
 static int tcp_mr_reg(struct rmca_module *mod, void *addr, size_t len,
@@ -155,6 +165,7 @@ static const struct rmca_module_ops tcp_module_ops = {
 	.progress = rmca_tcp_progress,
 	.put = rmca_tcp_put,
 	.reachable = tcp_reachable,
+	.reach = tcp_reach,
 	.recv = rmca_tcp_recv,
 	.revoke = tcp_revoke,
 	.send = rmca_tcp_send,
