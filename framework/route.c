@@ -45,38 +45,56 @@ static unsigned owner_of(int family, const void *a)
 	return idx;
 }
 
-/* Ask; the answer's route type and output interface. 0 or -errno. */
-static int ask(int family, const void *a, unsigned char *type, unsigned *oif)
+/* Appends attribute type with len bytes of data to the request in h. */
+static void put_attr(struct nlmsghdr *h, unsigned short type, const void *data,
+		     size_t len)
 {
-	struct {
+	struct rtattr *ra =
+		(struct rtattr *)((char *)h + NLMSG_ALIGN(h->nlmsg_len));
+
+	ra->rta_type = type;
+	ra->rta_len = (unsigned short)RTA_LENGTH(len);
+	memcpy(RTA_DATA(ra), data, len);
+	h->nlmsg_len = NLMSG_ALIGN(h->nlmsg_len) + RTA_ALIGN(ra->rta_len);
+}
+
+/* Ask about the route to a (from src, if given: policy rules may route by
+ * source); the answer's route type and output interface. 0 or -errno. */
+static int ask(int family, const void *a, const void *src, unsigned char *type,
+	       unsigned *oif)
+{
+	union {
 		struct nlmsghdr nh;
-		struct rtmsg rt;
-		struct rtattr ra;
-		unsigned char addr[16];
+		unsigned char b[NLMSG_SPACE(sizeof(struct rtmsg)) +
+				2 * RTA_SPACE(16)];
 	} req;
 	union {
 		struct nlmsghdr nh;
 		unsigned char b[8192];
 	} ans;
 	size_t alen = family == AF_INET ? 4 : 16;
+	struct rtmsg *rtm;
 	int fd, err = -EPROTO;
 	ssize_t n;
 
 	memset(&req, 0, sizeof(req));
-	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(req.rt)) + RTA_LENGTH(alen);
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(*rtm));
 	req.nh.nlmsg_type = RTM_GETROUTE;
 	req.nh.nlmsg_flags = NLM_F_REQUEST;
 	req.nh.nlmsg_seq = 1;
-	req.rt.rtm_family = (unsigned char)family;
-	req.rt.rtm_dst_len = (unsigned char)(alen * 8);
-	req.ra.rta_type = RTA_DST;
-	req.ra.rta_len = (unsigned short)RTA_LENGTH(alen);
-	memcpy(req.addr, a, alen);
+	rtm = NLMSG_DATA(&req.nh);
+	rtm->rtm_family = (unsigned char)family;
+	rtm->rtm_dst_len = (unsigned char)(alen * 8);
+	put_attr(&req.nh, RTA_DST, a, alen);
+	if (src) {
+		rtm->rtm_src_len = (unsigned char)(alen * 8);
+		put_attr(&req.nh, RTA_SRC, src, alen);
+	}
 
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (fd < 0)
 		return -errno;
-	if (send(fd, &req, req.nh.nlmsg_len, 0) < 0) {
+	if (send(fd, &req.nh, req.nh.nlmsg_len, 0) < 0) {
 		err = -errno;
 		goto out;
 	}
@@ -120,10 +138,33 @@ out:
 	return err;
 }
 
-int rmca_route(const struct rmca_core *core, const struct sockaddr *dst,
-	       unsigned *ifindex, char *why, size_t why_len)
+/* The address of sa as family and bytes (an IPv4-mapped IPv6 address as
+ * IPv4); -1 if it is neither. */
+static int unpack(const struct sockaddr *sa, unsigned char *a)
 {
-	unsigned char a[16], type = 0;
+	if (sa->sa_family == AF_INET) {
+		memcpy(a, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		return AF_INET;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a6 =
+			&((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		if (IN6_IS_ADDR_V4MAPPED(a6)) {
+			memcpy(a, &a6->s6_addr[12], 4);
+			return AF_INET;
+		}
+		memcpy(a, a6, 16);
+		return AF_INET6;
+	}
+	return -1;
+}
+
+int rmca_route(const struct rmca_core *core, const struct sockaddr *dst,
+	       const struct sockaddr *src, unsigned *ifindex, char *why,
+	       size_t why_len)
+{
+	unsigned char a[16], s[16], type = 0;
 	char name[INET6_ADDRSTRLEN] = "?";
 	unsigned oif = 0;
 	int family, err;
@@ -131,25 +172,11 @@ int rmca_route(const struct rmca_core *core, const struct sockaddr *dst,
 	(void)core;
 	if (!dst || !ifindex)
 		return RMCA_ERR_INVALID;
-	family = dst->sa_family;
-	if (family == AF_INET) {
-		memcpy(a, &((const struct sockaddr_in *)dst)->sin_addr, 4);
-	} else if (family == AF_INET6) {
-		const struct in6_addr *a6 =
-			&((const struct sockaddr_in6 *)dst)->sin6_addr;
-
-		/* an IPv4 peer on a dual-stack socket */
-		if (IN6_IS_ADDR_V4MAPPED(a6)) {
-			family = AF_INET;
-			memcpy(a, &a6->s6_addr[12], 4);
-		} else {
-			memcpy(a, a6, 16);
-		}
-	} else {
+	family = unpack(dst, a);
+	if (family < 0 || (src && unpack(src, s) != family))
 		return RMCA_ERR_INVALID;
-	}
 	inet_ntop(family, a, name, sizeof(name));
-	err = ask(family, a, &type, &oif);
+	err = ask(family, a, src ? s : NULL, &type, &oif);
 	if (err) {
 		if (why)
 			snprintf(why, why_len, "no route to %s: %s", name,

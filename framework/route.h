@@ -9,6 +9,7 @@
 #include <rmca/component.h>
 
 int rmca_route(const struct rmca_core *core, const struct sockaddr *dst,
-	       unsigned *ifindex, char *why, size_t why_len);
+	       const struct sockaddr *src, unsigned *ifindex, char *why,
+	       size_t why_len);
 
 #endif

@@ -8,10 +8,16 @@
  * Runs in the check-vm guest as root: it adds a second device beside the
  * first (contrib/vm/second-device.sh: rxe1 on 10.0.2.1 beside rxe0 on
  * 10.0.0.1, or siw1 on 10.0.3.1 beside siw0 on 10.0.1.1) for its own run
- * and removes it after, so the other tests see the guest unchanged. Skips
- * where there is no first device (not in the guest). Transport from
+ * and removes it after, so the other tests see the guest unchanged. On
+ * iwarp also two hosts: two network namespaces joined by two veth pairs on
+ * two subnets, each end with its own siw device (contrib/vm/two-hosts.sh),
+ * where the subnet the listener is addressed on picks the device pair.
+ * Skips where there is no first device (not in the guest). Transport from
  * RMCA_transports (ib or iwarp).
  */
+#define _GNU_SOURCE /* setns */
+#include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,20 +39,27 @@ struct dev {
 	const char *name, *addr;
 };
 
+/* A connection: the listener's address, and the device each side must
+ * use; each side in its network namespace (NULL: the test's own). */
+struct want {
+	const char *addr;
+	const char *server_dev, *client_dev;
+	const char *server_ns, *client_ns;
+};
+
 static char transport[16];
 static struct dev first, second;
-static char *saved_host;
 static char why_skip[160];
-static bool added;
+static bool added, hosts_added;
 
-static int helper(const char *verb)
+/* contrib/vm/SCRIPT VERB [transport] */
+static int helper(const char *script, const char *verb)
 {
 	const char *src = getenv("RMCATEST_SRCDIR");
 	char cmd[1024];
 
-	snprintf(cmd, sizeof(cmd),
-		 "sh '%s/../contrib/vm/second-device.sh' %s %s >/dev/null",
-		 src ? src : ".", verb, transport);
+	snprintf(cmd, sizeof(cmd), "sh '%s/../contrib/vm/%s' %s %s >/dev/null",
+		 src ? src : ".", script, verb, transport);
 	return system(cmd);
 }
 
@@ -80,24 +93,28 @@ static int group_setup(void **state)
 		return 0;
 	}
 	/* In the guest as root, the second device must come up. */
-	if (helper("add")) {
+	if (helper("second-device.sh", "add")) {
 		print_error("cannot add %s (%s)\n", second.name, second.addr);
 		return -1;
 	}
 	added = true;
-	t = getenv("RMCATEST_HOST");
-	saved_host = t ? strdup(t) : NULL;
+	if (!strcmp(transport, "iwarp")) {
+		if (helper("two-hosts.sh", "add")) {
+			print_error("cannot set up the two hosts\n");
+			return -1;
+		}
+		hosts_added = true;
+	}
 	return 0;
 }
 
 static int group_teardown(void **state)
 {
 	(void)state;
-	if (added && helper("del"))
+	if (added && helper("second-device.sh", "del"))
 		print_error("cannot remove %s\n", second.name);
-	if (saved_host)
-		setenv("RMCATEST_HOST", saved_host, 1);
-	free(saved_host);
+	if (hosts_added && helper("two-hosts.sh", "del"))
+		print_error("cannot remove the two hosts\n");
 	return 0;
 }
 
@@ -107,22 +124,45 @@ static void need_devices(void)
 		TAP_SKIP("%s", why_skip);
 }
 
+/* This process into network namespace ns (made by ip netns add). */
+static void enter(const char *ns)
+{
+	char path[128];
+	int fd;
+
+	if (!ns)
+		return;
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	API_CHECK_MSG(fd >= 0 && !setns(fd, CLONE_NEWNET),
+		      "cannot enter network namespace %s", ns);
+	close(fd);
+}
+
 /* Both sides: the endpoint is on the device of the addressed subnet, and
  * data goes through it. */
 static void on_device(struct api_peer *p)
 {
-	const struct dev *want = p->arg;
+	const struct want *w = p->arg;
+	const char *dev = p->is_server ? w->server_dev : w->client_dev;
+	unsigned char *buf;
 	struct rmca_ep_attr a;
-	unsigned char *buf = api_alloc(XFER);
 	rmca_mr_t *mr;
 
+	enter(p->is_server ? w->server_ns : w->client_ns);
+	if (p->is_server) {
+		api_server_listen(p, w->addr);
+		api_server_accept_all(p);
+	} else {
+		api_client_connect(p, w->addr);
+	}
 	API_CHECK_OK(rmca_ep_query(p->ep, &a));
 	API_CHECK_MSG(
-		!strcmp(a.transport, transport) &&
-			!strcmp(a.device, want->name),
+		!strcmp(a.transport, transport) && !strcmp(a.device, dev),
 		"%s: a peer addressed at %s is served by %s %s, expected %s %s",
-		p->is_server ? "listener" : "connecting side", want->addr,
-		a.transport, a.device, transport, want->name);
+		p->is_server ? "listener" : "connecting side", w->addr,
+		a.transport, a.device, transport, dev);
+	buf = api_alloc(XFER);
 	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, XFER, RMCA_ACCESS_LOCAL, &mr));
 	if (p->is_server) {
 		API_CHECK(api_recv_wait(p, p->ep, buf, XFER, mr) == XFER);
@@ -132,19 +172,32 @@ static void on_device(struct api_peer *p)
 		api_pattern(buf, XFER, 14);
 		api_send_wait(p, p->ep, buf, XFER, mr);
 	}
+	/* The listener stays (and serves the READ that confirms an iWARP
+	 * send) until the sender has its completion. */
+	if (p->is_server)
+		api_expect_token(p, 0, API_TOKEN_GO);
+	else
+		api_token(p, 0, API_TOKEN_GO);
 	API_CHECK_OK(rmca_mr_dereg(mr));
 	free(buf);
 }
 
+static void run(const struct want *w)
+{
+	struct api_test t = {.server = on_device,
+			     .client = on_device,
+			     .manual = true,
+			     .arg = (void *)w};
+
+	api_run(&t);
+}
+
 static void run_at(const struct dev *d)
 {
-	struct api_test t = {
-		.server = on_device, .client = on_device, .arg = (void *)d};
+	const struct want w = {
+		.addr = d->addr, .server_dev = d->name, .client_dev = d->name};
 
-	setenv("RMCATEST_HOST", d->addr, 1);
-	api_run(&t);
-	if (saved_host)
-		setenv("RMCATEST_HOST", saved_host, 1);
+	run(&w);
 }
 
 static void test_second_subnet_uses_second_device(void **state)
@@ -205,6 +258,28 @@ static void test_explain_says_why_the_other_device_is_left_out(void **state)
 	api_run(&t);
 }
 
+/* Two hosts, two subnets: the subnet the listener is addressed on picks
+ * the device on both sides (before, the first pair won). */
+static void test_two_hosts_the_addressed_subnet_picks_the_devices(void **state)
+{
+	static const struct want w[] = {
+		{"10.5.1.2", "siwb1", "siwa1", "rmca-b", "rmca-a"},
+		{"10.5.0.2", "siwb0", "siwa0", "rmca-b", "rmca-a"},
+		/* and the other way round */
+		{"10.5.1.1", "siwa1", "siwb1", "rmca-a", "rmca-b"},
+	};
+
+	(void)state;
+	need_devices();
+	if (!hosts_added)
+		TAP_SKIP("iwarp only: rxe's rdma_cm does not cross network "
+			 "namespaces");
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		print_message("# listener at %s\n", w[i].addr);
+		run(&w[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -212,6 +287,8 @@ int main(void)
 		cmocka_unit_test(test_first_subnet_uses_first_device),
 		cmocka_unit_test(
 			test_explain_says_why_the_other_device_is_left_out),
+		cmocka_unit_test(
+			test_two_hosts_the_addressed_subnet_picks_the_devices),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

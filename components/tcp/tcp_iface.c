@@ -295,7 +295,7 @@ int rmca_tcp_route_check(const struct rmca_core *core, const char *host,
 		ss.ss_family = AF_INET6;
 	else
 		return RMCA_REACH_YES;
-	if (core->ops->route(core, (struct sockaddr *)&ss, &idx, err,
+	if (core->ops->route(core, (struct sockaddr *)&ss, NULL, &idx, err,
 			     sizeof(err))) {
 		snprintf(why, why_len, "%s", err);
 		return RMCA_REACH_NO;

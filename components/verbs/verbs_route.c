@@ -17,14 +17,17 @@
 
 #include "verbs.h"
 
-/* The interface the route to a leaves through, or 0 with why filled. */
+/* The interface the route to a (from src, if not NULL) leaves through, or
+ * 0 with why filled. */
 static unsigned route_if(const struct rmca_core *core,
-			 const struct sockaddr_in *a, char *why, size_t why_len)
+			 const struct sockaddr_in *a,
+			 const struct sockaddr_in *src, char *why,
+			 size_t why_len)
 {
 	unsigned idx = 0;
 
-	if (core->ops->route(core, (const struct sockaddr *)a, &idx, why,
-			     why_len))
+	if (core->ops->route(core, (const struct sockaddr *)a,
+			     (const struct sockaddr *)src, &idx, why, why_len))
 		return 0;
 	return idx;
 }
@@ -94,7 +97,7 @@ int rmca_verbs_reach(struct rmca_module *m, const struct rmca_reach_args *ra,
 	/* A core without route lookups: any device may try. */
 	if (!core->ops->route)
 		return RMCA_REACH_YES;
-	mine = route_if(core, &vm->ip, err, sizeof(err));
+	mine = route_if(core, &vm->ip, NULL, err, sizeof(err));
 	if (!mine) {
 		snprintf(why, why_len, "%s: its own address: %s", m->device,
 			 err);
@@ -102,7 +105,8 @@ int rmca_verbs_reach(struct rmca_module *m, const struct rmca_reach_args *ra,
 	}
 	memcpy(&dst.sin_addr, a->ip, 4);
 	inet_ntop(AF_INET, a->ip, ip, sizeof(ip));
-	out = route_if(core, &dst, err, sizeof(err));
+	/* from our address, as start_active binds it before resolving */
+	out = route_if(core, &dst, &vm->ip, err, sizeof(err));
 	if (!out) {
 		snprintf(why, why_len, "%s: %s", m->device, err);
 		return RMCA_REACH_NO;
@@ -117,7 +121,7 @@ int rmca_verbs_reach(struct rmca_module *m, const struct rmca_reach_args *ra,
 	 * reach it. */
 	if (ra->peer_host &&
 	    inet_pton(AF_INET, ra->peer_host, &dst.sin_addr) == 1 &&
-	    route_if(core, &dst, err, sizeof(err)) == mine) {
+	    route_if(core, &dst, NULL, err, sizeof(err)) == mine) {
 		snprintf(why, why_len, "%s carries the route to %s", m->device,
 			 ra->peer_host);
 		return RMCA_REACH_ROUTE;

@@ -169,12 +169,14 @@ struct rmca_core_ops {
 	/*
 	 * The interface the route to dst (AF_INET or AF_INET6) leaves
 	 * through, as the kernel's routing table says (rdma_cm resolves an
-	 * address the same way): its index into *ifindex. For an address of
-	 * this host, the interface that owns it. 0, or RMCA_ERR_UNREACHABLE
-	 * (no route; why says so), RMCA_ERR_INVALID.
+	 * address the same way): its index into *ifindex. src, if not NULL,
+	 * is the source address the route is for (rules may route by it).
+	 * For an address of this host, the interface that owns it. 0, or
+	 * RMCA_ERR_UNREACHABLE (no route; why says so), RMCA_ERR_INVALID.
 	 */
 	int (*route)(const struct rmca_core *core, const struct sockaddr *dst,
-		     unsigned *ifindex, char *why, size_t why_len);
+		     const struct sockaddr *src, unsigned *ifindex, char *why,
+		     size_t why_len);
 };
 
 struct rmca_core {
