@@ -37,48 +37,14 @@
 
 #include <rmca.h>
 
+#include "job_util.h"
+
 #define WAIT_MS 30000
 #define SLOT	64 /* bytes of a rank's window each peer writes */
 #define FADDS	50 /* fetch-adds per rank on rank 0's counter */
 #define MAXR	64
 
-static FILE *out;
 static uint32_t me, n;
-static int failures;
-
-static void verdict(int ok, const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok) {
-		fprintf(out, "ok %s\n", name);
-	} else {
-		failures++;
-		fprintf(out, "not ok %s: ", name);
-		va_start(ap, fmt);
-		vfprintf(out, fmt, ap);
-		va_end(ap);
-		fprintf(out, "\n");
-	}
-	fflush(out);
-}
-
-/* A check that stops the rank: what follows would only add noise. */
-#define REQUIRE(cond, name, ...)                                               \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			verdict(0, name, __VA_ARGS__);                         \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* What travels in each message: who, and how to reach its window. */
 struct note {

@@ -31,6 +31,8 @@
 
 #include <rmca.h>
 
+#include "job_util.h"
+
 #include "job.h"
 
 #define WAIT_MS 30000
@@ -48,42 +50,7 @@
 #define J_GO	  2
 #define J_REFUSE  5
 
-static FILE *out;
 static uint32_t me, n;
-static int failures;
-
-static void verdict(int ok, const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok) {
-		fprintf(out, "ok %s\n", name);
-	} else {
-		failures++;
-		fprintf(out, "not ok %s: ", name);
-		va_start(ap, fmt);
-		vfprintf(out, fmt, ap);
-		va_end(ap);
-		fprintf(out, "\n");
-	}
-	fflush(out);
-}
-
-#define REQUIRE(cond, name, ...)                                               \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			verdict(0, name, __VA_ARGS__);                         \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- the raw client ---- */
 
@@ -191,7 +158,7 @@ static void noise(int port, const char *dir)
 	snprintf(path, sizeof(path), "%s/noise.ms", dir);
 	f = fopen(path, "w");
 	REQUIRE(f, "log-flood", "cannot write %s", path);
-	fprintf(f, "%ld\n", now_ms() - start);
+	fprintf(f, "%ld\n", (long)(now_ms() - start));
 	fclose(f);
 	verdict(1, "log-flood", NULL);
 }
