@@ -171,7 +171,9 @@ void rmca_ep_flush_delivered(struct rmca_ep *ep);
 void rmca_ep_cancel_all(struct rmca_ep *ep, int status);
 void rmca_ep_advance(struct rmca_ep *ep);
 
-/* emul.c: the paths the core builds from capabilities */
+/* The paths the core builds from capabilities: paths.c chooses them,
+ * atomic_core.c, cas_loop.c, revoke_msg.c and verify.c build one each,
+ * core_msg.c hands them the peer core's messages (paths.h). */
 void rmca_paths_choose(struct rmca_ep *ep);
 void rmca_paths_describe(const struct rmca_ep *ep, char *buf, size_t len);
 int rmca_emul_atomic(struct rmca_ep *ep, struct rmca_req *r);
@@ -203,6 +205,8 @@ void rmca_listeners_progress(struct rmca_context *ctx);
 
 /* mr.c */
 void rmca_mr_destroy(struct rmca_mr *mr);
+struct rmca_mr *rmca_mr_by_key(struct rmca_ep *ep, uint64_t rkey,
+			       struct rmca_module_mr **mmr);
 
 /* Doubly linked lists with head pointers, for the context's lists. */
 #define RMCA_LIST_ADD(head, e)            \

@@ -107,3 +107,24 @@ int rmca_mr_dereg(rmca_mr_t *mr)
 	rmca_mr_destroy(mr);
 	return 0;
 }
+
+/* The region of ep's context behind rkey as handed out on ep (its module's
+ * registration in *mmr), or NULL: what a peer's core names by key. */
+struct rmca_mr *rmca_mr_by_key(struct rmca_ep *ep, uint64_t rkey,
+				 struct rmca_module_mr **mmr)
+{
+	const struct rmca_module_ops *ops = ep->mod->m->ops;
+
+	if (!rkey)
+		return NULL;
+	for (struct rmca_mr *mr = ep->ctx->mrs; mr; mr = mr->next) {
+		struct rmca_module_mr *x = mr->mmr[ep->mod->index];
+
+		if (x && (ops->key_match ? ops->key_match(x, ep->conn, rkey) :
+					   ops->mr_rkey(x, ep->conn) == rkey)) {
+			*mmr = x;
+			return mr;
+		}
+	}
+	return NULL;
+}

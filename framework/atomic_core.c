@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * Atomics executed by the target's core: the initiator's core sends them
+ * over the control channel, the target's core validates key, range,
+ * alignment and permission, executes them on its CPU and answers in the
+ * order it read them.
+ */
+#include <rmca/atomic_ops.h>
+
+#include "ctrl.h"
+#include "ep.h"
+#include "paths.h"
+
+int rmca_emul_atomic(struct rmca_ep *ep, struct rmca_req *r)
+{
+	struct rmca_ctrl_msg m = { .type = RMCA_CTRL_ATOMIC_REQ,
+				   .id = ep->am_next_id + 1,
+				   .op = r->aop };
+	int rc;
+
+	if (ep->nheld >= ep->ctx->ep_max_core_ops)
+		return RMCA_ERR_AGAIN;
+	rc = rmca_ctrl_send(ep, &m);
+	if (rc)
+		return rc;
+	ep->am_next_id++;
+	r->am_id = m.id;
+	if (ep->am_wait_tail)
+		ep->am_wait_tail->am_next = r;
+	else
+		ep->am_wait = r;
+	ep->am_wait_tail = r;
+	ep->nheld++;
+	return 0;
+}
+
+void rmca_atomic_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req)
+{
+	struct rmca_ctrl_msg resp = { .type = RMCA_CTRL_ATOMIC_RESP,
+				      .id = req->id };
+	struct rmca_module_mr *mmr;
+	struct rmca_mr *mr = rmca_mr_by_key(ep, req->op.rkey, &mmr);
+	uint64_t base, a = req->op.raddr;
+
+	base = mr ? (uintptr_t)mr->addr : 0;
+	if (!mr || !(mr->access & RMCA_ACCESS_REMOTE_ATOMIC) || (a & 7) ||
+	    a < base || mr->len < 8 || a - base > mr->len - 8) {
+		resp.status = RMCA_ERR_REMOTE_ACCESS;
+		rmca_log(1, "%s: atomic at 0x%llx key 0x%llx refused", ep->peer,
+			 (unsigned long long)a, (unsigned long long)req->op.rkey);
+	} else {
+		resp.old = rmca_atomic_cpu((uint64_t *)(uintptr_t)a, &req->op);
+	}
+	rmca_ctrl_send(ep, &resp);
+}
+
+/* The answer is for the oldest atomic: the peer's core answers in order. */
+int rmca_atomic_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+{
+	struct rmca_req *r = ep->am_wait;
+
+	if (!r || r->am_id != m->id)
+		return RMCA_ERR_PROTOCOL;
+	ep->am_wait = r->am_next;
+	if (!ep->am_wait)
+		ep->am_wait_tail = NULL;
+	r->am_next = NULL;
+	ep->nheld--;
+	if (!m->status)
+		*r->result = m->old;
+	rmca_req_done(r, m->status, 0, 0);
+	return 0;
+}
+
+void rmca_atomic_lost(struct rmca_ep *ep, int status)
+{
+	struct rmca_req *r;
+
+	while ((r = ep->am_wait)) {
+		ep->am_wait = r->am_next;
+		r->am_next = NULL;
+		ep->nheld--;
+		rmca_req_done(r, status, 0, 0);
+	}
+	ep->am_wait_tail = NULL;
+}

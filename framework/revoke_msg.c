@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * Send with invalidate as a revoke message, where it is not native: the
+ * REVOKE goes first on the control channel, and the message itself is
+ * posted only once the receiver acknowledged it, so the key is revoked
+ * before the receive completes; the receive then carries revoked_rkey.
+ * Sends posted behind an unacknowledged revoke are held, to keep order.
+ */
+#include <stdlib.h>
+
+#include "ctrl.h"
+#include "ep.h"
+#include "paths.h"
+
+int rmca_revoke_send(struct rmca_ep *ep, struct rmca_req *r)
+{
+	struct rmca_ctrl_msg m = { .type = RMCA_CTRL_REVOKE,
+				   .id = r->seq,
+				   .rkey = r->inv_rkey };
+
+	return rmca_ctrl_send(ep, &m);
+}
+
+/*
+ * Hold r, a send, behind the revoke messages not yet acknowledged; a
+ * send_inv by revoke message (r->inv_rkey) sends its REVOKE now, naming
+ * the message it rides on, and waits for the ack itself. Bounded: past
+ * RMCA_ep_max_core_ops nothing is held and the caller says RMCA_ERR_AGAIN.
+ */
+int rmca_deferred_add(struct rmca_ep *ep, struct rmca_req *r)
+{
+	int rc;
+
+	if (ep->nheld >= ep->ctx->ep_max_core_ops)
+		return RMCA_ERR_AGAIN;
+	r->seq = ep->send_seq + 1;
+	if (r->inv_rkey) {
+		rc = rmca_revoke_send(ep, r);
+		if (rc)
+			return rc;
+		if (ep->unacked_tail)
+			ep->unacked_tail->unacked_next = r;
+		else
+			ep->unacked = r;
+		ep->unacked_tail = r;
+	}
+	ep->send_seq++;
+	r->defer_prev = ep->deferred_tail;
+	if (ep->deferred_tail)
+		ep->deferred_tail->defer_next = r;
+	else
+		ep->deferred = r;
+	ep->deferred_tail = r;
+	ep->nheld++;
+	rmca_core_work_due(ep->ctx);
+	return 0;
+}
+
+static void deferred_unlink(struct rmca_ep *ep, struct rmca_req *r)
+{
+	if (r->defer_prev)
+		r->defer_prev->defer_next = r->defer_next;
+	else
+		ep->deferred = r->defer_next;
+	if (r->defer_next)
+		r->defer_next->defer_prev = r->defer_prev;
+	else
+		ep->deferred_tail = r->defer_prev;
+	r->defer_prev = r->defer_next = NULL;
+	ep->nheld--;
+}
+
+/* Post the held sends in order, up to the first revoke not yet acked. */
+void rmca_deferred_post(struct rmca_ep *ep)
+{
+	struct rmca_req *r;
+
+	while ((r = ep->deferred) && (!r->inv_rkey || r->acked)) {
+		const struct rmca_module_ops *ops = ep->mod->m->ops;
+		int rc = r->native_inv ?
+				 ops->send_inv(ep->conn, r->buf, r->buf_len,
+					       r->mmr, r->native_inv, r) :
+				 ops->send(ep->conn, r->buf, r->buf_len, r->mmr,
+					   r);
+
+		if (rc == RMCA_ERR_AGAIN)
+			return; /* the next progress retries */
+		deferred_unlink(ep, r);
+		if (rc)
+			rmca_req_done(r, rc, 0, 0);
+	}
+}
+
+void rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+{
+	struct rmca_ctrl_msg ack = { .type = RMCA_CTRL_REVOKE_ACK, .id = m->id };
+	struct rmca_module_mr *mmr;
+	struct rmca_mr *mr = rmca_mr_by_key(ep, m->rkey, &mmr);
+	struct rmca_revoke_note *n;
+
+	/*
+	 * Only a use-once key may be revoked. One that names nothing here
+	 * (already revoked, deregistered) is as revoked as it gets, but this
+	 * message revoked nothing, so its receive reports 0.
+	 */
+	if (!(m->rkey & RMCA_KEY_USE_ONCE) ||
+	    (mr && !(mr->access & RMCA_MR_USE_ONCE))) {
+		ack.status = RMCA_ERR_INVALID;
+	} else if (mr) {
+		n = calloc(1, sizeof(*n));
+		if (!n)
+			ack.status = RMCA_ERR_NO_MEMORY;
+		else
+			ack.status = ep->mod->m->ops->revoke(mmr, ep->conn,
+							     m->rkey);
+		if (!ack.status) {
+			n->seq = m->id;
+			n->rkey = m->rkey;
+			n->next = ep->revokes;
+			ep->revokes = n;
+		} else {
+			free(n);
+		}
+	}
+	rmca_ctrl_send(ep, &ack);
+}
+
+/* The peer answers REVOKEs in the order it read them: an ack is for the
+ * oldest revoke unacknowledged, or the peer breaks the protocol. */
+int rmca_revoke_acked(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+{
+	struct rmca_req *r = ep->unacked;
+
+	if (!r || r->seq != m->id)
+		return RMCA_ERR_PROTOCOL;
+	ep->unacked = r->unacked_next;
+	if (!ep->unacked)
+		ep->unacked_tail = NULL;
+	r->unacked_next = NULL;
+	if (m->status) {
+		/* The receiver refused: the message is not sent. */
+		deferred_unlink(ep, r);
+		rmca_req_done(r, m->status, 0, 0);
+	} else {
+		r->acked = true;
+	}
+	rmca_deferred_post(ep);
+	return 0;
+}
+
+void rmca_recv_revoked(struct rmca_ep *ep, struct rmca_req *r)
+{
+	struct rmca_revoke_note **pp, *n;
+
+	ep->recv_seq++;
+	for (pp = &ep->revokes; (n = *pp); pp = &n->next) {
+		if (n->seq != ep->recv_seq)
+			continue;
+		*pp = n->next;
+		if (!r->revoked_rkey)
+			r->revoked_rkey = n->rkey;
+		free(n);
+		return;
+	}
+}
+
+void rmca_revoke_lost(struct rmca_ep *ep, int status)
+{
+	struct rmca_req *r;
+
+	for (r = ep->unacked; r; r = ep->unacked) {
+		ep->unacked = r->unacked_next;
+		r->unacked_next = NULL;
+	}
+	ep->unacked_tail = NULL;
+	while ((r = ep->deferred)) {
+		deferred_unlink(ep, r);
+		rmca_req_done(r, status, 0, 0);
+	}
+}

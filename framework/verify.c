@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * Was that access refused? A put or get that failed as a lost connection
+ * may have been refused by the target (a made-up key, a range outside the
+ * region) on a transport that reports such a refusal by breaking the
+ * connection: the target's core is asked, and the status becomes
+ * RMCA_ERR_REMOTE_ACCESS when it says so.
+ */
+#include "bootstrap.h"
+#include "ctrl.h"
+#include "ep.h"
+#include "paths.h"
+
+#define RMCA_VERIFY_MS 3000
+
+bool rmca_verify_start(struct rmca_ep *ep, struct rmca_req *r)
+{
+	struct rmca_ctrl_msg m = { .type = RMCA_CTRL_VERIFY,
+				   .id = ++ep->am_next_id,
+				   .rkey = r->rkey,
+				   .raddr = r->raddr,
+				   .len = r->rlen,
+				   .access = r->op == RMCA_OP_PUT ?
+						     RMCA_ACCESS_REMOTE_WRITE :
+						     RMCA_ACCESS_REMOTE_READ };
+
+	if (rmca_ctrl_send(ep, &m))
+		return false;
+	r->am_id = m.id;
+	r->verify_deadline = rmca_now_ms() + RMCA_VERIFY_MS;
+	r->verify_next = ep->verify_wait;
+	ep->verify_wait = r;
+	rmca_core_work_due(ep->ctx);
+	return true;
+}
+
+void rmca_verify_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+{
+	struct rmca_ctrl_msg resp = { .type = RMCA_CTRL_VERIFY_RESP, .id = m->id };
+	struct rmca_module_mr *mmr;
+	struct rmca_mr *mr = rmca_mr_by_key(ep, m->rkey, &mmr);
+	uint64_t base = mr ? (uintptr_t)mr->addr : 0;
+
+	if (!mr || !(mr->access & m->access) || m->raddr < base ||
+	    m->len > mr->len || m->raddr - base > mr->len - m->len)
+		resp.status = RMCA_ERR_REMOTE_ACCESS;
+	rmca_ctrl_send(ep, &resp);
+}
+
+/* r's verification is over: status is the refusal, or stays as it was. */
+static void verify_end(struct rmca_ep *ep, struct rmca_req *r, int status)
+{
+	struct rmca_req **pp;
+
+	for (pp = &ep->verify_wait; *pp && *pp != r; pp = &(*pp)->verify_next)
+		;
+	if (*pp)
+		*pp = r->verify_next;
+	r->verify_next = NULL;
+	r->verifying = false;
+	r->verified = true;
+	if (status == RMCA_ERR_REMOTE_ACCESS)
+		r->status = status;
+}
+
+int rmca_verify_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+{
+	struct rmca_req *r;
+
+	for (r = ep->verify_wait; r && r->am_id != m->id; r = r->verify_next)
+		;
+	if (!r)
+		return RMCA_ERR_PROTOCOL;
+	verify_end(ep, r, m->status);
+	rmca_ep_advance(ep);
+	return 0;
+}
+
+/* Progress: a peer that does not answer in time leaves the status as is. */
+void rmca_verify_expire(struct rmca_ep *ep)
+{
+	int64_t now = rmca_now_ms();
+	struct rmca_req *r, *next;
+	bool any = false;
+
+	for (r = ep->verify_wait; r; r = next) {
+		next = r->verify_next;
+		if (now >= r->verify_deadline) {
+			verify_end(ep, r, 0);
+			any = true;
+		}
+	}
+	if (any)
+		rmca_ep_advance(ep);
+}
+
+void rmca_verify_lost(struct rmca_ep *ep)
+{
+	struct rmca_req *r;
+
+	if (!ep->verify_wait)
+		return;
+	while ((r = ep->verify_wait))
+		verify_end(ep, r, 0);
+	rmca_ep_advance(ep);
+}
