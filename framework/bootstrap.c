@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rmca.h>
+#include <rmca/support/sockio.h>
 
 #include "bootstrap.h"
 #include "wire.h"
@@ -49,21 +49,6 @@ int rmca_parse_host_port(const char *hp, char *host, size_t host_len,
 	host[hl] = '\0';
 	snprintf(port, port_len, "%s", colon + 1);
 	return 0;
-}
-
-int64_t rmca_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int rmca_ms_left(int64_t deadline)
-{
-	int64_t left = deadline - rmca_now_ms();
-
-	return left < 0 ? 0 : left > 1000000 ? 1000000 : (int)left;
 }
 
 static int set_flags(int fd)
@@ -171,39 +156,13 @@ int rmca_tcp_listen(const char *host, const char *port, int *bound_port)
 	return fd;
 }
 
-static int io_full(int fd, void *buf, size_t len, int64_t deadline, int out)
-{
-	char *p = buf;
-
-	while (len) {
-		struct pollfd pfd = { .fd = fd, .events = out ? POLLOUT : POLLIN };
-		ssize_t n = out ? send(fd, p, len, MSG_NOSIGNAL) :
-				  recv(fd, p, len, 0);
-
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return RMCA_ERR_CONNECTION;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return RMCA_ERR_CONNECTION;
-		if (poll(&pfd, 1, rmca_ms_left(deadline)) == 0)
-			return RMCA_ERR_TIMEOUT;
-	}
-	return 0;
-}
-
 int rmca_msg_send(int fd, const void *body, size_t len, int64_t deadline)
 {
 	uint8_t pfx[4] = { (uint8_t)len, (uint8_t)(len >> 8),
 			   (uint8_t)(len >> 16), (uint8_t)(len >> 24) };
-	int rc = io_full(fd, pfx, sizeof(pfx), deadline, 1);
+	int rc = rmca_send_full(fd, pfx, sizeof(pfx), deadline);
 
-	return rc ? rc : io_full(fd, (void *)body, len, deadline, 1);
+	return rc ? rc : rmca_send_full(fd, body, len, deadline);
 }
 
 int rmca_msg_recv(int fd, void *body, size_t cap, size_t *len,
@@ -211,7 +170,7 @@ int rmca_msg_recv(int fd, void *body, size_t cap, size_t *len,
 {
 	uint8_t pfx[4];
 	size_t n;
-	int rc = io_full(fd, pfx, sizeof(pfx), deadline, 0);
+	int rc = rmca_recv_full(fd, pfx, sizeof(pfx), deadline);
 
 	if (rc) {
 		snprintf(why, why_len, "%s before a message length",
@@ -224,7 +183,7 @@ int rmca_msg_recv(int fd, void *body, size_t cap, size_t *len,
 			 RMCA_HELLO_MAX);
 		return RMCA_ERR_PROTOCOL;
 	}
-	rc = io_full(fd, body, n, deadline, 0);
+	rc = rmca_recv_full(fd, body, n, deadline);
 	if (rc) {
 		snprintf(why, why_len, "%s within a %zu-byte message",
 			 rc == RMCA_ERR_TIMEOUT ? "timed out" : "closed", n);

@@ -9,14 +9,13 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+/* deadlines: rmca_now_ms() + timeout, rmca_ms_left() for poll() */
+#include <rmca/support/clock.h>
+
 /* Split "host:port" or "[v6]:port"; host may be empty (any). */
 #define RMCA_HOST_PORT_HELP "HOST:PORT expected (IPv6 as [addr]:port)"
 int rmca_parse_host_port(const char *hp, char *host, size_t host_len,
 			 char *port, size_t port_len);
-
-int64_t rmca_now_ms(void);
-/* Milliseconds left until deadline (>= 0), for poll(). */
-int rmca_ms_left(int64_t deadline);
 
 /* Connect to host:port (every address getaddrinfo gives, in order) by the
  * deadline. Returns a non-blocking socket, or a negative status with why

@@ -11,14 +11,13 @@
 
 #include <rmca.h>
 #include <rmca/component.h>
+#include <rmca/support/container.h>
 
 #include "log.h"
 #include "params.h"
 #include "registry.h"
 
 #define RMCA_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define rmca_container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
 
 enum rmca_atomic_mode {
 	RMCA_ATOMIC_MODE_AUTO,

@@ -47,6 +47,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <rmca/support/sockio.h>
+
 #include "bootstrap.h"
 #include "ep.h"
 #include "job.h"
@@ -167,36 +169,13 @@ static int header_kind(const uint8_t *p)
 }
 
 /* Write all of buf by the deadline (the socket is non-blocking). */
-static int send_all(int fd, const void *buf, size_t len, int64_t deadline)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			return RMCA_ERR_CONNECTION;
-		if (poll(&pfd, 1, rmca_ms_left(deadline)) <= 0)
-			return RMCA_ERR_TIMEOUT;
-	}
-	return 0;
-}
-
 static void answer(struct rmca_job *job, int fd, enum job_kind kind)
 {
 	uint8_t a[JOB_ANS_LEN];
 
 	header(a, kind);
-	send_all(fd, a, sizeof(a),
-		 rmca_now_ms() + job->ctx->connect_timeout_ms);
+	rmca_send_full(fd, a, sizeof(a),
+		       rmca_now_ms() + job->ctx->connect_timeout_ms);
 }
 
 /* ---- endpoints by rank ---- */
@@ -706,7 +685,7 @@ static int job_connect(struct rmca_job *job, uint32_t r, int64_t deadline,
 		rc = dial(job, r, in, deadline, &fd);
 		if (rc)
 			return rc;
-		rc = send_all(fd, req, sizeof(req), deadline);
+		rc = rmca_send_full(fd, req, sizeof(req), deadline);
 		job->active_to = r;
 		while (!rc && got < sizeof(ans)) {
 			ssize_t n;

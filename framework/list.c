@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include <rmca.h>
+#include <rmca/support/names.h>
 
 #include "params.h"
 
@@ -31,13 +32,6 @@ static const char *skip_space(const char *s, const char *end)
 	while (s < end && isspace((unsigned char)*s))
 		s++;
 	return s;
-}
-
-static const char *trim_end(const char *s, const char *end)
-{
-	while (end > s && isspace((unsigned char)end[-1]))
-		end--;
-	return end;
 }
 
 void rmca_set_err(char *err, size_t err_len, const char *fmt, ...)
@@ -77,43 +71,28 @@ static int check_name(const char *p, const char *ne, int exclude, char *err,
 
 /*
  * Walk the list: returns 0 and sets *exclude, or RMCA_ERR_INVALID with err
- * set. When name is not NULL, *found tells whether the list names it.
+ * set. When name is not NULL, *found tells whether the list names it. The
+ * names come one by one as components read them too (rmca/support/names.h).
  */
 static int list_walk(const char *list, const char *name, int *exclude,
 		     int *found, char *err, size_t err_len)
 {
-	const char *end, *p, *e, *ne;
-	size_t nnames = 0;
+	const char *p, *q;
+	size_t n, nnames = 0;
 
 	*exclude = 0;
 	if (found)
 		*found = 0;
-	if (!list)
+	if (!list || !*skip_space(list, list + strlen(list)))
 		return 0;
-	end = list + strlen(list);
-	p = skip_space(list, end);
-	if (p == end)
-		return 0;
-	if (*p == '^') {
-		*exclude = 1;
-		p++;
-	}
-
-	while (p <= end) {
-		e = memchr(p, ',', (size_t)(end - p));
-		if (!e)
-			e = end;
-		p = skip_space(p, e);
-		ne = trim_end(p, e);
-		if (p < ne) {
-			if (check_name(p, ne, *exclude, err, err_len))
-				return RMCA_ERR_INVALID;
-			nnames++;
-			if (found && name && strlen(name) == (size_t)(ne - p) &&
-			    !memcmp(name, p, (size_t)(ne - p)))
-				*found = 1;
-		}
-		p = e + 1;
+	*exclude = rmca_names_exclude(list);
+	p = rmca_names_start(list);
+	while ((n = rmca_names_next(&p, &q))) {
+		if (check_name(q, q + n, *exclude, err, err_len))
+			return RMCA_ERR_INVALID;
+		nnames++;
+		if (found && name && strlen(name) == n && !memcmp(name, q, n))
+			*found = 1;
 	}
 
 	if (!nnames) {

@@ -11,7 +11,7 @@
 set -u
 . "${RMCATEST_SRCDIR:-.}/tools_lib.sh"
 
-echo "1..16"
+echo "1..17"
 
 dest=$tmp/dest
 # The prefix and libdir this build installs to, as its Makefile says.
@@ -77,6 +77,33 @@ ok $? "pkg-config --modversion rmca is the version built"
 $CC $ucflags -o "$work/service" "$work/service.c" $uldflags $(pkgc --cflags --libs) >"$tmp/err" 2>&1 &&
 	$CC $ucflags -o "$work/rpc_client" "$work/rpc_client.c" $uldflags $(pkgc --cflags --libs) >>"$tmp/err" 2>&1
 ok $? "the examples build with pkg-config --cflags --libs rmca"
+
+# A component out of tree: the ABI and the support headers, installed,
+# are all it needs (-fsyntax-only: a component is a plugin, not a program).
+cat >"$work/comp.c" <<'C'
+#include <rmca/component.h>
+#include <rmca/support/clock.h>
+#include <rmca/support/container.h>
+#include <rmca/support/list.h>
+#include <rmca/support/names.h>
+#include <rmca/support/sockio.h>
+struct my_module {
+	struct rmca_list link;
+	struct rmca_module base;
+};
+int my_check(struct rmca_module *m, int fd);
+int my_check(struct rmca_module *m, int fd)
+{
+	struct my_module *mm = rmca_container_of(m, struct my_module, base);
+	char b[4];
+
+	return rmca_list_linked(&mm->link) && rmca_names_has("a,b", "a") &&
+	       !rmca_recv_full(fd, b, sizeof(b), rmca_now_ms() + 1000);
+}
+C
+# shellcheck disable=SC2046
+$CC $ucflags -Wall -Wextra -Werror -fsyntax-only "$work/comp.c" $(pkgc --cflags) >"$tmp/err" 2>&1
+ok $? "a component builds on the installed rmca/component.h and rmca/support/ headers"
 
 # shellcheck disable=SC2046
 $CC $ucflags -o "$work/use_once_client" "$work/use_once_client.c" $uldflags $(pkgc --static --cflags --libs) \

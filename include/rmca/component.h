@@ -33,6 +33,9 @@
  * A component never links against librmca: everything it needs from the core
  * comes through struct rmca_core (so a module loads even when librmca itself
  * was opened RTLD_LOCAL by its user).
+ * What it needs besides, every component alike (lists, container_of, the
+ * monotonic clock, bounded socket I/O, list names), is in the header-only
+ * rmca/support/ headers: static inline, compiled into the component.
  *
  * Threading: a context is used by one thread at a time, and every call below
  * happens inside a call on that context. Modules need no locks of their own.
