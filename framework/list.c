@@ -27,13 +27,6 @@
 
 #include "params.h"
 
-static const char *skip_space(const char *s, const char *end)
-{
-	while (s < end && isspace((unsigned char)*s))
-		s++;
-	return s;
-}
-
 void rmca_set_err(char *err, size_t err_len, const char *fmt, ...)
 {
 	va_list ap;
@@ -83,7 +76,7 @@ static int list_walk(const char *list, const char *name, int *exclude,
 	*exclude = 0;
 	if (found)
 		*found = 0;
-	if (!list || !*skip_space(list, list + strlen(list)))
+	if (rmca_names_empty(list))
 		return 0;
 	*exclude = rmca_names_exclude(list);
 	p = rmca_names_start(list);
@@ -118,7 +111,7 @@ int rmca_list_selects(const char *list, const char *name)
 		return 0;
 	if (list_walk(list, name, &exclude, &found, NULL, 0))
 		return 0;
-	if (!list || *skip_space(list, list + strlen(list)) == '\0')
+	if (rmca_names_empty(list))
 		return 1;
 	return exclude ? !found : found;
 }

@@ -368,6 +368,11 @@ static void names_walk_as_the_core_reads_them(void **state)
 	assert_int_equal(walk("^", nm, 8), 0);
 	assert_int_equal(walk(NULL, nm, 8), 0);
 	assert_false(rmca_names_exclude(NULL));
+	assert_true(rmca_names_empty(NULL));
+	assert_true(rmca_names_empty(""));
+	assert_true(rmca_names_empty(" \t "));
+	assert_false(rmca_names_empty(" lo"));
+	assert_false(rmca_names_empty("^"));
 }
 
 static void names_has_matches_whole_names(void **state)

@@ -70,12 +70,12 @@ static int tcp_open(const struct rmca_core *core,
 
 	*modules = NULL;
 	*count = 0;
-	r = rmca_tcp_iface_check(inc, exc, err, sizeof(err));
+	r = rmca_tcp_iface_check(core, inc, exc, err, sizeof(err));
 	if (r) {
 		core->ops->log(core, RMCA_LOG_ERROR, "tcp: %s", err);
 		return r;
 	}
-	n = rmca_tcp_iface_probe(inc, exc, names, sizeof(names), &laddrs,
+	n = rmca_tcp_iface_probe(core, inc, exc, names, sizeof(names), &laddrs,
 				 &nladdrs);
 	if (n < 0)
 		return n;

@@ -2,7 +2,6 @@
 /*
  * Interface selection (tcp_if_include / tcp_if_exclude).
  */
-#include <ctype.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -14,76 +13,31 @@
 #include <arpa/inet.h>
 
 #include <rmca/component.h>
+#include <rmca/support/names.h>
 
 #include "tcp_iface.h"
 
 /*
- * The next name of a list at *pp, as [*name, *name + return): whitespace
- * around names and empty elements are skipped, as the framework's list
- * syntax says ("eth0, lo" from a file). 0 at the end.
+ * Whether the user's selection takes interface name. The core says what a
+ * list selects (core->ops->list_selects, as for RMCA_transports): include
+ * "a,b" only those, "^a,b" all but those, nothing but whitespace all; and
+ * exclude leaves alone what its list selects (nothing when it is empty).
  */
-static size_t next_name(const char **pp, const char **name)
+int rmca_tcp_if_selected(const struct rmca_core *core, const char *include,
+			 const char *exclude, const char *name)
 {
-	const char *p = *pp, *e;
-	size_t n;
-
-	while (*p) {
-		e = strchr(p, ',');
-		if (!e)
-			e = p + strlen(p);
-		while (p < e && isspace((unsigned char)*p))
-			p++;
-		n = (size_t)(e - p);
-		while (n && isspace((unsigned char)p[n - 1]))
-			n--;
-		*pp = *e ? e + 1 : e;
-		if (n) {
-			*name = p;
-			return n;
-		}
-		p = *pp;
-	}
-	*pp = p;
-	return 0;
-}
-
-static const char *list_start(const char *list)
-{
-	while (isspace((unsigned char)*list))
-		list++;
-	return *list == '^' ? list + 1 : list;
-}
-
-int rmca_tcp_name_in_list(const char *list, const char *name)
-{
-	size_t n, len = strlen(name);
-	const char *p = list_start(list), *q;
-
-	while ((n = next_name(&p, &q)))
-		if (n == len && !strncmp(q, name, n))
-			return 1;
-	return 0;
-}
-
-int rmca_tcp_if_selected(const char *include, const char *exclude,
-			 const char *name)
-{
-	if (include && *include) {
-		int in = rmca_tcp_name_in_list(include, name);
-
-		if (include[0] == '^' ? in : !in)
-			return 0;
-	}
-	if (exclude && *exclude && rmca_tcp_name_in_list(exclude, name))
+	if (!rmca_names_empty(include) &&
+	    !core->ops->list_selects(include, name))
 		return 0;
-	return 1;
+	return rmca_names_empty(exclude) ||
+	       !core->ops->list_selects(exclude, name);
 }
 
 static void add_name(char *names, size_t len, const char *name)
 {
 	size_t used = strlen(names), n = strlen(name);
 
-	if (rmca_tcp_name_in_list(names, name))
+	if (rmca_names_has(names, name))
 		return;
 	/* The device name is for people: drop what does not fit. */
 	if (used + n + 2 > len)
@@ -93,8 +47,8 @@ static void add_name(char *names, size_t len, const char *name)
 	memcpy(names + used, name, n + 1);
 }
 
-int rmca_tcp_iface_probe(const char *include, const char *exclude,
-			 char *names, size_t names_len,
+int rmca_tcp_iface_probe(const struct rmca_core *core, const char *include,
+			 const char *exclude, char *names, size_t names_len,
 			 struct tcp_laddr **laddrs, int *nladdrs)
 {
 	struct ifaddrs *ifs, *i;
@@ -120,9 +74,9 @@ int rmca_tcp_iface_probe(const char *include, const char *exclude,
 		if (fam != AF_INET && fam != AF_INET6)
 			continue;
 		if (!(i->ifa_flags & IFF_UP) ||
-		    !rmca_tcp_if_selected(include, exclude, i->ifa_name))
+		    !rmca_tcp_if_selected(core, include, exclude, i->ifa_name))
 			continue;
-		if (!rmca_tcp_name_in_list(names, i->ifa_name))
+		if (!rmca_names_has(names, i->ifa_name))
 			count++;
 		add_name(names, names_len, i->ifa_name);
 		l[n].family = fam;
@@ -176,8 +130,8 @@ static void host_ifaces(char *buf, size_t len, bool usable)
 	}
 }
 
-int rmca_tcp_iface_check(const char *include, const char *exclude, char *err,
-			 size_t err_len)
+int rmca_tcp_iface_check(const struct rmca_core *core, const char *include,
+			 const char *exclude, char *err, size_t err_len)
 {
 	const char *param = "tcp_if_include", *list = include, *p, *q;
 	char name[IF_NAMESIZE + 1], there[512];
@@ -186,23 +140,23 @@ int rmca_tcp_iface_check(const char *include, const char *exclude, char *err,
 	size_t n;
 	int count, nladdrs;
 
-	if (include && *include && exclude && *exclude) {
+	if (!rmca_names_empty(include) && !rmca_names_empty(exclude)) {
 		snprintf(err, err_len,
 			 "RMCA_tcp_if_include=%s and RMCA_tcp_if_exclude=%s: "
 			 "set one or the other, not both",
 			 include, exclude);
 		return RMCA_ERR_INVALID;
 	}
-	if (!list || !*list) {
+	if (rmca_names_empty(list)) {
 		param = "tcp_if_exclude";
 		list = exclude;
 	}
-	if (!list || !*list)
+	if (rmca_names_empty(list))
 		return 0;
 
 	/* Every name must be an interface of this host (up or not). */
-	p = list_start(list);
-	while ((n = next_name(&p, &q))) {
+	p = rmca_names_start(list);
+	while ((n = rmca_names_next(&p, &q))) {
 		if (n <= IF_NAMESIZE) {
 			memcpy(name, q, n);
 			name[n] = 0;
@@ -218,8 +172,8 @@ int rmca_tcp_iface_check(const char *include, const char *exclude, char *err,
 	}
 
 	/* And the selection must leave tcp something to use. */
-	count = rmca_tcp_iface_probe(include, exclude, names, sizeof(names),
-				     &laddrs, &nladdrs);
+	count = rmca_tcp_iface_probe(core, include, exclude, names,
+				     sizeof(names), &laddrs, &nladdrs);
 	if (count < 0) {
 		snprintf(err, err_len,
 			 "RMCA_%s=%s: cannot list the host's interfaces", param,
@@ -286,8 +240,10 @@ int rmca_tcp_route_check(const struct rmca_core *core, const char *host,
 	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
 	char ifname[IF_NAMESIZE] = "?", err[160];
 	unsigned idx;
+	bool by_inc;
 
-	if (!core->ops->route || !host || (!*inc && !*exc))
+	if (!core->ops->route || !host ||
+	    (rmca_names_empty(inc) && rmca_names_empty(exc)))
 		return RMCA_REACH_YES;
 	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1)
 		ss.ss_family = AF_INET;
@@ -301,10 +257,11 @@ int rmca_tcp_route_check(const struct rmca_core *core, const char *host,
 		return RMCA_REACH_NO;
 	}
 	if_indextoname(idx, ifname);
-	if (rmca_tcp_if_selected(inc, exc, ifname))
+	if (rmca_tcp_if_selected(core, inc, exc, ifname))
 		return RMCA_REACH_YES;
+	by_inc = !rmca_names_empty(inc);
 	snprintf(why, why_len, "route to %s leaves through %s, %s tcp_if_%s=%s",
-		 host, ifname, *inc ? "outside" : "inside",
-		 *inc ? "include" : "exclude", *inc ? inc : exc);
+		 host, ifname, by_inc ? "outside" : "inside",
+		 by_inc ? "include" : "exclude", by_inc ? inc : exc);
 	return RMCA_REACH_NO;
 }

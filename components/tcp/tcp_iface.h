@@ -15,17 +15,16 @@ struct tcp_laddr {
 	uint8_t addr[16];
 };
 
-/* 1 if name is one of the comma-separated names of list (a leading '^'
- * and whitespace around names are ignored). */
-int rmca_tcp_name_in_list(const char *list, const char *name);
-/* 1 if name passes include (empty: all; "^a,b": all but a, b) and is not in
- * exclude (a leading '^' there is ignored). */
-int rmca_tcp_if_selected(const char *include, const char *exclude,
-			 const char *name);
+struct rmca_core;
+/* 1 if the user's selection takes interface name: include (empty: all;
+ * "^a,b": all but a, b) selects it and exclude does not, as the core's
+ * list_selects reads lists. */
+int rmca_tcp_if_selected(const struct rmca_core *core, const char *include,
+			 const char *exclude, const char *name);
 /* Selected interface names joined by ',' into names; their addresses into
  * *laddrs (malloc'ed). Returns the number of interfaces, or < 0. */
-int rmca_tcp_iface_probe(const char *include, const char *exclude,
-			 char *names, size_t names_len,
+int rmca_tcp_iface_probe(const struct rmca_core *core, const char *include,
+			 const char *exclude, char *names, size_t names_len,
 			 struct tcp_laddr **laddrs, int *nladdrs);
 /*
  * The user's selection, checked: not both include and exclude, every name
@@ -33,9 +32,8 @@ int rmca_tcp_iface_probe(const char *include, const char *exclude,
  * selected. 0, or RMCA_ERR_INVALID with err naming the parameter, its value
  * and the interfaces there are.
  */
-int rmca_tcp_iface_check(const char *include, const char *exclude, char *err,
-			 size_t err_len);
-struct rmca_core;
+int rmca_tcp_iface_check(const struct rmca_core *core, const char *include,
+			 const char *exclude, char *err, size_t err_len);
 /*
  * Whether the route to the numeric address host leaves through an interface
  * tcp_if_include / tcp_if_exclude select (for a local address: the interface

@@ -26,6 +26,13 @@ static inline const char *rmca_names_skip_space_(const char *s)
 	return s;
 }
 
+/* True if list holds nothing but whitespace: as an include list it selects
+ * every name, as an exclude list none. */
+static inline bool rmca_names_empty(const char *list)
+{
+	return !list || !*rmca_names_skip_space_(list);
+}
+
 /* True if list is an exclude list ("^a,b", whitespace before '^' aside). */
 static inline bool rmca_names_exclude(const char *list)
 {
