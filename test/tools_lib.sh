@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Shared by the test_tools_*.sh scripts (sourced): TAP output, running a
-# tool, and servers on ephemeral ports.
+# Shared by the test scripts that run the tools (sourced): TAP output,
+# running a tool, and servers on ephemeral ports.
 
 top=${RMCATEST_TOP_BUILDDIR:-..}
 srcdir=${RMCATEST_SRCDIR:-.}
@@ -29,6 +29,10 @@ ok() {
 		echo "not ok $n - $2"
 		[ -s "$tmp/out" ] && sed -n '1,30s/^/# out: /p' "$tmp/out"
 		[ -s "$tmp/err" ] && sed -n '1,20s/^/# err: /p' "$tmp/err"
+		# and what the servers said
+		for f in "$tmp"/*.out "$tmp"/*.err; do
+			[ -s "$f" ] && sed -n "1,20s|^|# ${f##*/}: |p" "$f"
+		done
 	fi
 	return 0
 }
@@ -81,6 +85,25 @@ reap() {
 	src=$?
 	# what the server said when it failed (a sanitizer's report, say)
 	[ "$src" -eq 0 ] || sed -n "1,40s/^/# $name: /p" "$tmp/$name.err"
+}
+
+# stop: end the server $pid that serves until it is killed, and wait for it.
+stop() {
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+}
+
+# wait_for FILE PATTERN: until a line of FILE matches (a server logs it
+# after the client is gone); 1 if none did within 10 s, a bound on the wait,
+# not a timed assertion.
+wait_for() {
+	i=0
+	while [ $i -lt 100 ]; do
+		grep -q -e "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
 }
 
 # A TCP port nobody listens on: bound then released by the kernel's choice.
