@@ -14,7 +14,6 @@
  */
 #include <stddef.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <rmca/component.h>
 
@@ -49,17 +48,10 @@ static int abi_send_inv(struct rmca_conn *c, const void *buf, size_t len,
 
 static const struct rmca_module_ops abi_ops = {
 	.addr = abi_addr,
-	.connect = unsup_connect,
-	.disconnect = unsup_disconnect,
-	.flush = unsup_flush,
-	.get = unsup_rma,
-	.mr_dereg = unsup_mr_dereg,
+	UNSUPPORTED_OPS_SOME,
 #if ABI_CASE != ABI_CASE_NOMR
 	.mr_reg = unsup_mr_reg,
 #endif
-	.mr_rkey = unsup_mr_rkey,
-	.put = unsup_put,
-	.recv = unsup_recv,
 	.send = abi_send,
 	.send_inv = abi_send_inv,
 };
@@ -67,29 +59,7 @@ static const struct rmca_module_ops abi_ops = {
 static int abi_open(const struct rmca_core *core, struct rmca_module ***modules,
 		    int *count)
 {
-	struct rmca_module **mods = calloc(1, sizeof(*mods));
-
-	if (!mods)
-		return RMCA_ERR_NO_MEMORY;
-	mods[0] = calloc(1, sizeof(**mods));
-	if (!mods[0]) {
-		free(mods);
-		return RMCA_ERR_NO_MEMORY;
-	}
-	mods[0]->ops = &abi_ops;
-	mods[0]->core = core;
-	strcpy(mods[0]->device, "abi0");
-	*modules = mods;
-	*count = 1;
-	return 0;
-}
-
-static void abi_close(const struct rmca_core *core,
-		      struct rmca_module **modules, int count)
-{
-	for (int i = 0; i < count; i++)
-		free(modules[i]);
-	free(modules);
+	return test_open_one(core, &abi_ops, "abi0", "", modules, count);
 }
 
 RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
@@ -120,5 +90,5 @@ RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
 	.description = "test component at an edge of the ABI",
 	.priority = 1,
 	.open = abi_open,
-	.close = abi_close,
+	.close = test_close,
 };

@@ -3,9 +3,6 @@
  * A valid component with one module that can do nothing: proves that the
  * broken plugins next to it do not stop it from loading.
  */
-#include <stdlib.h>
-#include <string.h>
-
 #include <rmca/component.h>
 
 #include "unsupported.h"
@@ -23,31 +20,8 @@ static const struct rmca_module_ops dummy_ops = {
 static int dummy_open(const struct rmca_core *core,
 		      struct rmca_module ***modules, int *count)
 {
-	struct rmca_module **mods;
-
-	mods = calloc(1, sizeof(*mods));
-	if (!mods)
-		return RMCA_ERR_NO_MEMORY;
-	mods[0] = calloc(1, sizeof(**mods));
-	if (!mods[0]) {
-		free(mods);
-		return RMCA_ERR_NO_MEMORY;
-	}
-	mods[0]->ops = &dummy_ops;
-	mods[0]->core = core;
-	strcpy(mods[0]->device, "dummy0");
-	strcpy(mods[0]->detail, "kind=test");
-	*modules = mods;
-	*count = 1;
-	return 0;
-}
-
-static void dummy_close(const struct rmca_core *core,
-			struct rmca_module **modules, int count)
-{
-	for (int i = 0; i < count; i++)
-		free(modules[i]);
-	free(modules);
+	return test_open_one(core, &dummy_ops, "dummy0", "kind=test", modules,
+			     count);
 }
 
 RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
@@ -58,5 +32,5 @@ RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
 	.description = "test component with one module and no abilities",
 	.priority = 1,
 	.open = dummy_open,
-	.close = dummy_close,
+	.close = test_close,
 };

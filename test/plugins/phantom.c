@@ -5,7 +5,6 @@
  * rmca_info --explain must show as a field. It is never connected, so it
  * provides no data operations.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include <rmca/component.h>
@@ -40,30 +39,8 @@ static const struct rmca_module_ops phantom_ops = {
 static int phantom_open(const struct rmca_core *core,
 			struct rmca_module ***modules, int *count)
 {
-	struct rmca_module **mods = calloc(1, sizeof(*mods));
-
-	if (!mods)
-		return RMCA_ERR_NO_MEMORY;
-	mods[0] = calloc(1, sizeof(**mods));
-	if (!mods[0]) {
-		free(mods);
-		return RMCA_ERR_NO_MEMORY;
-	}
-	mods[0]->ops = &phantom_ops;
-	mods[0]->core = core;
-	strcpy(mods[0]->device, "phantom0");
-	strcpy(mods[0]->detail, "kind=test");
-	*modules = mods;
-	*count = 1;
-	return 0;
-}
-
-static void phantom_close(const struct rmca_core *core,
-			  struct rmca_module **modules, int count)
-{
-	for (int i = 0; i < count; i++)
-		free(modules[i]);
-	free(modules);
+	return test_open_one(core, &phantom_ops, "phantom0", "kind=test",
+			     modules, count);
 }
 
 RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
@@ -74,5 +51,5 @@ RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
 	.description = "test component whose module reaches nobody",
 	.priority = 1,
 	.open = phantom_open,
-	.close = phantom_close,
+	.close = test_close,
 };

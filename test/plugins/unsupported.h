@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The mandatory module ops of a test component that can do nothing: each
- * answers RMCA_ERR_UNSUPPORTED, so the core loads the module (it refuses a
- * module lacking one) and any attempt to use it fails cleanly.
+ * What test components share: the mandatory module ops of one that can do
+ * nothing (each answers RMCA_ERR_UNSUPPORTED, so the core loads the module,
+ * which it refuses when one is lacking, and any attempt to use it fails
+ * cleanly), and an open() that gives one module, with its close().
  */
 #ifndef RMCA_TEST_UNSUPPORTED_H
 #define RMCA_TEST_UNSUPPORTED_H
+
+#include <stdio.h>
+#include <stdlib.h>
 
 #include <rmca/component.h>
 
@@ -68,11 +72,47 @@ static inline int unsup_send(struct rmca_conn *c, const void *buf, size_t len,
 	return RMCA_ERR_UNSUPPORTED;
 }
 
-/* Every mandatory op but addr. */
-#define UNSUPPORTED_OPS                                                        \
+/* Every mandatory op but addr, mr_reg and send (which a test may want). */
+#define UNSUPPORTED_OPS_SOME                                                   \
 	.connect = unsup_connect, .disconnect = unsup_disconnect,              \
 	.flush = unsup_flush, .get = unsup_rma, .mr_dereg = unsup_mr_dereg,    \
-	.mr_reg = unsup_mr_reg, .mr_rkey = unsup_mr_rkey, .put = unsup_put,    \
-	.recv = unsup_recv, .send = unsup_send
+	.mr_rkey = unsup_mr_rkey, .put = unsup_put, .recv = unsup_recv
+
+/* Every mandatory op but addr. */
+#define UNSUPPORTED_OPS                                                        \
+	UNSUPPORTED_OPS_SOME, .mr_reg = unsup_mr_reg, .send = unsup_send
+
+/* An open() that gives one module with ops, named device, with detail. */
+static inline int test_open_one(const struct rmca_core *core,
+				const struct rmca_module_ops *ops,
+				const char *device, const char *detail,
+				struct rmca_module ***modules, int *count)
+{
+	struct rmca_module **mods = calloc(1, sizeof(*mods));
+
+	if (!mods)
+		return RMCA_ERR_NO_MEMORY;
+	mods[0] = calloc(1, sizeof(**mods));
+	if (!mods[0]) {
+		free(mods);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	mods[0]->ops = ops;
+	mods[0]->core = core;
+	snprintf(mods[0]->device, sizeof(mods[0]->device), "%s", device);
+	snprintf(mods[0]->detail, sizeof(mods[0]->detail), "%s", detail);
+	*modules = mods;
+	*count = 1;
+	return 0;
+}
+
+/* The close() of what test_open_one opened. */
+static inline void test_close(const struct rmca_core *core,
+			      struct rmca_module **modules, int count)
+{
+	for (int i = 0; i < count; i++)
+		free(modules[i]);
+	free(modules);
+}
 
 #endif
