@@ -59,7 +59,9 @@ int atk_hello_encode(uint64_t token, uint8_t role, uint8_t atomic_mode,
 		     uint8_t *buf, size_t cap)
 {
 	static struct rmca_hello h;
-	static const uint8_t blob[8] = {'R', 'T', 'C', 'P', 1, 0, 9, 0};
+	/* a tcp addr() blob of this version, port 9 */
+	static const uint8_t blob[8] = {'R', 'T', 'C', 'P',
+					TCP_PROTO_VERSION, 0, 9, 0};
 	int n;
 
 	memset(&h, 0, sizeof(h));

@@ -53,6 +53,8 @@ static char *snapshot;
 static char recv_buf[4][256];
 static char get_buf[128];
 static char put_src[64];
+static struct rmca_conn *conn; /* the data connection under test */
+static char put_tag, recv_tag;
 
 static void fz_log(const struct rmca_core *core, int level, const char *fmt,
 		   ...)
@@ -122,9 +124,15 @@ static void fz_fd_del(const struct rmca_core *core, int fd)
 			fds[i] = (struct fz_fd){.fd = -1};
 }
 
+/* Whatever the peer says, the target's put ends RMCA_OK only once it is on
+ * the wire whole, and a receive never reports more than its buffer. */
 static void fz_complete(const struct rmca_core *core, void *req, int status,
 			size_t len, uint64_t revoked)
 {
+	if (req == &put_tag && !status && conn && !conn->by_count_out)
+		__builtin_trap();
+	if (req == &recv_tag && len > sizeof(recv_buf[0]))
+		__builtin_trap();
 }
 
 static void fz_conn_failed(const struct rmca_core *core, void *cookie,
@@ -282,6 +290,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 	if (rmca_tcp_conn_create(mod, sv[0], NULL, &c))
 		__builtin_trap();
+	conn = c;
 	/* A use-once region bound to c: key 0xa222..22 */
 	key_seed = 0x21;
 	if (mod->base.ops->mr_reg(&mod->base, region + FZ_REGION_LEN / 2, 64,
@@ -291,9 +300,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 	/* The target also waits for answers (ids 1, 2) and has receives. */
 	rmca_tcp_get(c, get_buf, sizeof(get_buf), NULL, 0x1000, 0x2222, NULL);
-	rmca_tcp_put(c, put_src, sizeof(put_src), NULL, 0x1000, 0x2222, NULL);
+	rmca_tcp_put(c, put_src, sizeof(put_src), NULL, 0x1000, 0x2222,
+		     &put_tag);
 	for (int i = 0; i < 4; i++)
-		rmca_tcp_recv(c, recv_buf[i], sizeof(recv_buf[i]), NULL, NULL);
+		rmca_tcp_recv(c, recv_buf[i], sizeof(recv_buf[i]), NULL,
+			      &recv_tag);
 
 	half = dereg_mid ? size / 2 : size;
 	feed(sv[1], data, half);
@@ -319,6 +330,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 
 	rmca_tcp_conn_destroy(c);
+	conn = NULL;
 	close(sv[1]);
 	mod->base.ops->mr_dereg(once);
 	if (mr)
@@ -335,13 +347,15 @@ static void seed_frame(uint8_t **p, const struct tcp_frame *f, size_t payload)
 	*p += payload;
 }
 
-/* Well-formed streams to start from: one of each request. */
+/* Well-formed streams to start from: one of each request; then the
+ * answers to the target's own get and put (the put by the count), and a
+ * credit; then counts that go beyond what was sent, or backwards. */
 size_t rmca_fuzz_seed(unsigned i, uint8_t *buf, size_t cap)
 {
 	const uint64_t key = 0x1111111111111111ull, base = FZ_REGION_ADDR;
 	uint8_t *p = buf;
 
-	if (i >= 4 || cap < 1 + 8 * (TCP_HDR_LEN + 64))
+	if (i >= 6 || cap < 1 + 9 * (TCP_HDR_LEN + 64) + sizeof(get_buf))
 		return 0;
 	*p++ = (uint8_t)(i & 1);
 	seed_frame(&p,
@@ -381,11 +395,16 @@ size_t rmca_fuzz_seed(unsigned i, uint8_t *buf, size_t cap)
 					       .id = 1,
 					       .len = sizeof(get_buf)},
 			   sizeof(get_buf));
-		seed_frame(&p, &(struct tcp_frame){.type = TCP_F_RESP, .id = 2},
-			   0);
 		seed_frame(&p,
-			   &(struct tcp_frame){.type = TCP_F_CREDIT, .len = 16},
+			   &(struct tcp_frame){
+				   .type = TCP_F_ACK, .acked = 1, .credits = 1},
 			   0);
 	}
+	if (i >= 4)
+		seed_frame(&p,
+			   &(struct tcp_frame){.type = TCP_F_ACK,
+					       .acked = i == 4 ? 2 : 0,
+					       .credits = i == 4 ? 1 : 0},
+			   0);
 	return (size_t)(p - buf);
 }

@@ -36,17 +36,18 @@ int th_ndone;
 int th_nfailed;
 long long th_max_pending = 16384;
 
+char th_last_log[512];
+
 static void th_log(const struct rmca_core *core, int level, const char *fmt,
 		   ...)
 {
 	va_list ap;
 
-	if (!getenv("TH_VERBOSE"))
-		return;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(th_last_log, sizeof(th_last_log), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (getenv("TH_VERBOSE"))
+		fprintf(stderr, "%s\n", th_last_log);
 }
 
 static int th_param_register(const struct rmca_core *core,

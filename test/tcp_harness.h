@@ -27,6 +27,8 @@ struct th_done {
 extern struct th_done th_done[TH_MAX_DONE];
 extern int th_ndone;
 extern int th_nfailed; /* conn_failed() calls */
+/* The module's last log line. */
+extern char th_last_log[512];
 /* RMCA_tcp_max_pending_responses as the fake core answers it. */
 extern long long th_max_pending;
 

@@ -19,11 +19,11 @@ static const struct tcp_frame valid[] = {
 	{ .type = TCP_F_HELLO, .id = 0x1122334455667788ull,
 	  .operand = TCP_HELLO_WORD },
 	{ .type = TCP_F_HELLO_ACK, .id = 7, .operand = TCP_HELLO_WORD },
-	{ .type = TCP_F_CREDIT, .len = 4096 },
-	{ .type = TCP_F_CREDIT, .len = 0 },
+	{ .type = TCP_F_ACK, .acked = 3, .credits = 64 },
+	{ .type = TCP_F_ACK },
 	{ .type = TCP_F_SEND, .id = 1, .len = 100 },
-	{ .type = TCP_F_SEND, .id = 2, .len = 4, .flags = TCP_FF_TRUNC,
-	  .operand = 100 },
+	{ .type = TCP_F_SEND, .id = 2, .len = 4, .acked = 0xffffffffu,
+	  .credits = 0x80000001u },
 	{ .type = TCP_F_SEND, .id = 3, .len = 8, .flags = TCP_FF_INV,
 	  .rkey = 0x8000000000000001ull },
 	{ .type = TCP_F_PUT, .id = 4, .len = 1 << 20, .raddr = 0x7f0000001000,
@@ -72,16 +72,27 @@ static void every_frame_type_round_trips(void **state)
 static void header_is_little_endian(void **state)
 {
 	struct tcp_frame f = { .type = TCP_F_PUT, .id = 0x0102030405060708ull,
-			       .len = 1, .raddr = 2, .rkey = 3 };
+			       .len = 1, .raddr = 2, .rkey = 3,
+			       .acked = 0x11223344u, .credits = 0x55667788u };
 	uint8_t buf[TCP_HDR_LEN];
 
+	assert_int_equal(TCP_HDR_LEN, 80);
 	rmca_tcp_frame_encode(&f, buf);
 	assert_int_equal(buf[0], TCP_F_PUT);
-	assert_int_equal(buf[8], 0x08);
-	assert_int_equal(buf[15], 0x01);
-	assert_int_equal(buf[16], 1);
-	assert_int_equal(buf[24], 2);
-	assert_int_equal(buf[32], 3);
+	assert_int_equal(buf[8], 0x44);
+	assert_int_equal(buf[11], 0x11);
+	assert_int_equal(buf[12], 0x88);
+	assert_int_equal(buf[15], 0x55);
+	assert_int_equal(buf[16], 0x08);
+	assert_int_equal(buf[23], 0x01);
+	assert_int_equal(buf[24], 1);
+	assert_int_equal(buf[32], 2);
+	assert_int_equal(buf[40], 3);
+	/* The counts stamped as a queued header goes out. */
+	rmca_tcp_frame_counts(buf, 7, 9);
+	assert_int_equal(buf[8], 7);
+	assert_int_equal(buf[12], 9);
+	assert_int_equal(buf[16], 0x08);
 }
 
 static void expect_refused(const uint8_t *buf, size_t len)
@@ -133,8 +144,11 @@ static void field_a_type_does_not_use_is_refused(void **state)
 	/* Each valid frame with one unused field set. */
 	struct tcp_frame f;
 
-	f = valid[2]; /* CREDIT */
+	f = valid[2]; /* ACK */
 	f.id = 1;
+	refuse_frame(&f);
+	f = valid[2]; /* ACK: credits are a count, no longer a length */
+	f.len = 4096;
 	refuse_frame(&f);
 	f = valid[4]; /* SEND */
 	f.raddr = 0x1000;
@@ -183,8 +197,17 @@ static void inconsistent_frames_are_refused(void **state)
 	f = valid[4]; /* key without invalidate flag */
 	f.rkey = 5;
 	refuse_frame(&f);
-	f = valid[5]; /* truncated, yet full length not larger */
-	f.operand = f.len;
+	f = valid[5]; /* the truncation flag of version 1 */
+	f.flags = 1 << 1;
+	refuse_frame(&f);
+	f = valid[5]; /* a full length of version 1 */
+	f.operand = 100;
+	refuse_frame(&f);
+	f = valid[0]; /* a hello carrying counts */
+	f.acked = 1;
+	refuse_frame(&f);
+	f = valid[1];
+	f.credits = 1;
 	refuse_frame(&f);
 	f = valid[7]; /* beyond any region */
 	f.len = TCP_MAX_PAYLOAD + 1;

@@ -26,9 +26,8 @@ struct type_rule {
 static const struct type_rule rules[TCP_F_MAX] = {
 	[TCP_F_HELLO] = { "HELLO", FLD_ID | FLD_OPERAND, 0 },
 	[TCP_F_HELLO_ACK] = { "HELLO_ACK", FLD_ID | FLD_OPERAND, 0 },
-	[TCP_F_CREDIT] = { "CREDIT", FLD_LEN, 0 },
-	[TCP_F_SEND] = { "SEND", FLD_ID | FLD_LEN | FLD_RKEY | FLD_OPERAND,
-			 TCP_FF_INV | TCP_FF_TRUNC },
+	[TCP_F_ACK] = { "ACK", 0, 0 },
+	[TCP_F_SEND] = { "SEND", FLD_ID | FLD_LEN | FLD_RKEY, TCP_FF_INV },
 	[TCP_F_PUT] = { "PUT", FLD_ID | FLD_LEN | FLD_RADDR | FLD_RKEY, 0 },
 	[TCP_F_GET] = { "GET", FLD_ID | FLD_LEN | FLD_RADDR | FLD_RKEY, 0 },
 	[TCP_F_ATOMIC] = { "ATOMIC",
@@ -54,6 +53,18 @@ const char *rmca_tcp_frame_name(unsigned type)
 	return rules[type].name;
 }
 
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
 static void put64(uint8_t *p, uint64_t v)
 {
 	for (int i = 0; i < 8; i++)
@@ -71,22 +82,26 @@ static uint64_t get64(const uint8_t *p)
 
 void rmca_tcp_frame_encode(const struct tcp_frame *f, uint8_t *buf)
 {
-	uint32_t st = (uint32_t)f->status;
-
 	buf[0] = f->type;
 	buf[1] = f->flags;
 	buf[2] = f->akind;
 	buf[3] = 0;
-	for (int i = 0; i < 4; i++)
-		buf[4 + i] = (uint8_t)(st >> (8 * i));
-	put64(buf + 8, f->id);
-	put64(buf + 16, f->len);
-	put64(buf + 24, f->raddr);
-	put64(buf + 32, f->rkey);
-	put64(buf + 40, f->operand);
-	put64(buf + 48, f->compare);
-	put64(buf + 56, f->mask1);
-	put64(buf + 64, f->mask2);
+	put32(buf + 4, (uint32_t)f->status);
+	rmca_tcp_frame_counts(buf, f->acked, f->credits);
+	put64(buf + 16, f->id);
+	put64(buf + 24, f->len);
+	put64(buf + 32, f->raddr);
+	put64(buf + 40, f->rkey);
+	put64(buf + 48, f->operand);
+	put64(buf + 56, f->compare);
+	put64(buf + 64, f->mask1);
+	put64(buf + 72, f->mask2);
+}
+
+void rmca_tcp_frame_counts(uint8_t *buf, uint32_t acked, uint32_t credits)
+{
+	put32(buf + 8, acked);
+	put32(buf + 12, credits);
 }
 
 static unsigned present_fields(const struct tcp_frame *f)
@@ -111,15 +126,14 @@ static int check_type(const struct tcp_frame *f, const char **why)
 			*why = "zero token";
 			return RMCA_ERR_PROTOCOL;
 		}
+		if (f->acked || f->credits) {
+			*why = "counts on a hello";
+			return RMCA_ERR_PROTOCOL;
+		}
 		break;
 	case TCP_F_SEND:
 		if (!(f->flags & TCP_FF_INV) != !f->rkey) {
 			*why = "SEND key without invalidate flag (or reverse)";
-			return RMCA_ERR_PROTOCOL;
-		}
-		if ((f->flags & TCP_FF_TRUNC) ? f->operand <= f->len :
-						f->operand != 0) {
-			*why = "SEND truncation length inconsistent";
 			return RMCA_ERR_PROTOCOL;
 		}
 		break;
@@ -167,16 +181,17 @@ int rmca_tcp_frame_decode(const uint8_t *buf, size_t len, struct tcp_frame *f,
 	f->type = buf[0];
 	f->flags = buf[1];
 	f->akind = buf[2];
-	f->status = (int32_t)((uint32_t)buf[4] | (uint32_t)buf[5] << 8 |
-			      (uint32_t)buf[6] << 16 | (uint32_t)buf[7] << 24);
-	f->id = get64(buf + 8);
-	f->len = get64(buf + 16);
-	f->raddr = get64(buf + 24);
-	f->rkey = get64(buf + 32);
-	f->operand = get64(buf + 40);
-	f->compare = get64(buf + 48);
-	f->mask1 = get64(buf + 56);
-	f->mask2 = get64(buf + 64);
+	f->status = (int32_t)get32(buf + 4);
+	f->acked = get32(buf + 8);
+	f->credits = get32(buf + 12);
+	f->id = get64(buf + 16);
+	f->len = get64(buf + 24);
+	f->raddr = get64(buf + 32);
+	f->rkey = get64(buf + 40);
+	f->operand = get64(buf + 48);
+	f->compare = get64(buf + 56);
+	f->mask1 = get64(buf + 64);
+	f->mask2 = get64(buf + 72);
 
 	if (f->type == 0 || f->type >= TCP_F_MAX) {
 		*why = "unknown frame type";

@@ -117,6 +117,7 @@ struct tcp_out {
 	size_t off; /* bytes of hdr + payload already written */
 	bool owned; /* control/response frame: freed once written */
 	bool answer; /* counted in the connection's nanswers */
+	bool by_count; /* a SEND or PUT: answered by the peer's acked count */
 	/* A GET answer: the registered region its payload is read from. */
 	const struct rmca_module_mr *mr;
 };
@@ -132,7 +133,7 @@ enum tcp_op_kind {
 
 struct tcp_op {
 	struct tcp_list link; /* c->ops in post order, or c->recvs */
-	struct tcp_list qlink; /* c->sendq, then c->inflight */
+	struct tcp_list qlink; /* c->sendq, then c->unacked or c->inflight */
 	enum tcp_op_kind kind;
 	void *req;
 	uint64_t id;
@@ -169,8 +170,8 @@ struct rmca_conn {
 	bool failed;
 	bool closing; /* failed, final frame still going out */
 	/* A message was delivered into a receive by this wakeup: the
-	 * application may answer it, and the answers of the wakeup may wait
-	 * for that message to carry them ... */
+	 * application may answer it, and the counts and answers of the
+	 * wakeup may wait for that message to carry them ... */
 	bool delivered;
 	/* ... for one pass at most; EPOLLOUT keeps the wait fd readable
 	 * meanwhile, so they go even if the application sleeps. */
@@ -185,14 +186,18 @@ struct rmca_conn {
 	struct tcp_list ops; /* send/put/get/atomic/flush, post order */
 	struct tcp_list recvs; /* posted receives, oldest first */
 	struct tcp_list sendq; /* sends waiting for a credit */
-	struct tcp_list inflight; /* requests sent, awaiting their RESP */
+	struct tcp_list unacked; /* sends and puts queued, awaiting the count */
+	struct tcp_list inflight; /* gets and atomics, awaiting their RESP */
 	struct tcp_list outq; /* struct tcp_out */
-	uint64_t *credits; /* ring of receive lengths granted by the peer */
-	size_t cred_head, ncred, cred_cap;
-	/* Credits granted to the peer (receives posted), and messages that
-	 * used one: while the peer holds an unused credit, a new one may
-	 * wait, since the peer's next message brings us back. */
-	uint64_t granted, msgs_in;
+	/*
+	 * The counts of the wire (frame.h), all modulo 2^32. As the target:
+	 * SENDs delivered plus PUTs placed, receives posted, SENDs that
+	 * arrived, and the first two as last written. As the initiator: the
+	 * peer's two counts as last read, SEND and PUT frames written whole,
+	 * SENDs queued against the peer's credits.
+	 */
+	uint32_t done_in, granted, msgs_in, done_told, granted_told;
+	uint32_t acked, credits, by_count_out, msgs_out;
 	struct tcp_rx rx;
 	char peer[80]; /* "host:port", for log lines */
 };
@@ -285,8 +290,12 @@ struct tcp_rkey *rmca_tcp_rkey_new(struct rmca_module_mr *mr,
 void rmca_tcp_rkey_free(struct tcp_rkey *k);
 
 /* tcp_ops.c: the data operations of the ops table */
-int rmca_tcp_credit_push(struct rmca_conn *c, uint64_t len);
 void rmca_tcp_pump_sends(struct rmca_conn *c);
+/* The counts the peer has not been told should go without waiting for
+ * another frame to carry them. */
+bool rmca_tcp_counts_due(const struct rmca_conn *c);
+/* Queue a frame of nothing but the counts. */
+int rmca_tcp_ack_queue(struct rmca_conn *c);
 int rmca_tcp_send(struct rmca_conn *c, const void *buf, size_t len,
 		  struct rmca_module_mr *mr, void *req);
 int rmca_tcp_send_inv(struct rmca_conn *c, const void *buf, size_t len,

@@ -4,8 +4,10 @@
  * writes resume where they stopped), and how it fails.
  *
  * Writes are batched: what one wakeup of a connection queues (answers,
- * credits, sends a credit released) leaves in one sendmsg() when it is
- * done; a post writes at once only when nothing else would bring the
+ * sends a credit released) leaves in one sendmsg() when it is done, every
+ * header stamped with the connection's counts as it goes; a frame of
+ * counts alone (ACK) goes only when no other frame carries them and they
+ * are due. A post writes at once only when nothing else would bring the
  * context back soon, and otherwise waits for the next progress pass.
  */
 #include <errno.h>
@@ -55,26 +57,28 @@ static void dirty_add(struct rmca_conn *c)
 		tcp_list_add_tail(&c->mod->dirty, &c->dirty_link);
 }
 
-/* Only answers and credits queued (no request frame): they may wait. */
-static bool only_answers(const struct rmca_conn *c)
+/* No request frame queued: what is queued may wait. */
+static bool no_requests(const struct rmca_conn *c)
 {
 	for (const struct tcp_list *l = c->outq.next; l != &c->outq;
 	     l = l->next)
 		if (!tcp_entry(l, struct tcp_out, link)->owned)
 			return false;
-	return !tcp_list_empty(&c->outq);
+	return true;
 }
 
 /*
- * The answers of a wakeup that delivered a message wait for the next pass,
- * unless they waited already: the application's answer to the message,
- * posted meanwhile, carries them in its write (a reply costs the peer one
- * wakeup, not two). EPOLLOUT brings the next pass at once if none comes.
+ * The counts and answers of a wakeup that delivered a message wait for the
+ * next pass, unless they waited already: the application's answer to the
+ * message, posted meanwhile, carries them in its header (a reply costs the
+ * peer one wakeup, not two). EPOLLOUT brings the next pass at once if none
+ * comes.
  */
 static bool hold_answers(struct rmca_conn *c)
 {
 	bool hold = c->delivered && !c->hold && !c->failed && !c->closing &&
-		    only_answers(c);
+		    no_requests(c) &&
+		    (!tcp_list_empty(&c->outq) || rmca_tcp_counts_due(c));
 
 	c->delivered = false;
 	if (!hold)
@@ -82,6 +86,15 @@ static bool hold_answers(struct rmca_conn *c)
 	c->hold = true;
 	set_events(c, (rmca_tcp_rx_held(c) ? 0 : EPOLLIN) | EPOLLOUT);
 	return true;
+}
+
+/* The counts go alone if they are due and no frame would carry them. */
+static void counts_out(struct rmca_conn *c)
+{
+	if (c->failed || !tcp_list_empty(&c->outq) || !rmca_tcp_counts_due(c))
+		return;
+	if (rmca_tcp_ack_queue(c))
+		rmca_tcp_conn_fail(c, RMCA_ERR_NO_MEMORY, NULL);
 }
 
 /* Read what there is, then write what that queued, once; go on with
@@ -92,8 +105,11 @@ static void conn_serve(struct rmca_conn *c, bool readable)
 	for (int i = 0; i < 2 && c->fd >= 0; i++) {
 		if (readable || rmca_tcp_rx_ready(c))
 			rmca_tcp_rx(c);
-		if (c->fd >= 0 && !hold_answers(c))
-			rmca_tcp_out_flush(c);
+		if (c->fd >= 0 && !hold_answers(c)) {
+			counts_out(c);
+			if (c->fd >= 0)
+				rmca_tcp_out_flush(c);
+		}
 		if (!rmca_tcp_rx_ready(c))
 			return;
 		readable = false;
@@ -157,6 +173,7 @@ int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 	tcp_list_init(&c->ops);
 	tcp_list_init(&c->recvs);
 	tcp_list_init(&c->sendq);
+	tcp_list_init(&c->unacked);
 	tcp_list_init(&c->inflight);
 	tcp_list_init(&c->outq);
 	rmca_tcp_sockname(fd, true, c->peer, sizeof(c->peer));
@@ -272,6 +289,14 @@ static void out_drop(struct rmca_conn *c, struct tcp_out *o)
 		rmca_tcp_out_free(c->mod, o);
 }
 
+/* o is on the wire, whole: a send or put may now be acknowledged. */
+static void out_written(struct rmca_conn *c, struct tcp_out *o)
+{
+	if (o->by_count)
+		c->by_count_out++;
+	out_drop(c, o);
+}
+
 /* Account n written bytes against the queue head onwards. */
 static void out_advance(struct rmca_conn *c, size_t n)
 {
@@ -285,14 +310,20 @@ static void out_advance(struct rmca_conn *c, size_t n)
 			return;
 		}
 		n -= left;
-		out_drop(c, o);
+		out_written(c, o);
 	}
 	/* Zero-payload frames fully covered by an earlier write. */
 	while ((o = tcp_first(&c->outq, struct tcp_out, link)) &&
 	       o->off == TCP_HDR_LEN + o->len)
-		out_drop(c, o);
+		out_written(c, o);
 }
 
+/*
+ * The queue as an iovec, each header not started yet stamped with the
+ * counts as they are now: the frame about to go carries the latest, and
+ * the peer is told them once it is written (a queued frame is written, or
+ * the connection fails).
+ */
 static int out_iov(struct rmca_conn *c, struct iovec *iov)
 {
 	int n = 0;
@@ -301,6 +332,11 @@ static int out_iov(struct rmca_conn *c, struct iovec *iov)
 	     l != &c->outq && n + 2 <= TCP_IOV_MAX; l = l->next) {
 		struct tcp_out *o = tcp_entry(l, struct tcp_out, link);
 
+		if (!o->off) {
+			rmca_tcp_frame_counts(o->hdr, c->done_in, c->granted);
+			c->done_told = c->done_in;
+			c->granted_told = c->granted;
+		}
 		if (o->off < TCP_HDR_LEN) {
 			iov[n].iov_base = o->hdr + o->off;
 			iov[n++].iov_len = TCP_HDR_LEN - o->off;
@@ -325,7 +361,12 @@ void rmca_tcp_out_flush(struct rmca_conn *c)
 	ssize_t n;
 
 	dirty_del(c);
-	c->hold = false;
+	/* Counts held for a frame that did not come (a post queued nothing
+	 * that can go) go alone. */
+	if (c->hold) {
+		c->hold = false;
+		counts_out(c);
+	}
 	while (c->fd >= 0 && !tcp_list_empty(&c->outq)) {
 		msg.msg_iovlen = (size_t)out_iov(c, iov);
 		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
@@ -363,7 +404,7 @@ void rmca_tcp_out_flush(struct rmca_conn *c)
 
 bool rmca_tcp_out_busy(const struct rmca_conn *c)
 {
-	return !tcp_list_empty(&c->inflight) ||
+	return !tcp_list_empty(&c->inflight) || !tcp_list_empty(&c->unacked) ||
 	       (!tcp_list_empty(&c->outq) && (c->events & EPOLLOUT) &&
 		!c->hold);
 }
@@ -583,18 +624,20 @@ void rmca_tcp_discard(struct rmca_conn *c)
 }
 
 /*
- * Closing: answers still held for a reply leave first, with one
+ * Closing: counts and answers still held for a reply leave first, with one
  * non-blocking write and no error handling (the connection is going). The
- * peer's sends they answer were delivered, and the application saw them
- * arrive before it closed: they complete RMCA_OK, as they did when every
- * answer left before the receive was reported.
+ * peer's sends they acknowledge were delivered, and the application saw
+ * them arrive before it closed: they complete RMCA_OK, as they did when
+ * every answer left before the receive was reported.
  */
 void rmca_tcp_conn_close_out(struct rmca_conn *c)
 {
 	struct iovec iov[TCP_IOV_MAX];
 	struct msghdr msg = {.msg_iov = iov};
 
-	if (!c->hold || c->failed || c->fd < 0 || tcp_list_empty(&c->outq))
+	if (!c->hold || c->failed || c->fd < 0)
+		return;
+	if (tcp_list_empty(&c->outq) && rmca_tcp_ack_queue(c))
 		return;
 	msg.msg_iovlen = (size_t)out_iov(c, iov);
 	if (sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
@@ -615,7 +658,6 @@ void rmca_tcp_conn_destroy(struct rmca_conn *c)
 	while ((k = tcp_first(&c->keys, struct tcp_rkey, conn_link)))
 		rmca_tcp_rkey_free(k);
 	tcp_list_del(&c->link);
-	free(c->credits);
 	free(c->rx.buf);
 	free(c);
 }

@@ -1,97 +1,86 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Posting operations. Every op is remotely completed: its completion waits
- * for the target's answer, sent after the target placed or refused the data.
+ * for the target's word, sent after the target placed or refused the data.
+ * For a send or a put that word is the target's cumulative count of them
+ * (frame.h), on whatever frame goes back next; a get or an atomic waits for
+ * its RESP.
  *
- * Flow control: each posted receive sends the peer a credit carrying its
- * length; a send goes on the wire only against the oldest credit, so a
- * message is never dropped and never buffered by the target.
+ * Flow control: every frame carries the count of receives its sender has
+ * posted; a send goes on the wire only while that count exceeds the sends
+ * already sent, so a message is never dropped and never buffered by the
+ * target. A receive longer than its message is the target's business: it
+ * places what fits and refuses the send (RESP, RMCA_ERR_TRUNCATED).
  *
  * A post writes its frame at once only when nothing is due to wake the
  * context: with requests out, their answers bring the next progress pass,
- * which writes every frame posted meanwhile with one sendmsg(); a credit
- * waits for the connection's next event or write, which comes: answers
- * are due, or the peer still holds an unused credit (its message brings
- * us back).
+ * which writes every frame posted meanwhile with one sendmsg(). A new
+ * receive is told only when the peer is short of credits (it knows of no
+ * more than it has not been told of); otherwise the next frame takes the
+ * count along.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "tcp.h"
 
-/* More credits than this means the peer is not an rmca tcp module. */
-#define TCP_MAX_CREDITS (4 * TCP_MAX_OPS)
-
-int rmca_tcp_credit_push(struct rmca_conn *c, uint64_t len)
-{
-	if (c->ncred == c->cred_cap) {
-		size_t cap = c->cred_cap ? 2 * c->cred_cap : 16;
-		uint64_t *n;
-
-		if (cap > TCP_MAX_CREDITS)
-			return RMCA_ERR_PROTOCOL;
-		n = malloc(cap * sizeof(*n));
-		if (!n)
-			return RMCA_ERR_NO_MEMORY;
-		for (size_t i = 0; i < c->ncred; i++)
-			n[i] = c->credits[(c->cred_head + i) % c->cred_cap];
-		free(c->credits);
-		c->credits = n;
-		c->cred_cap = cap;
-		c->cred_head = 0;
-	}
-	c->credits[(c->cred_head + c->ncred) % c->cred_cap] = len;
-	c->ncred++;
-	return 0;
-}
-
-static uint64_t credit_pop(struct rmca_conn *c)
-{
-	uint64_t len = c->credits[c->cred_head];
-
-	c->cred_head = (c->cred_head + 1) % c->cred_cap;
-	c->ncred--;
-	return len;
-}
-
 static void op_queue(struct rmca_conn *c, struct tcp_op *op,
 		     const struct tcp_frame *f, const void *pl, size_t len)
 {
+	bool by_count = f->type == TCP_F_SEND || f->type == TCP_F_PUT;
+
 	rmca_tcp_frame_encode(f, op->out.hdr);
 	op->out.payload = pl;
 	op->out.len = len;
 	op->out.off = 0;
 	op->out.owned = false;
+	op->out.by_count = by_count;
 	rmca_tcp_out_queue(c, &op->out);
-	tcp_list_add_tail(&c->inflight, &op->qlink);
+	tcp_list_add_tail(by_count ? &c->unacked : &c->inflight, &op->qlink);
 }
 
 void rmca_tcp_pump_sends(struct rmca_conn *c)
 {
 	struct tcp_op *op;
 
-	while (c->ncred && (op = tcp_first(&c->sendq, struct tcp_op, qlink))) {
-		uint64_t credit = credit_pop(c);
+	while (c->credits != c->msgs_out &&
+	       (op = tcp_first(&c->sendq, struct tcp_op, qlink))) {
 		struct tcp_frame f = {
 			.type = TCP_F_SEND,
 			.id = op->id,
 			.len = op->len,
 		};
 
-		/* Too long for the receive: only what fits goes, the target
-		 * reports the truncation and both sides fail. */
-		if (op->len > credit) {
-			f.flags |= TCP_FF_TRUNC;
-			f.operand = op->len;
-			f.len = credit;
-		}
 		if (op->inv_rkey) {
 			f.flags |= TCP_FF_INV;
 			f.rkey = op->inv_rkey;
 		}
 		tcp_list_del(&op->qlink);
-		op_queue(c, op, &f, op->buf, (size_t)f.len);
+		c->msgs_out++;
+		op_queue(c, op, &f, op->buf, op->len);
 	}
+}
+
+bool rmca_tcp_counts_due(const struct rmca_conn *c)
+{
+	uint32_t untold = c->granted - c->granted_told;
+	uint32_t usable = c->granted_told - c->msgs_in;
+
+	/* A send or put done waits for no other frame: its initiator may
+	 * wait for nothing else. Receives wait while the peer knows of more
+	 * unused ones than there are untold. */
+	return c->done_in != c->done_told || (untold && untold >= usable);
+}
+
+int rmca_tcp_ack_queue(struct rmca_conn *c)
+{
+	struct tcp_frame f = {.type = TCP_F_ACK};
+	struct tcp_out *o = rmca_tcp_out_new(c->mod, &f, NULL, 0);
+
+	if (!o)
+		return RMCA_ERR_NO_MEMORY;
+	rmca_tcp_out_queue(c, o);
+	return 0;
 }
 
 /*
@@ -169,16 +158,15 @@ int rmca_tcp_send_inv(struct rmca_conn *c, const void *buf, size_t len,
 int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
 		  struct rmca_module_mr *mr, void *req)
 {
-	struct tcp_frame f = {
-		.type = TCP_F_CREDIT,
-		.len = len > TCP_MAX_PAYLOAD ? TCP_MAX_PAYLOAD : len,
-	};
-	bool defer = rmca_tcp_out_busy(c) || c->hold ||
-		     c->granted > c->msgs_in;
+	struct tcp_frame f = {.type = TCP_F_ACK};
+	bool quiet =
+		!rmca_tcp_out_busy(c) && !c->hold && tcp_list_empty(&c->outq);
 	struct tcp_out *o;
 	struct tcp_op *op;
 	int err;
 
+	/* The frame that may tell the peer, taken first: once posted, the
+	 * receive stands. */
 	o = rmca_tcp_out_new(c->mod, &f, NULL, 0);
 	if (!o)
 		return RMCA_ERR_AGAIN;
@@ -188,15 +176,18 @@ int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
 		return err;
 	}
 	op->buf = buf;
-	op->len = (size_t)f.len;
+	op->len = len;
 	op->mr = mr;
-	rmca_tcp_out_queue(c, o);
 	c->granted++;
-	/* A credit that may wait is not even due at the next pass: the
-	 * connection's next event (an answer, the peer's message, EPOLLOUT)
-	 * or the next frame written takes it along. */
-	if (!defer)
+	/* With nothing due to bring the connection back and nothing queued,
+	 * a peer short of credits is told now; otherwise the next frame, or
+	 * the end of the next event, takes the count along. */
+	if (quiet && rmca_tcp_counts_due(c)) {
+		rmca_tcp_out_queue(c, o);
 		rmca_tcp_out_flush(c);
+	} else {
+		rmca_tcp_out_free(c->mod, o);
+	}
 	return 0;
 }
 

@@ -6,9 +6,12 @@
  * region, the initiator's get buffer) or dropped when refused; a large
  * payload is read straight to its place. A read shorter than asked for
  * emptied the socket, so no recv() is spent to learn it would block.
- * Requests are answered in the order they arrive, so responses match the
- * initiator's in-flight queue head; the answers of one wakeup leave
- * together, with one write, when the connection's event is done.
+ * Every header's counts are taken first (frame.h): they acknowledge the
+ * sends and puts written, oldest first, and open credits for sends. Gets
+ * and atomics are answered in the order they arrive, so responses match
+ * the initiator's in-flight queue head; a refusal names the oldest request
+ * not acknowledged. The answers of one wakeup leave together, with one
+ * write, when the connection's event is done.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,7 +28,8 @@ static void protocol_error(struct rmca_conn *c, const char *why)
 	rmca_tcp_conn_fail(c, RMCA_ERR_PROTOCOL, NULL);
 }
 
-/* Queue the answer to request f; an error answer ends the connection. */
+/* Queue the answer to request f; an error answer (which a SEND or PUT
+ * only gets) ends the connection. */
 static void respond(struct rmca_conn *c, const struct tcp_frame *req,
 		    int status, uint64_t operand, const char *pl, size_t len,
 		    const struct rmca_module_mr *region)
@@ -74,12 +78,15 @@ static void on_send(struct rmca_conn *c, const struct tcp_frame *f)
 		protocol_error(c, "message without a credit");
 		return;
 	}
-	if (f->len > r->len) {
-		protocol_error(c, "message longer than its credit");
-		return;
-	}
 	c->msgs_in++;
 	c->rx.op = r;
+	/* Too long for the receive: what fits lands, the rest is dropped,
+	 * and the send is refused. */
+	if (f->len > r->len) {
+		c->rx.status = RMCA_ERR_TRUNCATED;
+		expect_payload(c, r->buf, r->len, f->len - r->len, NULL);
+		return;
+	}
 	expect_payload(c, r->buf, f->len, 0, NULL);
 }
 
@@ -115,6 +122,9 @@ static void on_resp(struct rmca_conn *c, const struct tcp_frame *f)
 	struct tcp_op *op = tcp_first(&c->inflight, struct tcp_op, qlink);
 	int st = f->status;
 
+	/* A refused send or put: the oldest not acknowledged, written. */
+	if (st && (!op || op->id != f->id) && c->acked != c->by_count_out)
+		op = tcp_first(&c->unacked, struct tcp_op, qlink);
 	if (!op || op->id != f->id) {
 		protocol_error(c, "answer to no outstanding request");
 		return;
@@ -146,6 +156,44 @@ static void on_resp(struct rmca_conn *c, const struct tcp_frame *f)
 	rmca_tcp_op_done(c, op, RMCA_OK, 0, 0);
 }
 
+/*
+ * The peer's counts: each goes forward by no more than there can be, or
+ * the connection ends. Sends and puts written are acknowledged, oldest
+ * first; new credits release waiting sends. False once c failed.
+ */
+static bool take_counts(struct rmca_conn *c, const struct tcp_frame *f)
+{
+	uint32_t acks = f->acked - c->acked;
+	uint32_t grants = f->credits - c->credits;
+	struct tcp_op *op;
+
+	if (acks > (uint32_t)(c->by_count_out - c->acked)) {
+		protocol_error(c, acks > UINT32_MAX / 2
+					  ? "acknowledged count went backwards"
+					  : "acknowledges more than was sent");
+		return false;
+	}
+	if (grants > UINT32_MAX / 2) {
+		protocol_error(c, "credit count went backwards");
+		return false;
+	}
+	/* A peer has at most TCP_MAX_OPS receives posted. */
+	if ((uint32_t)(f->credits - c->msgs_out) > TCP_MAX_OPS) {
+		protocol_error(c, "more credits than receives");
+		return false;
+	}
+	c->credits = f->credits;
+	for (; acks && !c->failed; acks--) {
+		op = tcp_first(&c->unacked, struct tcp_op, qlink);
+		c->acked++;
+		tcp_list_del(&op->qlink);
+		rmca_tcp_op_done(c, op, RMCA_OK, 0, 0);
+	}
+	if (grants)
+		rmca_tcp_pump_sends(c);
+	return !c->failed;
+}
+
 /* A header was validated: act on it, or arrange for its payload. */
 static void start_frame(struct rmca_conn *c)
 {
@@ -156,13 +204,14 @@ static void start_frame(struct rmca_conn *c)
 
 	c->rx.status = 0;
 	c->rx.op = NULL;
+	if (f->type == TCP_F_HELLO || f->type == TCP_F_HELLO_ACK) {
+		protocol_error(c, "hello on an established connection");
+		return;
+	}
+	if (!take_counts(c, f))
+		return;
 	switch (f->type) {
-	case TCP_F_CREDIT:
-		if (rmca_tcp_credit_push(c, f->len)) {
-			protocol_error(c, "more credits than receives");
-			return;
-		}
-		rmca_tcp_pump_sends(c);
+	case TCP_F_ACK:
 		return;
 	case TCP_F_SEND:
 		on_send(c, f);
@@ -188,8 +237,7 @@ static void start_frame(struct rmca_conn *c)
 		on_resp(c, f);
 		return;
 	default:
-		protocol_error(c, "hello on an established connection");
-		return;
+		return; /* the decoder knows no other type */
 	}
 }
 
@@ -206,14 +254,22 @@ static void finish_frame(struct rmca_conn *c)
 		/* The key is dead before the receive is reported. */
 		if (f->flags & TCP_FF_INV)
 			revoked = rmca_tcp_revoke(c->mod, c, f->rkey);
-		st = (f->flags & TCP_FF_TRUNC) ? RMCA_ERR_TRUNCATED : RMCA_OK;
-		rmca_tcp_op_done(c, c->rx.op, st, f->len, revoked);
+		st = c->rx.status;
+		rmca_tcp_op_done(c, c->rx.op, st,
+				 st ? c->rx.op->len : (size_t)f->len, revoked);
 		c->rx.op = NULL;
-		respond(c, f, st, 0, NULL, 0, NULL);
+		if (st) {
+			respond(c, f, st, 0, NULL, 0, NULL);
+			return;
+		}
+		c->done_in++;
 		c->delivered = true;
 		return;
 	case TCP_F_PUT:
-		respond(c, f, c->rx.status, 0, NULL, 0, NULL);
+		if (c->rx.status)
+			respond(c, f, c->rx.status, 0, NULL, 0, NULL);
+		else
+			c->done_in++;
 		return;
 	case TCP_F_RESP:
 		rmca_tcp_op_done(c, c->rx.op, RMCA_OK, 0, 0);

@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The cumulative counts of the tcp wire (frame.h), seen from a raw peer
+ * (tcp_harness.h): which frames go, how few, and that a count a peer
+ * cannot mean (beyond what was sent, going backwards, more credits than
+ * receives) ends that one connection with the reason logged.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tcp_harness.h"
+
+#define MiB    (1u << 20)
+#define REQ(n) ((void *)(uintptr_t)(n))
+#define MAXF   64
+
+static void peer_ack(int peer, uint32_t acked, uint32_t credits)
+{
+	struct tcp_frame f = {
+		.type = TCP_F_ACK, .acked = acked, .credits = credits};
+
+	th_peer_frame(peer, &f);
+}
+
+/* Every frame the target has written by the time it has nothing more to
+ * do, payloads skipped; returns how many (at most MAXF kept in f). */
+static int frames_ready(int peer, struct tcp_frame *f)
+{
+	uint8_t hdr[TCP_HDR_LEN];
+	int n = 0;
+
+	th_pump_idle();
+	for (;;) {
+		struct tcp_frame g;
+		char skip[256];
+		size_t left;
+
+		if (recv(peer, hdr, sizeof(hdr), MSG_PEEK | MSG_DONTWAIT) <
+		    (ssize_t)sizeof(hdr))
+			return n;
+		assert_true(th_peer_read_frame(peer, &g));
+		for (left = g.type == TCP_F_GET ? 0 : (size_t)g.len; left;) {
+			size_t k = left < sizeof(skip) ? left : sizeof(skip);
+
+			assert_int_equal(th_peer_read(peer, skip, k), k);
+			left -= k;
+		}
+		if (n < MAXF)
+			f[n] = g;
+		n++;
+	}
+}
+
+/* The peer's end shows the target closed the connection. */
+static bool closed(int peer)
+{
+	char buf[4096];
+	ssize_t r;
+
+	th_pump_idle();
+	while ((r = recv(peer, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		;
+	return r == 0;
+}
+
+/*
+ * A message the application answers: the answer's header acknowledges it,
+ * and nothing else goes (version 1 sent a RESP frame first).
+ */
+static void reply_carries_the_acknowledgement(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	char in[8], out[8] = "pong", ping[8] = "ping";
+	struct tcp_frame f[MAXF],
+		s = {.type = TCP_F_SEND, .id = 1, .len = 8, .credits = 1};
+
+	assert_int_equal(rmca_tcp_recv(c, in, sizeof(in), NULL, REQ(1)), 0);
+	assert_int_equal(frames_ready(peer, f), 1);
+	assert_int_equal(f[0].type, TCP_F_ACK);
+	assert_int_equal(f[0].credits, 1);
+
+	th_peer_frame(peer, &s);
+	th_peer_write(peer, ping, sizeof(ping));
+	for (int i = 0; i < 100 && !th_ndone; i++)
+		th_pump();
+	assert_int_equal(th_ndone, 1);
+	assert_int_equal(th_done[0].status, 0);
+	assert_memory_equal(in, ping, 8);
+	/* The application answers before the held count would go alone. */
+	assert_int_equal(rmca_tcp_send(c, out, sizeof(out), NULL, REQ(2)), 0);
+	assert_int_equal(frames_ready(peer, f), 1);
+	assert_int_equal(f[0].type, TCP_F_SEND);
+	assert_int_equal(f[0].acked, 1);
+	assert_int_equal(f[0].credits, 1);
+
+	/* the peer's count completes the answer */
+	peer_ack(peer, 1, 1);
+	th_pump_idle();
+	assert_int_equal(th_ndone, 2);
+	assert_ptr_equal(th_done[1].req, REQ(2));
+	assert_int_equal(th_done[1].status, 0);
+	assert_int_equal(th_nfailed, 0);
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+}
+
+/*
+ * The application answers a message with a send that has no credit to go:
+ * the count held for that answer goes alone at once (else the peer, its
+ * message unacknowledged and the answer waiting for its credit, waits on
+ * a count that never comes).
+ */
+static void held_count_goes_when_the_answer_cannot(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	char in[8], out[8] = "pong", ping[8] = "ping";
+	struct tcp_frame f[MAXF], s = {.type = TCP_F_SEND, .id = 1, .len = 8};
+
+	assert_int_equal(rmca_tcp_recv(c, in, sizeof(in), NULL, REQ(1)), 0);
+	assert_int_equal(frames_ready(peer, f), 1);
+	th_peer_frame(peer, &s); /* no credit granted */
+	th_peer_write(peer, ping, sizeof(ping));
+	for (int i = 0; i < 100 && !th_ndone; i++)
+		th_pump();
+	assert_int_equal(th_ndone, 1);
+	assert_true(c->hold);
+	assert_int_equal(rmca_tcp_send(c, out, sizeof(out), NULL, REQ(2)), 0);
+	assert_int_equal(frames_ready(peer, f), 1);
+	assert_int_equal(f[0].type, TCP_F_ACK);
+	assert_int_equal(f[0].acked, 1);
+	/* the credit releases the answer */
+	peer_ack(peer, 0, 1);
+	assert_int_equal(frames_ready(peer, f), 1);
+	assert_int_equal(f[0].type, TCP_F_SEND);
+	assert_int_equal(th_nfailed, 0);
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+}
+
+/* Puts arriving together are acknowledged by one frame of counts. */
+static void batch_of_puts_gets_one_ack(void **state)
+{
+	enum { NPUT = 50 };
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	static char region[NPUT * 8];
+	uint8_t wire[NPUT * (TCP_HDR_LEN + 8)];
+	struct rmca_module_mr *mr = NULL;
+	struct tcp_frame f[MAXF];
+	uint64_t key;
+
+	assert_int_equal(m->base.ops->mr_reg(&m->base, region, sizeof(region),
+					     RMCA_ACCESS_REMOTE_WRITE, &mr),
+			 0);
+	key = m->base.ops->mr_rkey(mr, c);
+	for (int i = 0; i < NPUT; i++) {
+		uint8_t *p = wire + (size_t)i * (TCP_HDR_LEN + 8);
+		struct tcp_frame put = {.type = TCP_F_PUT,
+					.id = (uint64_t)i + 1,
+					.len = 8,
+					.raddr = (uintptr_t)region + 8 * i,
+					.rkey = key};
+
+		rmca_tcp_frame_encode(&put, p);
+		memset(p + TCP_HDR_LEN, i + 1, 8);
+	}
+	assert_int_equal(th_peer_write_some(peer, wire, sizeof(wire)),
+			 sizeof(wire));
+	assert_int_equal(frames_ready(peer, f), 1);
+	assert_int_equal(f[0].type, TCP_F_ACK);
+	assert_int_equal(f[0].acked, NPUT);
+	for (int i = 0; i < NPUT; i++)
+		assert_int_equal(region[8 * i + 7], i + 1);
+	assert_int_equal(th_nfailed, 0);
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	assert_int_equal(m->base.ops->mr_dereg(mr), 0);
+	th_module_free(m);
+}
+
+/*
+ * Receives posted one by one are told only when the peer knows of fewer
+ * unused ones than are untold: a handful of frames for 64 receives (one
+ * each in version 1), the last telling at least half of them.
+ */
+static void receives_are_told_in_few_frames(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	static char in[64][8];
+	struct tcp_frame f[MAXF];
+	int n;
+
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(rmca_tcp_recv(c, in[i], 8, NULL, REQ(i)), 0);
+	n = frames_ready(peer, f);
+	assert_true(n >= 1 && n <= 7);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(f[i].type, TCP_F_ACK);
+		assert_true(i == 0 || f[i].credits > f[i - 1].credits);
+	}
+	assert_true(f[n - 1].credits >= 32 && f[n - 1].credits <= 64);
+	assert_int_equal(th_nfailed, 0);
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+}
+
+/* Sends go only as far as the peer's count of receives allows. */
+static void sends_wait_for_credits_counted(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	char out[3][8] = {"one", "two", "three"};
+	struct tcp_frame f[MAXF];
+
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(rmca_tcp_send(c, out[i], 8, NULL, REQ(i + 1)),
+				 0);
+	assert_int_equal(frames_ready(peer, f), 0);
+	peer_ack(peer, 0, 1);
+	assert_int_equal(frames_ready(peer, f), 1);
+	assert_int_equal(f[0].type, TCP_F_SEND);
+	peer_ack(peer, 0, 3);
+	assert_int_equal(frames_ready(peer, f), 2);
+	assert_int_equal(f[0].type, TCP_F_SEND);
+	assert_int_equal(f[1].type, TCP_F_SEND);
+	assert_int_equal(th_ndone, 0);
+	/* one count acknowledges the first two, in order */
+	peer_ack(peer, 2, 3);
+	th_pump_idle();
+	assert_int_equal(th_ndone, 2);
+	assert_ptr_equal(th_done[0].req, REQ(1));
+	assert_ptr_equal(th_done[1].req, REQ(2));
+	peer_ack(peer, 3, 3);
+	th_pump_idle();
+	assert_int_equal(th_ndone, 3);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(th_done[i].status, 0);
+	assert_int_equal(th_nfailed, 0);
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+}
+
+/*
+ * A message longer than its receive: what fits lands, nothing past it; the
+ * count leaves the message out and a RESP refuses its send by id, after
+ * the message before it was counted; then the connection ends.
+ */
+static void truncation_reaches_the_sender_by_a_refusal(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	char in[2][32], big[64];
+	struct tcp_frame f[MAXF];
+	struct tcp_frame s1 = {.type = TCP_F_SEND, .id = 1, .len = 8};
+	struct tcp_frame s2 = {.type = TCP_F_SEND, .id = 2, .len = 64};
+
+	memset(in, 0x55, sizeof(in));
+	memset(big, 'b', sizeof(big));
+	assert_int_equal(rmca_tcp_recv(c, in[0], 32, NULL, REQ(1)), 0);
+	assert_int_equal(rmca_tcp_recv(c, in[1], 16, NULL, REQ(2)), 0);
+	assert_true(frames_ready(peer, f) >= 1);
+
+	th_peer_frame(peer, &s1);
+	th_peer_write(peer, big, 8);
+	th_peer_frame(peer, &s2);
+	th_peer_write(peer, big, 64);
+	assert_int_equal(frames_ready(peer, f), 1);
+	assert_int_equal(f[0].type, TCP_F_RESP);
+	assert_int_equal(f[0].id, 2);
+	assert_int_equal(f[0].status, RMCA_ERR_TRUNCATED);
+	assert_int_equal(f[0].acked, 1);
+	assert_true(closed(peer));
+
+	assert_int_equal(th_ndone, 2);
+	assert_int_equal(th_done[0].status, 0);
+	assert_int_equal(th_done[0].len, 8);
+	assert_int_equal(th_done[1].status, RMCA_ERR_TRUNCATED);
+	assert_int_equal(th_done[1].len, 16);
+	assert_memory_equal(in[1], big, 16);
+	for (int k = 16; k < 32; k++)
+		assert_int_equal(in[1][k], 0x55);
+	assert_int_equal(th_nfailed, 1);
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+}
+
+/*
+ * The initiator's side of a refusal: it names the oldest send not
+ * acknowledged, which ends with the status given; a refusal naming
+ * anything else is a protocol error.
+ */
+static void refusal_names_the_oldest_unacknowledged(void **state)
+{
+	for (int bad = 0; bad < 2; bad++) {
+		struct tcp_module *m = th_module();
+		int peer;
+		struct rmca_conn *c = th_conn(m, &peer);
+		char out[2][8] = {"one", "two"};
+		struct tcp_frame f[MAXF], r = {.type = TCP_F_RESP,
+					       .status = RMCA_ERR_TRUNCATED,
+					       .acked = 1,
+					       .credits = 2};
+
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(
+				rmca_tcp_send(c, out[i], 8, NULL, REQ(i + 1)),
+				0);
+		peer_ack(peer, 0, 2);
+		assert_int_equal(frames_ready(peer, f), 2);
+		r.id = bad ? f[0].id : f[1].id;
+		th_peer_frame(peer, &r);
+		th_pump_idle();
+		assert_int_equal(th_ndone, 2);
+		assert_ptr_equal(th_done[0].req, REQ(1));
+		assert_ptr_equal(th_done[1].req, REQ(2));
+		if (bad) {
+			/* the first was acknowledged: nothing to refuse */
+			assert_int_equal(th_done[0].status, 0);
+			assert_int_equal(th_done[1].status, RMCA_ERR_PROTOCOL);
+			assert_non_null(strstr(th_last_log,
+					       "answer to no outstanding"));
+		} else {
+			assert_int_equal(th_done[0].status, 0);
+			assert_int_equal(th_done[1].status, RMCA_ERR_TRUNCATED);
+		}
+		assert_int_equal(th_nfailed, 1);
+
+		rmca_tcp_conn_destroy(c);
+		close(peer);
+		th_module_free(m);
+	}
+}
+
+/* A count no peer can mean ends the connection with its reason logged;
+ * the op it would have completed ends with RMCA_ERR_PROTOCOL. */
+static void expect_refused_count(struct rmca_conn *c, int peer, const char *why)
+{
+	assert_true(closed(peer));
+	assert_int_equal(th_nfailed, 1);
+	assert_true(c->failed);
+	assert_non_null(strstr(th_last_log, why));
+}
+
+static void ack_beyond_what_was_sent_closes(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	char src[8] = "data";
+	struct tcp_frame f[MAXF];
+
+	assert_int_equal(rmca_tcp_put(c, src, 8, NULL, 0x1000, 0x2222, REQ(1)),
+			 0);
+	assert_int_equal(frames_ready(peer, f), 1);
+	peer_ack(peer, 2, 0);
+	expect_refused_count(c, peer, "acknowledges more than was sent");
+	assert_int_equal(th_ndone, 1);
+	assert_int_equal(th_done[0].status, RMCA_ERR_PROTOCOL);
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+}
+
+static void ack_going_backwards_closes(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	char src[8] = "data";
+	struct tcp_frame f[MAXF];
+
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(rmca_tcp_put(c, src, 8, NULL, 0x1000, 0x2222,
+					      REQ(i + 1)),
+				 0);
+	/* the second waited for the pass after the first */
+	assert_int_equal(rmca_tcp_progress(&m->base), 0);
+	assert_int_equal(frames_ready(peer, f), 2);
+	peer_ack(peer, 2, 0);
+	th_pump_idle();
+	assert_int_equal(th_ndone, 2);
+	assert_int_equal(th_done[0].status, 0);
+	assert_int_equal(th_done[1].status, 0);
+	peer_ack(peer, 1, 0);
+	expect_refused_count(c, peer, "went backwards");
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+}
+
+/*
+ * A put still being written from the application's buffer cannot have
+ * arrived: its count is refused, and the put does not complete RMCA_OK
+ * while its buffer is still read.
+ */
+static void ack_of_a_put_still_on_its_way_closes(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+	char *src = malloc(8 * MiB);
+	struct tcp_frame f;
+
+	assert_non_null(src);
+	memset(src, 1, 8 * MiB);
+	assert_int_equal(
+		rmca_tcp_put(c, src, 8 * MiB, NULL, 0x1000, 0x2222, REQ(1)), 0);
+	assert_true(th_peer_read_frame(peer, &f));
+	assert_int_equal(f.type, TCP_F_PUT);
+	assert_int_equal(c->by_count_out, 0); /* the payload is on its way */
+	peer_ack(peer, 1, 0);
+	expect_refused_count(c, peer, "acknowledges more than was sent");
+	assert_int_equal(th_ndone, 1);
+	assert_int_equal(th_done[0].status, RMCA_ERR_PROTOCOL);
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+	free(src);
+}
+
+static void credits_beyond_receives_close(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+
+	peer_ack(peer, 0, TCP_MAX_OPS + 1);
+	expect_refused_count(c, peer, "more credits than receives");
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+}
+
+static void credits_going_backwards_close(void **state)
+{
+	struct tcp_module *m = th_module();
+	int peer;
+	struct rmca_conn *c = th_conn(m, &peer);
+
+	peer_ack(peer, 0, 5);
+	th_pump_idle();
+	assert_false(c->failed);
+	peer_ack(peer, 0, 4);
+	expect_refused_count(c, peer, "credit count went backwards");
+
+	rmca_tcp_conn_destroy(c);
+	close(peer);
+	th_module_free(m);
+}
+
+/* Only the connection that lied ends: another one of the module goes on. */
+static void a_lying_peer_ends_only_its_connection(void **state)
+{
+	struct tcp_module *m = th_module();
+	int p1, p2;
+	struct rmca_conn *c1 = th_conn(m, &p1), *c2 = th_conn(m, &p2);
+	char src[8] = "data";
+	struct tcp_frame f[MAXF];
+
+	peer_ack(p1, 1, 0);
+	assert_true(closed(p1));
+	assert_true(c1->failed);
+	assert_int_equal(rmca_tcp_put(c2, src, 8, NULL, 0x1000, 0x2222, REQ(1)),
+			 0);
+	assert_int_equal(frames_ready(p2, f), 1);
+	peer_ack(p2, 1, 0);
+	th_pump_idle();
+	assert_int_equal(th_ndone, 1);
+	assert_int_equal(th_done[0].status, 0);
+	assert_false(c2->failed);
+	assert_int_equal(th_nfailed, 1);
+
+	rmca_tcp_conn_destroy(c1);
+	rmca_tcp_conn_destroy(c2);
+	close(p1);
+	close(p2);
+	th_module_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(reply_carries_the_acknowledgement),
+		cmocka_unit_test(held_count_goes_when_the_answer_cannot),
+		cmocka_unit_test(batch_of_puts_gets_one_ack),
+		cmocka_unit_test(receives_are_told_in_few_frames),
+		cmocka_unit_test(sends_wait_for_credits_counted),
+		cmocka_unit_test(truncation_reaches_the_sender_by_a_refusal),
+		cmocka_unit_test(refusal_names_the_oldest_unacknowledged),
+		cmocka_unit_test(ack_beyond_what_was_sent_closes),
+		cmocka_unit_test(ack_going_backwards_closes),
+		cmocka_unit_test(ack_of_a_put_still_on_its_way_closes),
+		cmocka_unit_test(credits_beyond_receives_close),
+		cmocka_unit_test(credits_going_backwards_close),
+		cmocka_unit_test(a_lying_peer_ends_only_its_connection),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
