@@ -9,6 +9,12 @@
  * something. Completions that arrive inside rmca_poll are handed out by
  * that same call: the eventfd is only told what is left when it returns,
  * so a completion reaped at once costs no eventfd write and read.
+ *
+ * The first rmca_poll after a post does not look at the fds: what was
+ * just posted cannot have been answered yet, and whatever else is ready
+ * keeps the wait fd readable, so a caller that sleeps on it next wakes at
+ * once, and one that spins finds it at its next call. A caller that posts
+ * and then sleeps thus spends no epoll_wait() that finds nothing.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -33,6 +39,8 @@ struct rmca_cq {
 	struct rmca_req *spare; /* linked through cq_next */
 	unsigned nspare;
 	bool work_due; /* some endpoint has core work (core_work) */
+	bool posted; /* an operation was posted since the last pass */
+	bool looked; /* the last pass looked at the fds */
 	/* Spinning without system calls (rmca_progress). */
 	uint32_t polled;      /* modules that said RMCA_PROGRESS_POLLED */
 	bool eps_polled;      /* every endpoint is on such a module */
@@ -49,6 +57,7 @@ struct rmca_req *rmca_req_alloc(struct rmca_context *ctx)
 	struct rmca_cq *cq = ctx->cq;
 	struct rmca_req *r = cq->spare;
 
+	cq->posted = true;
 	if (!r)
 		return calloc(1, sizeof(*r));
 	cq->spare = r->cq_next;
@@ -206,10 +215,16 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 	struct rmca_cq *cq = ctx->cq;
 	struct epoll_event ev[64];
 	long long now = cq->eps_polled && !timeout_ms ? mono_ns() : 0;
+	/* At most every other pass skips: a caller that posts before each
+	 * poll still reads what arrives. */
+	bool fresh_post = !timeout_ms && cq->posted && cq->looked;
 	int n = 0;
 
+	cq->posted = false;
+	cq->looked = false;
 	core_work(ctx);
-	if (!now || now - cq->last_epoll >= SPIN_EPOLL_NS) {
+	if (!fresh_post && (!now || now - cq->last_epoll >= SPIN_EPOLL_NS)) {
+		cq->looked = true;
 		n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
 		if (cq->polled) {
 			cq->last_epoll = now ? now : mono_ns();

@@ -2,13 +2,16 @@
 # contrib/bench/syscalls.sh - system calls per operation over tcp on
 # loopback, server and client together, counted with strace -f -c.
 #
-#   contrib/bench/syscalls.sh [--build DIR] [--mode wait|spin] [-n N]
+#   contrib/bench/syscalls.sh [--build DIR] [--mode wait|spin|both] [-n N]
 #                             [-S SIZE] [-w WINDOW] [-t TESTS] [--raw]
 #                             [--out DIR] [--detail]
 #
 #   --build DIR  use this build tree (default: build one in $TMPDIR)
 #   --mode MODE  wait (default): both sides sleep in poll() when idle; spin
-#                counts busy polling too, which is load dependent
+#                counts busy polling too, which is load dependent (with
+#                --raw, the plain socket spins on non-blocking recv() as
+#                well: the figure to hold rmca's against); both: wait, then
+#                spin
 #   -n N         iterations of the shorter run (default 2000); the other
 #                does 2N, so that set-up and tear-down cancel out
 #   -S SIZE      message size (default 8)
@@ -39,14 +42,14 @@ while [ $# -gt 0 ]; do
 	--raw) raw=1 ;;
 	--detail) detail=1 ;;
 	--out) out=$2; shift ;;
-	-h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "syscalls.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
 done
 command -v strace >/dev/null || { echo "syscalls.sh: strace not installed" >&2; exit 1; }
-case $mode in wait) spin= ;; spin) spin=--spin ;;
-*) echo "syscalls.sh: --mode wait|spin" >&2; exit 2 ;; esac
+case $mode in wait|spin) modes=$mode ;; both) modes="wait spin" ;;
+*) echo "syscalls.sh: --mode wait|spin|both" >&2; exit 2 ;; esac
 
 build=$(bench_build "$build")
 perf=$build/tools/rmca_perf
@@ -110,8 +113,8 @@ detail_of() {
 }
 
 echo "# $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
-echo "# rmca $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'); $mode mode; size $size; window $window; N $n and $((2 * n)); results in $out"
-printf "%-8s %-12s %10s  %s\n" what test calls per
+echo "# rmca $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'); size $size; window $window; N $n and $((2 * n)); results in $out"
+printf "%-5s %-8s %-12s %10s  %s\n" mode what test calls per
 runs=()
 IFS=, read -ra tl <<<"$tests"
 for t in "${tl[@]}"; do runs+=("rmca:$t"); done
@@ -120,15 +123,19 @@ if [ "$raw" = 1 ]; then
 		case $t in send_lat|send_bw) runs+=("raw:$t") ;; esac
 	done
 fi
-for r in "${runs[@]}"; do
-	what=${r%%:*} t=${r#*:}
-	opt=(-t "$t" -S "$size" -w "$window")
-	[ "$what" = raw ] && opt+=(--raw)
-	counted "$what-$t-1" "$n" "${opt[@]}" || continue
-	counted "$what-$t-2" $((2 * n)) "${opt[@]}" || continue
-	per=$(awk -v a="$(sum "$what-$t-1")" -v b="$(sum "$what-$t-2")" -v n="$n" \
-		'BEGIN { printf "%.2f", (b - a) / n }')
-	case $t in *_lat) unit="round trip" ;; *) unit=message ;; esac
-	printf "%-8s %-12s %10s  %s\n" "$what" "$t" "$per" "$unit"
-	[ "$detail" = 1 ] && detail_of "$what-$t-1" "$what-$t-2"
+for mode in $modes; do
+	spin=
+	[ "$mode" = spin ] && spin=--spin
+	for r in "${runs[@]}"; do
+		what=${r%%:*} t=${r#*:} tag=$mode-${r%%:*}-${r#*:}
+		opt=(-t "$t" -S "$size" -w "$window")
+		[ "$what" = raw ] && opt+=(--raw)
+		counted "$tag-1" "$n" "${opt[@]}" || continue
+		counted "$tag-2" $((2 * n)) "${opt[@]}" || continue
+		per=$(awk -v a="$(sum "$tag-1")" -v b="$(sum "$tag-2")" -v n="$n" \
+			'BEGIN { printf "%.2f", (b - a) / n }')
+		case $t in *_lat) unit="round trip" ;; *) unit=message ;; esac
+		printf "%-5s %-8s %-12s %10s  %s\n" "$mode" "$what" "$t" "$per" "$unit"
+		[ "$detail" = 1 ] && detail_of "$tag-1" "$tag-2"
+	done
 done
