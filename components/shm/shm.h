@@ -78,6 +78,8 @@ struct shm_module {
 	/* Closed connections whose peer was copying under a key when they
 	 * closed: a deregistration still waits for it. */
 	struct shm_list zombies;
+	struct shm_op *spare; /* ops kept for reuse: a post allocates none */
+	unsigned nspare;
 	long long idle_ns; /* shm_idle_us: busy sides stay disarmed this long */
 	bool cma;	   /* shm_cma: cross-memory attach where allowed */
 };
@@ -102,6 +104,7 @@ enum shm_op_kind {
 
 struct shm_op {
 	struct shm_list link;  /* c->ops in post order, or c->recvs */
+	struct shm_op *spare;  /* m->spare, while unused */
 	struct shm_list qlink; /* c->backlog until wholly pushed */
 	enum shm_op_kind kind;
 	void *req;
@@ -136,6 +139,7 @@ struct rmca_conn {
 	uint64_t next_id;
 	int nops;
 	uint64_t sends_pushed; /* against the peer's recvs_posted */
+	uint64_t peer_recvs;   /* ... as last read */
 	uint64_t recvs_posted;
 	uint64_t reqs_pushed, resps_seen;  /* inflight = the difference */
 	uint64_t slots_pushed, slots_seen; /* answer slots they take */
@@ -146,6 +150,7 @@ struct rmca_conn {
 	uint64_t activity_seen;	  /* ... as of the last wakeup */
 	uint64_t activity_polled; /* ... as of the last progress op */
 	long long idle_since;	  /* ns: since when wakeups found nothing new */
+	unsigned idle_polls;	  /* quiet passes since the clock was read */
 	struct shm_list ops;	  /* send/put/get/atomic/flush, post order */
 	struct shm_list recvs;	  /* posted receives, oldest first */
 	struct shm_list backlog;  /* waiting for ring room, a credit */
@@ -230,6 +235,7 @@ void rmca_shm_conn_unmap(struct rmca_conn *c);
 int rmca_shm_progress(struct rmca_module *mod);
 
 /* shm_ops.c: posting */
+void rmca_shm_ops_free_spare(struct shm_module *m);
 void rmca_shm_op_done(struct rmca_conn *c, struct shm_op *op, int status,
 		      size_t len, uint64_t revoked);
 void rmca_shm_complete_all(struct rmca_conn *c, int status);

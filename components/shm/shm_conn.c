@@ -122,18 +122,37 @@ static void arm(struct rmca_conn *c)
 	rmca_shm_conn_poll(c);
 }
 
+/* Quiet passes between two looks at the clock: a spinning caller makes
+ * millions of passes a second, and the clock is the dearest part of one
+ * that finds nothing. */
+#define SHM_IDLE_CLOCK_EVERY 16
+
 /* Arm once nothing new came for shm_idle_us. */
 static void idle_check(struct rmca_conn *c)
 {
-	if (c->mod->idle_ns &&
-	    (c->activity != c->activity_seen || !c->idle_since)) {
-		c->activity_seen = c->activity;
-		c->idle_since = now_ns();
-		return; /* busy: keep the byte, stay disarmed */
-	}
-	if (now_ns() - c->idle_since < c->mod->idle_ns)
+	long long now;
+
+	if (!c->mod->idle_ns) {
+		arm(c);
 		return;
-	arm(c);
+	}
+	if (c->activity != c->activity_seen) {
+		/* busy: keep the byte, stay disarmed */
+		c->activity_seen = c->activity;
+		c->idle_since = 0;
+		c->idle_polls = 0;
+		return;
+	}
+	if (c->idle_since && ++c->idle_polls < SHM_IDLE_CLOCK_EVERY)
+		return;
+	c->idle_polls = 0;
+	now = now_ns();
+	if (!c->idle_since) {
+		c->idle_since = now;
+		return;
+	}
+	if (now - c->idle_since >= c->mod->idle_ns)
+		arm(c);
 }
 
 /* The socket is readable: a wake byte is there, or the peer is gone. */

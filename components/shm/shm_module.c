@@ -293,5 +293,6 @@ void rmca_shm_module_destroy(struct shm_module *m)
 	/* Regions still registered are the core's, deregistered before it
 	 * closes modules; connections were disconnected by then too. */
 	rmca_shm_keytab_fini(&m->keys);
+	rmca_shm_ops_free_spare(m);
 	free(m);
 }

@@ -18,11 +18,32 @@
 
 enum push_result { PUSHED, PARTIAL, NO_CREDIT, NO_ROOM, DONE };
 
-static void op_release(struct shm_op *op)
+/* Ops kept for reuse, at most this many: as many as were ever
+ * outstanding at once, up to a bound. */
+#define SHM_SPARE_OPS 4096
+
+static void op_release(struct shm_module *m, struct shm_op *op)
 {
 	shm_list_del(&op->link);
 	shm_list_del(&op->qlink);
-	free(op);
+	if (m->nspare >= SHM_SPARE_OPS) {
+		free(op);
+		return;
+	}
+	op->spare = m->spare;
+	m->spare = op;
+	m->nspare++;
+}
+
+void rmca_shm_ops_free_spare(struct shm_module *m)
+{
+	struct shm_op *op;
+
+	while ((op = m->spare)) {
+		m->spare = op->spare;
+		free(op);
+	}
+	m->nspare = 0;
 }
 
 void rmca_shm_op_done(struct rmca_conn *c, struct shm_op *op, int status,
@@ -31,7 +52,7 @@ void rmca_shm_op_done(struct rmca_conn *c, struct shm_op *op, int status,
 	const struct rmca_core *core = c->mod->base.core;
 	void *req = op->req;
 
-	op_release(op);
+	op_release(c->mod, op);
 	c->nops--;
 	core->ops->complete(core, req, status, len, revoked);
 
@@ -39,7 +60,7 @@ void rmca_shm_op_done(struct rmca_conn *c, struct shm_op *op, int status,
 	while ((op = shm_first(&c->ops, struct shm_op, link)) &&
 	       op->kind == SHM_OP_FLUSH) {
 		req = op->req;
-		op_release(op);
+		op_release(c->mod, op);
 		c->nops--;
 		core->ops->complete(core, req, RMCA_OK, 0, 0);
 	}
@@ -55,7 +76,7 @@ void rmca_shm_complete_all(struct rmca_conn *c, int status)
 	while ((op = shm_first(&c->ops, struct shm_op, link)) ||
 	       (op = shm_first(&c->recvs, struct shm_op, link))) {
 		req = op->req;
-		op_release(op);
+		op_release(c->mod, op);
 		c->nops--;
 		core->ops->complete(core, req, status, 0, 0);
 	}
@@ -81,6 +102,16 @@ size_t rmca_shm_piece(const struct shm_op *op, size_t off)
 	if (!op->pieced)
 		return op->len;
 	return op->len - off < max ? op->len - off : max;
+}
+
+/* A receive posted by the peer for one more message. Its count is read
+ * from the peer's line again only when the last one read is used up. */
+static bool credit(struct rmca_conn *c)
+{
+	if (c->sends_pushed < c->peer_recvs)
+		return true;
+	c->peer_recvs = shm_load(&c->r.peer->recvs_posted);
+	return c->sends_pushed < c->peer_recvs;
 }
 
 /* The next request of op: all of it, or (without CMA) its next piece. */
@@ -110,8 +141,7 @@ static enum push_result push(struct rmca_conn *c, struct shm_op *op, int *st)
 	piece = rmca_shm_piece(op, op->off);
 	switch (op->kind) {
 	case SHM_OP_SEND:
-		if (!op->off &&
-		    c->sends_pushed >= shm_load(&c->r.peer->recvs_posted))
+		if (!op->off && !credit(c))
 			return NO_CREDIT;
 		type = SHM_R_SEND;
 		inl = inl || op->pieced;
@@ -235,8 +265,12 @@ static struct shm_op *op_new(struct rmca_conn *c, enum shm_op_kind kind,
 		*err = RMCA_ERR_AGAIN;
 		return NULL;
 	}
-	op = calloc(1, sizeof(*op));
-	if (!op) {
+	op = c->mod->spare;
+	if (op) {
+		c->mod->spare = op->spare;
+		c->mod->nspare--;
+		memset(op, 0, sizeof(*op));
+	} else if (!(op = calloc(1, sizeof(*op)))) {
 		*err = RMCA_ERR_AGAIN;
 		return NULL;
 	}
@@ -373,9 +407,8 @@ int rmca_shm_flush(struct rmca_conn *c, void *req)
 	/* Every op is remotely completed, so a flush only waits for those
 	 * posted before it. */
 	if (shm_first(&c->ops, struct shm_op, link) == op) {
-		shm_list_del(&op->link);
+		op_release(c->mod, op);
 		c->nops--;
-		free(op);
 		core->ops->complete(core, req, RMCA_OK, 0, 0);
 	}
 	return 0;

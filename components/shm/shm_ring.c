@@ -24,20 +24,31 @@ void rmca_shm_rings_init(struct shm_rings *r, struct shm_seg *s, int side)
 	r->resp_in_buf = s->respbuf[peer];
 }
 
+/* Bytes of the request ring free for us, after reading the consumer's
+ * head if the last one read leaves fewer than want; a head past our tail
+ * is the peer's lie: no room, ever. */
+static uint64_t req_room(struct shm_rings *r, uint64_t want)
+{
+	uint64_t used = r->req_tail - r->req_head_seen;
+
+	if (used <= SHM_REQ_BYTES && SHM_REQ_BYTES - used >= want)
+		return SHM_REQ_BYTES - used;
+	r->req_head_seen = shm_load(&r->req_out->head);
+	used = r->req_tail - r->req_head_seen;
+	return used > SHM_REQ_BYTES ? 0 : SHM_REQ_BYTES - used;
+}
+
 struct shm_req *rmca_shm_req_reserve(struct shm_rings *r, uint32_t units)
 {
-	uint64_t head = shm_load(&r->req_out->head);
-	uint64_t used = r->req_tail - head;
 	size_t need = (size_t)units * SHM_UNIT;
 	size_t pos = (size_t)(r->req_tail % SHM_REQ_BYTES);
 	size_t to_end = SHM_REQ_BYTES - pos;
 	struct shm_req *pad;
 
-	/* A head past our tail is the peer's lie: no room, ever. */
-	if (used > SHM_REQ_BYTES || need > SHM_REQ_BYTES)
+	if (need > SHM_REQ_BYTES)
 		return NULL;
 	if (to_end < need) {
-		if (SHM_REQ_BYTES - used < to_end + need)
+		if (req_room(r, to_end + need) < to_end + need)
 			return NULL;
 		pad = (struct shm_req *)(void *)(r->req_out_buf + pos);
 		memset(pad, 0, sizeof(*pad));
@@ -45,7 +56,7 @@ struct shm_req *rmca_shm_req_reserve(struct shm_rings *r, uint32_t units)
 		pad->units = (uint32_t)(to_end / SHM_UNIT);
 		r->req_tail += to_end;
 		pos = 0;
-	} else if (SHM_REQ_BYTES - used < need) {
+	} else if (req_room(r, need) < need) {
 		return NULL;
 	}
 	return (struct shm_req *)(void *)(r->req_out_buf + pos);
@@ -59,10 +70,13 @@ void rmca_shm_req_commit(struct shm_rings *r, uint32_t units)
 
 struct shm_resp *rmca_shm_resp_slot(struct shm_rings *r, uint32_t nslots)
 {
-	uint64_t head = shm_load(&r->resp_out->head);
+	uint64_t used = r->resp_tail - r->resp_head_seen;
 
-	if (r->resp_tail - head > SHM_RESP_SLOTS ||
-	    SHM_RESP_SLOTS - (r->resp_tail - head) < nslots)
+	if (used > SHM_RESP_SLOTS || SHM_RESP_SLOTS - used < nslots) {
+		r->resp_head_seen = shm_load(&r->resp_out->head);
+		used = r->resp_tail - r->resp_head_seen;
+	}
+	if (used > SHM_RESP_SLOTS || SHM_RESP_SLOTS - used < nslots)
 		return NULL;
 	return (struct shm_resp *)(void *)(r->resp_out_buf +
 					   (r->resp_tail % SHM_RESP_SLOTS) *

@@ -115,6 +115,10 @@ struct shm_rings {
 	uint64_t req_in_head;
 	uint64_t resp_tail;
 	uint64_t resp_in_head;
+	/* The consumers' heads as last read: the producer reads the peer's
+	 * line again only when these leave too little room. */
+	uint64_t req_head_seen;
+	uint64_t resp_head_seen;
 };
 
 static inline uint64_t shm_load(const uint64_t *p)
