@@ -277,9 +277,9 @@ static void test_use_once_key_serves_only_its_connection(void **state)
 
 enum scribble {
 	SCRIBBLE_ZERO_UNITS, /* an entry of no size */
-	SCRIBBLE_OVERRUN,    /* an entry longer than what was published */
+	SCRIBBLE_OVERRUN,    /* an entry running past the ring's end */
 	SCRIBBLE_TYPE,	     /* no such request */
-	SCRIBBLE_INDEX,	     /* a tail far past the ring */
+	SCRIBBLE_INDEX,	     /* a head far past what the target pushed */
 	SCRIBBLE_NO_RECV,    /* a message the target has no receive for */
 	SCRIBBLE_MAX,
 };
@@ -334,41 +334,44 @@ static void scribble_client(struct api_peer *p)
 {
 	struct shm_seg *s;
 	struct shm_req *q;
-	uint64_t tail;
+	uint64_t head;
 
 	expect_shm(p);
 	api_expect_token(p, 0, TOKEN_GO);
 	s = my_segment();
 	API_CHECK(s != NULL);
-	/* The client connected: it is side 0, its requests are req[0]. */
-	tail = __atomic_load_n(&s->req[0].tail, __ATOMIC_ACQUIRE);
-	q = (struct shm_req *)(void *)(s->reqbuf[0] + tail % SHM_REQ_BYTES);
+	/* The client connected: it is side 0, its requests are req[0], and
+	 * the server consumed all of them, up to its head. */
+	head = __atomic_load_n(&s->req[0].head, __ATOMIC_ACQUIRE);
+	q = (struct shm_req *)(void *)(s->reqbuf[0] + head % SHM_REQ_BYTES);
 	memset(q, 0, sizeof(*q));
 	q->type = SHM_R_PUT;
 	q->units = 1;
 	q->flags = SHM_RF_INLINE;
-	q->id = 77;
 	switch ((intptr_t)p->arg) {
 	case SCRIBBLE_ZERO_UNITS:
 		q->units = 0;
 		break;
 	case SCRIBBLE_OVERRUN:
-		q->units = 1000;
+		q->units = SHM_REQ_BYTES / SHM_UNIT + 1;
 		break;
 	case SCRIBBLE_TYPE:
 		q->type = 99;
 		break;
 	case SCRIBBLE_INDEX:
-		tail += 4 * SHM_REQ_BYTES;
-		break;
+		/* The head of the server's requests, which this side
+		 * consumes: past anything the server pushed. */
+		__atomic_store_n(&s->req[1].head, 4 * SHM_REQ_BYTES,
+				 __ATOMIC_RELEASE);
+		api_token(p, 0, TOKEN_GO);
+		api_expect_token(p, 0, TOKEN_GO);
+		return;
 	case SCRIBBLE_NO_RECV:
 		q->type = SHM_R_SEND;
 		q->len = 8;
-		q->units = 2;
-		tail += SHM_UNIT;
 		break;
 	}
-	__atomic_store_n(&s->req[0].tail, tail + SHM_UNIT, __ATOMIC_RELEASE);
+	__atomic_store_n(&q->stamp, shm_stamp(head), __ATOMIC_RELEASE);
 	api_token(p, 0, TOKEN_GO);
 	api_expect_token(p, 0, TOKEN_GO);
 }
@@ -384,6 +387,142 @@ static void test_garbage_in_the_rings_ends_only_that_connection(void **state)
 		t.arg = (void *)i;
 		api_run(&t);
 	}
+}
+
+/* ---- laps of the request ring ---- */
+
+/* A request says itself that it is there, by the stamp of its position.
+ * One lap of the biggest inline messages, whose payloads carry at every
+ * unit boundary the stamp that offset will have one lap later; then a lap
+ * of one-unit messages, one per round trip, so that the target waits at
+ * each of those offsets before the message lands there. A target that
+ * read an old payload as a request would end the connection. Then
+ * messages of every size around the header's line, and small puts and
+ * gets, checked byte for byte. */
+#define LAP_BIG	  SHM_INLINE_MAX
+#define LAP_SIZES 72
+#define LAP_PUTS  48
+
+static uint64_t lap_big_count(void)
+{
+	return SHM_REQ_BYTES /
+	       ((uint64_t)shm_units(SHM_R_SEND, LAP_BIG) * SHM_UNIT);
+}
+
+static uint64_t lap_small_count(void)
+{
+	uint64_t big = (uint64_t)shm_units(SHM_R_SEND, LAP_BIG) * SHM_UNIT;
+
+	/* the rest of the first lap, then all of the second */
+	return (SHM_REQ_BYTES - lap_big_count() * big) / SHM_UNIT +
+	       SHM_REQ_BYTES / SHM_UNIT;
+}
+
+/* Message i of the first lap: it lands at ring position pos. */
+static void lap_big(uint8_t *msg, uint64_t i)
+{
+	uint64_t pos = i * shm_units(SHM_R_SEND, LAP_BIG) * SHM_UNIT;
+	uint64_t pl = pos + shm_pl_off(SHM_R_SEND);
+
+	memset(msg, (int)(i & 0x7f), LAP_BIG);
+	for (uint64_t u = pos + SHM_UNIT; u + 4 <= pl + LAP_BIG;
+	     u += SHM_UNIT) {
+		uint32_t st = shm_stamp(u + SHM_REQ_BYTES);
+
+		memcpy(msg + (u - pl), &st, sizeof(st));
+	}
+}
+
+static void laps_server(struct api_peer *p)
+{
+	uint8_t *msg = api_alloc(LAP_BIG), *want = api_alloc(LAP_BIG);
+	uint8_t *mem = api_alloc(LAP_PUTS * LAP_PUTS), *one = api_alloc(1);
+	rmca_mr_t *mr, *mm, *om;
+
+	expect_shm(p);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, msg, LAP_BIG, RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, one, 1, RMCA_ACCESS_LOCAL, &om));
+	API_CHECK_OK(rmca_mr_reg(
+		p->ctx, mem, LAP_PUTS * LAP_PUTS,
+		RMCA_ACCESS_REMOTE_WRITE | RMCA_ACCESS_REMOTE_READ, &mm));
+	api_put_region(p, 0, mem, LAP_PUTS * LAP_PUTS, mm, p->ep);
+	for (uint64_t i = 0; i < lap_big_count(); i++) {
+		API_CHECK(api_recv_wait(p, p->ep, msg, LAP_BIG, mr) == LAP_BIG);
+		lap_big(want, i);
+		API_CHECK_MSG(!memcmp(msg, want, LAP_BIG),
+			      "message %llu of the first lap differs",
+			      (unsigned long long)i);
+	}
+	/* The answer is the client's next message's credit: until it
+	 * lands, this side waits at the head. */
+	for (uint64_t i = 0; i < lap_small_count(); i++) {
+		API_CHECK(api_recv_wait(p, p->ep, msg, 8, mr) == 8);
+		API_CHECK_MSG(!memcmp(msg, &i, 8), "small message %llu differs",
+			      (unsigned long long)i);
+		api_send_wait(p, p->ep, one, 1, om);
+	}
+	for (size_t n = 0; n <= LAP_SIZES; n++) {
+		API_CHECK(api_recv_wait(p, p->ep, msg, LAP_BIG, mr) == n);
+		API_CHECK_MSG(api_pattern_check(msg, n, (unsigned)n) < 0,
+			      "message of %zu bytes differs at byte %ld", n,
+			      api_pattern_check(msg, n, (unsigned)n));
+	}
+	api_expect_token(p, 0, TOKEN_GO);
+	for (size_t n = 1; n <= LAP_PUTS; n++)
+		API_CHECK_MSG(api_pattern_check(mem + (n - 1) * LAP_PUTS, n,
+						(unsigned)n + 100) < 0,
+			      "put of %zu bytes differs", n);
+	api_token(p, 0, TOKEN_GO);
+}
+
+static void laps_client(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(2 * LAP_BIG);
+	struct api_region r;
+	rmca_mr_t *mr;
+
+	expect_shm(p);
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, 2 * LAP_BIG, RMCA_ACCESS_LOCAL, &mr));
+	api_get_region(p, 0, &r);
+	for (uint64_t i = 0; i < lap_big_count(); i++) {
+		lap_big(buf, i);
+		api_send_wait(p, p->ep, buf, LAP_BIG, mr);
+	}
+	for (uint64_t i = 0; i < lap_small_count(); i++) {
+		memcpy(buf, &i, 8);
+		api_send_wait(p, p->ep, buf, 8, mr);
+		API_CHECK(api_recv_wait(p, p->ep, buf + LAP_BIG, 1, mr) == 1);
+	}
+	for (size_t n = 0; n <= LAP_SIZES; n++) {
+		api_pattern(buf, n, (unsigned)n);
+		api_send_wait(p, p->ep, buf, n, mr);
+	}
+	for (size_t n = 1; n <= LAP_PUTS; n++) {
+		uint64_t at = r.addr + (n - 1) * LAP_PUTS;
+
+		api_pattern(buf, n, (unsigned)n + 100);
+		memset(buf + LAP_BIG, 0, n);
+		API_CHECK_OK(API_POST(p, rmca_put(p->ep, buf, n, mr, at, r.rkey,
+						  RMCA_DELIVERED, API_CTX(1))));
+		API_CHECK_OK(API_POST(p, rmca_get(p->ep, buf + LAP_BIG, n, mr,
+						  at, r.rkey, API_CTX(2))));
+		api_wait_status(p, API_CTX(1), RMCA_OK);
+		api_wait_status(p, API_CTX(2), RMCA_OK);
+		API_CHECK_MSG(!memcmp(buf, buf + LAP_BIG, n),
+			      "get after a put of %zu bytes differs", n);
+	}
+	api_token(p, 0, TOKEN_GO);
+	api_expect_token(p, 0, TOKEN_GO);
+}
+
+static void test_ring_laps_never_take_old_bytes_for_a_request(void **state)
+{
+	const struct api_test t = {.server = laps_server,
+				   .client = laps_client};
+
+	(void)state;
+	api_run(&t);
 }
 
 /* ---- puts and gets copied by the initiator ---- */
@@ -889,6 +1028,8 @@ int main(void)
 		cmocka_unit_test(test_direct_access_is_refused_untouched),
 		cmocka_unit_test(test_dereg_wins_against_racing_puts),
 		cmocka_unit_test(test_rings_carry_everything_without_cma),
+		cmocka_unit_test(
+			test_ring_laps_never_take_old_bytes_for_a_request),
 		cmocka_unit_test(test_spinning_ping_pong_makes_no_system_call),
 	};
 

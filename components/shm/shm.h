@@ -32,7 +32,7 @@
 #include "shm_pub.h"
 #include "shm_ring.h"
 
-#define SHM_PROTO_VERSION 2u
+#define SHM_PROTO_VERSION 3u
 #define SHM_MAX_OPS	  16384 /* outstanding ops per connection, then AGAIN */
 #define SHM_MAX_PENDING	  64	/* accepted sockets awaiting their connect() */
 
@@ -108,7 +108,6 @@ struct shm_op {
 	struct shm_list qlink; /* c->backlog until wholly pushed */
 	enum shm_op_kind kind;
 	void *req;
-	uint64_t id;
 	char *buf;
 	size_t len;
 	uint64_t raddr, rkey;
@@ -119,6 +118,13 @@ struct shm_op {
 	bool pieced;
 	size_t off;  /* bytes of it pushed */
 	size_t done; /* bytes of it answered */
+};
+
+/* A request in flight, in the order pushed. */
+struct shm_flight {
+	struct shm_op *op;
+	uint64_t pos, end; /* its place in the request ring */
+	uint32_t nslots;   /* of its answer; 0: the head answers it */
 };
 
 struct rmca_conn {
@@ -136,7 +142,6 @@ struct rmca_conn {
 	int fail_status;
 	struct shm_seg *seg;
 	struct shm_rings r; /* this side's view of the segment */
-	uint64_t next_id;
 	int nops;
 	uint64_t sends_pushed; /* against the peer's recvs_posted */
 	uint64_t peer_recvs;   /* ... as last read */
@@ -144,8 +149,9 @@ struct rmca_conn {
 	uint64_t reqs_pushed, resps_seen;  /* inflight = the difference */
 	uint64_t slots_pushed, slots_seen; /* answer slots they take */
 	uint64_t rx_off; /* bytes of the message coming in pieces */
-	/* The op of each request in flight, by request number. */
-	struct shm_op *fifo[SHM_RESP_SLOTS];
+	uint64_t rx_pos; /* position of the request being served */
+	/* Each request in flight, by request number. */
+	struct shm_flight fifo[SHM_RESP_SLOTS];
 	uint64_t activity;	  /* entries read from the rings, ever */
 	uint64_t activity_seen;	  /* ... as of the last wakeup */
 	uint64_t activity_polled; /* ... as of the last progress op */

@@ -118,7 +118,8 @@ static bool credit(struct rmca_conn *c)
 static enum push_result push(struct rmca_conn *c, struct shm_op *op, int *st)
 {
 	bool inl = op->len <= SHM_INLINE_MAX, more = false;
-	uint32_t units = 1, nslots = 1;
+	uint32_t units = 1, nslots = 0;
+	struct shm_flight *f;
 	size_t piece;
 	struct shm_req *q;
 	uint8_t type;
@@ -146,12 +147,12 @@ static enum push_result push(struct rmca_conn *c, struct shm_op *op, int *st)
 		type = SHM_R_SEND;
 		inl = inl || op->pieced;
 		more = op->off + piece < op->len;
-		units = inl ? shm_units(piece) : 1;
+		units = inl ? shm_units(type, piece) : 1;
 		break;
 	case SHM_OP_PUT:
 		type = SHM_R_PUT;
 		inl = inl || op->pieced;
-		units = inl ? shm_units(piece) : 1;
+		units = inl ? shm_units(type, piece) : 1;
 		break;
 	case SHM_OP_GET:
 		type = SHM_R_GET;
@@ -162,10 +163,13 @@ static enum push_result push(struct rmca_conn *c, struct shm_op *op, int *st)
 	default:
 		type = SHM_R_ATOMIC;
 		inl = false;
-		units = 2;
+		units = shm_units(type, 2 * sizeof(uint64_t)); /* masks */
+		nslots = 1;
 		break;
 	}
-	if (c->slots_pushed - c->slots_seen + nslots > SHM_RESP_SLOTS)
+	/* One slot stays free for the error answer that ends a
+	 * connection, whichever request it is for. */
+	if (c->slots_pushed - c->slots_seen + nslots > SHM_RESP_SLOTS - 1)
 		return NO_ROOM;
 	q = rmca_shm_req_reserve(&c->r, units);
 	if (!q)
@@ -173,15 +177,16 @@ static enum push_result push(struct rmca_conn *c, struct shm_op *op, int *st)
 	*q = (struct shm_req){
 		.type = type,
 		.flags = (inl ? SHM_RF_INLINE : 0) | (more ? SHM_RF_MORE : 0),
-		.units = units,
-		.id = op->id,
+		.units = (uint16_t)units,
+		.credit = (uint32_t)c->recvs_posted,
 		.len = piece,
 		.raddr = op->raddr + op->off,
 		.rkey = op->rkey,
 		.laddr = (uint64_t)(uintptr_t)op->buf,
 	};
 	if (inl && piece && type != SHM_R_GET)
-		memcpy(q + 1, op->buf + op->off, piece);
+		memcpy((uint8_t *)q + shm_pl_off(type), op->buf + op->off,
+		       piece);
 	/* The key dies with the last piece, before the receive is
 	 * reported. */
 	if (op->kind == SHM_OP_SEND && op->inv_rkey && !more) {
@@ -199,8 +204,12 @@ static enum push_result push(struct rmca_conn *c, struct shm_op *op, int *st)
 				   : op->atomic.compare_mask;
 		masks[1] = op->atomic.swap_mask;
 	}
-	rmca_shm_req_commit(&c->r, units);
-	c->fifo[c->reqs_pushed % SHM_RESP_SLOTS] = op;
+	f = &c->fifo[c->reqs_pushed % SHM_RESP_SLOTS];
+	f->op = op;
+	f->pos = c->r.req_tail;
+	f->nslots = nslots;
+	rmca_shm_req_commit(&c->r, q, units);
+	f->end = c->r.req_tail;
 	c->reqs_pushed++;
 	c->slots_pushed += nslots;
 	if (op->kind == SHM_OP_SEND && !op->off)
@@ -276,7 +285,6 @@ static struct shm_op *op_new(struct rmca_conn *c, enum shm_op_kind kind,
 	}
 	op->kind = kind;
 	op->req = req;
-	op->id = ++c->next_id;
 	shm_list_init(&op->link);
 	shm_list_init(&op->qlink);
 	shm_list_add_tail(kind == SHM_OP_RECV ? &c->recvs : &c->ops, &op->link);

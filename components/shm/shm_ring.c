@@ -53,8 +53,8 @@ struct shm_req *rmca_shm_req_reserve(struct shm_rings *r, uint32_t units)
 		pad = (struct shm_req *)(void *)(r->req_out_buf + pos);
 		memset(pad, 0, sizeof(*pad));
 		pad->type = SHM_R_PAD;
-		pad->units = (uint32_t)(to_end / SHM_UNIT);
-		r->req_tail += to_end;
+		pad->units = (uint16_t)(to_end / SHM_UNIT);
+		rmca_shm_req_commit(r, pad, pad->units);
 		pos = 0;
 	} else if (req_room(r, need) < need) {
 		return NULL;
@@ -62,10 +62,36 @@ struct shm_req *rmca_shm_req_reserve(struct shm_rings *r, uint32_t units)
 	return (struct shm_req *)(void *)(r->req_out_buf + pos);
 }
 
-void rmca_shm_req_commit(struct shm_rings *r, uint32_t units)
+void rmca_shm_req_commit(struct shm_rings *r, struct shm_req *q,
+			 uint32_t units)
 {
+	__atomic_store_n(&q->stamp, shm_stamp(r->req_tail), __ATOMIC_RELEASE);
 	r->req_tail += (uint64_t)units * SHM_UNIT;
-	shm_store(&r->req_out->tail, r->req_tail);
+}
+
+const uint8_t *rmca_shm_req_peek(const struct shm_rings *r,
+				 struct shm_req *h)
+{
+	const uint8_t *e =
+		r->req_in_buf + (size_t)(r->req_in_head % SHM_REQ_BYTES);
+
+	if (__atomic_load_n((const uint32_t *)(const void *)e,
+			    __ATOMIC_ACQUIRE) != shm_stamp(r->req_in_head))
+		return NULL;
+	memcpy(h, e, sizeof(*h));
+	return e;
+}
+
+void rmca_shm_req_consume(struct shm_rings *r, uint32_t units)
+{
+	uint8_t *e = r->req_in_buf + (size_t)(r->req_in_head % SHM_REQ_BYTES);
+
+	/* Every unit, not only the header's: a payload's first bytes may
+	 * be the stamp of a later lap. */
+	for (uint32_t k = 0; k < units; k++)
+		__atomic_store_n((uint32_t *)(void *)(e + (size_t)k * SHM_UNIT),
+				 0, __ATOMIC_RELAXED);
+	r->req_in_head += (uint64_t)units * SHM_UNIT;
 }
 
 struct shm_resp *rmca_shm_resp_slot(struct shm_rings *r, uint32_t nslots)

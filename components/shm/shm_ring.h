@@ -6,6 +6,15 @@
  * writer, published with release and read with acquire, so the fast path
  * is loads and stores only.
  *
+ * A request says itself that it is there: the producer writes its stamp
+ * (from its position) last, and the consumer watches the stamp at its head,
+ * so a message costs the consumer the lines of the entry and nothing else;
+ * a message of up to 32 bytes is one line. The consumer zeroes the stamp
+ * word of every unit it consumed before it gives the room back, so no old
+ * entry or payload can pass for a new one. Requests that succeed without
+ * data to return are answered by the consumer's head alone; the response
+ * ring carries only data (gets, atomics) and errors.
+ *
  * The peer can write anything into the segment at any time: a consumer
  * copies a header out before it checks it, and every length it acts on was
  * checked on that copy.
@@ -42,19 +51,37 @@ enum shm_req_flags {
 };
 
 struct shm_req {
+	uint32_t stamp; /* shm_stamp(position), written last */
 	uint8_t type;
 	uint8_t flags;
+	uint16_t units; /* of the whole entry, header included */
+	uint32_t credit; /* the producer's receives ever posted (low bits) */
 	uint8_t akind;
-	uint8_t zero;
-	uint32_t units; /* of the whole entry, header included */
-	uint64_t id;
+	uint8_t zero[3];
 	uint64_t len;
-	uint64_t raddr;
 	uint64_t rkey;
-	uint64_t laddr; /* the initiator's buffer (cross-memory attach) */
+	uint64_t raddr; /* a SEND's inline payload starts here */
+	uint64_t laddr; /* the initiator's buffer (cross-memory attach); a
+			   PUT's inline payload starts here */
 	uint64_t operand;
 	uint64_t compare;
 };
+
+/* The stamp of the entry at ring position pos (a multiple of SHM_UNIT):
+ * never 0, which is what the consumer leaves behind. */
+static inline uint32_t shm_stamp(uint64_t pos)
+{
+	return (uint32_t)(pos / SHM_UNIT) << 1 | 1;
+}
+
+/* Where the payload of an entry of this type starts: a small SEND or PUT
+ * shares the header's line. */
+static inline size_t shm_pl_off(unsigned type)
+{
+	return type == SHM_R_SEND  ? offsetof(struct shm_req, raddr)
+	       : type == SHM_R_PUT ? offsetof(struct shm_req, laddr)
+				   : sizeof(struct shm_req);
+}
 
 struct shm_resp {
 	uint64_t id;
@@ -77,7 +104,7 @@ static inline uint32_t shm_resp_slots(uint64_t len)
 }
 
 struct shm_idx {
-	_Alignas(SHM_CL) uint64_t tail; /* producer's */
+	_Alignas(SHM_CL) uint64_t tail; /* producer's (responses only) */
 	_Alignas(SHM_CL) uint64_t head; /* consumer's */
 };
 
@@ -132,9 +159,19 @@ static inline void shm_store(uint64_t *p, uint64_t v)
 }
 
 void rmca_shm_rings_init(struct shm_rings *r, struct shm_seg *s, int side);
-/* Room for an entry of units units, contiguous: its header, or NULL. */
+/* Room for an entry of units units, contiguous: its header, at position
+ * r->req_tail, or NULL. */
 struct shm_req *rmca_shm_req_reserve(struct shm_rings *r, uint32_t units);
-void rmca_shm_req_commit(struct shm_rings *r, uint32_t units);
+/* The entry q, written: published. */
+void rmca_shm_req_commit(struct shm_rings *r, struct shm_req *q,
+			 uint32_t units);
+/* The request at the consumer's head, once its stamp is there: its header
+ * copied into h, or NULL. */
+const uint8_t *rmca_shm_req_peek(const struct shm_rings *r,
+				 struct shm_req *h);
+/* The request of units units at the head consumed: stamps zeroed. The
+ * head is published by the caller. */
+void rmca_shm_req_consume(struct shm_rings *r, uint32_t units);
 /* The slot for the next answer of nslots slots (the initiator keeps them
  * free for each request in flight, so a full ring means a broken peer):
  * NULL then. */
@@ -146,9 +183,11 @@ void rmca_shm_resp_commit(struct shm_rings *r, uint32_t nslots);
 void rmca_shm_resp_get_data(const struct shm_rings *r, uint64_t at, void *data,
 			    size_t len);
 
-static inline uint32_t shm_units(uint64_t payload)
+/* Units of an entry of this type with payload bytes inline. */
+static inline uint32_t shm_units(unsigned type, uint64_t payload)
 {
-	return (uint32_t)(1 + (payload + SHM_UNIT - 1) / SHM_UNIT);
+	return (uint32_t)((shm_pl_off(type) + payload + SHM_UNIT - 1) /
+			  SHM_UNIT);
 }
 
 #endif

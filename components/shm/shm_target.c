@@ -48,10 +48,12 @@ static int cma(struct rmca_conn *c, bool to_peer, char *local, uint64_t remote,
 	return 0;
 }
 
-/* Answer request h; an error answer ends the connection (as a verbs QP's
- * would), once the answer is visible to the peer. */
-static void respond(struct rmca_conn *c, const struct shm_req *h, int status,
-		    uint64_t operand, const void *data, size_t len)
+/* Answer the request being served: with data (a get's, an atomic's old
+ * value) or an error. An error answer ends the connection (as a verbs QP's
+ * would), once the answer is visible to the peer. A request that succeeds
+ * with nothing to return is answered by the head passing it. */
+static void respond(struct rmca_conn *c, int status, uint64_t operand,
+		    const void *data, size_t len)
 {
 	uint32_t nslots = shm_resp_slots(status ? 0 : len);
 	struct shm_resp *s = rmca_shm_resp_slot(&c->r, nslots);
@@ -61,7 +63,7 @@ static void respond(struct rmca_conn *c, const struct shm_req *h, int status,
 		return;
 	}
 	*s = (struct shm_resp){
-		.id = h->id,
+		.id = c->rx_pos,
 		.status = status,
 		.len = status ? 0 : (uint32_t)len,
 		.operand = status ? 0 : operand,
@@ -118,7 +120,6 @@ static void on_send(struct rmca_conn *c, const struct shm_req *h,
 	}
 	if (more && !st) {
 		c->rx_off = off + h->len;
-		respond(c, h, 0, 0, NULL, 0);
 		return;
 	}
 	c->rx_off = 0;
@@ -130,7 +131,8 @@ static void on_send(struct rmca_conn *c, const struct shm_req *h,
 		revoked = rmca_shm_revoke_inv(c, h->rkey);
 	rmca_shm_op_done(c, r, st, total > r->len ? r->len : (size_t)total,
 			 revoked);
-	respond(c, h, st, 0, NULL, 0);
+	if (st)
+		respond(c, st, 0, NULL, 0);
 }
 
 static void on_put(struct rmca_conn *c, const struct shm_req *h,
@@ -145,8 +147,8 @@ static void on_put(struct rmca_conn *c, const struct shm_req *h,
 		st = fetch(c, h, pl, p, (size_t)h->len);
 	if (st == RMCA_ERR_CONNECTION)
 		rmca_shm_conn_fail(c, st);
-	else
-		respond(c, h, st, 0, NULL, 0);
+	else if (st)
+		respond(c, st, 0, NULL, 0);
 }
 
 static void on_get(struct rmca_conn *c, const struct shm_req *h)
@@ -157,15 +159,15 @@ static void on_get(struct rmca_conn *c, const struct shm_req *h)
 	st = rmca_shm_access(c, h->rkey, h->raddr, h->len,
 			     RMCA_ACCESS_REMOTE_READ, &p);
 	if (!st && ((h->flags & SHM_RF_INLINE) || h->len <= SHM_RESP_INLINE)) {
-		respond(c, h, 0, 0, p, (size_t)h->len);
+		respond(c, 0, 0, p, (size_t)h->len);
 		return;
 	}
 	if (!st)
 		st = cma(c, true, p, h->laddr, (size_t)h->len);
 	if (st == RMCA_ERR_CONNECTION)
 		rmca_shm_conn_fail(c, st);
-	else
-		respond(c, h, st, 0, NULL, 0);
+	else if (st)
+		respond(c, st, 0, NULL, 0);
 }
 
 static void on_atomic(struct rmca_conn *c, const struct shm_req *h,
@@ -194,19 +196,21 @@ static void on_atomic(struct rmca_conn *c, const struct shm_req *h,
 	a.swap_mask = masks[1];
 	st = rmca_shm_access(c, h->rkey, h->raddr, 8, RMCA_ACCESS_REMOTE_ATOMIC,
 			     &p);
-	respond(c, h, st, st ? 0 : rmca_atomic_cpu((uint64_t *)(void *)p, &a),
+	respond(c, st, st ? 0 : rmca_atomic_cpu((uint64_t *)(void *)p, &a),
 		NULL, 0);
 }
 
 /* One request, its header already copied out of the ring and its size
- * (pl_len bytes after the header) checked against the ring. */
+ * (pl_len bytes from pl, where its type's payload starts) checked against
+ * the ring. */
 static void serve(struct rmca_conn *c, const struct shm_req *h,
 		  const uint8_t *pl, size_t pl_len)
 {
 	bool inl = h->flags & SHM_RF_INLINE;
 	unsigned f = h->flags;
 
-	if (h->zero || (f & ~(SHM_RF_INLINE | SHM_RF_INV | SHM_RF_MORE)) ||
+	if (h->zero[0] || h->zero[1] || h->zero[2] ||
+	    (f & ~(SHM_RF_INLINE | SHM_RF_INV | SHM_RF_MORE)) ||
 	    (inl && h->type != SHM_R_GET && h->len > pl_len) ||
 	    ((f & (SHM_RF_INV | SHM_RF_MORE)) && h->type != SHM_R_SEND) ||
 	    ((f & SHM_RF_MORE) && (!inl || (f & SHM_RF_INV))) ||
@@ -246,21 +250,60 @@ static void serve(struct rmca_conn *c, const struct shm_req *h,
 	}
 }
 
-/* The answer s, whose header is at slot index at, to the oldest request
- * in flight. */
+/* The oldest request in flight, or NULL. */
+static struct shm_flight *in_flight(struct rmca_conn *c)
+{
+	return c->resps_seen == c->reqs_pushed
+		       ? NULL
+		       : &c->fifo[c->resps_seen % SHM_RESP_SLOTS];
+}
+
+/* The oldest request in flight has its answer (st, and a get's data at
+ * answer slot at when get_data): its op advances, and completes with its
+ * last piece. */
+static void answered(struct rmca_conn *c, struct shm_flight *f, int st,
+		     uint64_t operand, uint64_t at, bool get_data)
+{
+	struct shm_op *op = f->op;
+	size_t piece = rmca_shm_piece(op, op->done);
+
+	f->op = NULL;
+	c->resps_seen++;
+	c->activity++;
+	if (st) {
+		rmca_shm_op_done(c, op, st, 0, 0);
+		rmca_shm_conn_fail(c, st);
+		return;
+	}
+	if (get_data && piece)
+		rmca_shm_resp_get_data(&c->r, at, op->buf + op->done, piece);
+	op->done += piece;
+	if (op->done < op->len)
+		return; /* more pieces to come */
+	if (op->kind == SHM_OP_ATOMIC)
+		*op->result = operand;
+	rmca_shm_op_done(c, op, RMCA_OK, 0, 0);
+}
+
+/* The answer s, whose header is at slot index at, to the oldest request in
+ * flight that the head has not answered already. */
 static void on_resp(struct rmca_conn *c, const struct shm_resp *s, uint64_t at)
 {
-	struct shm_op *op = c->resps_seen == c->reqs_pushed
-				    ? NULL
-				    : c->fifo[c->resps_seen % SHM_RESP_SLOTS];
+	struct shm_flight *f;
+	struct shm_op *op;
 	int st = s->status;
 	bool get_inline;
 	size_t piece;
 
-	if (!op || op->id != s->id) {
-		protocol_error(c, "answer to no outstanding request");
+	/* Those before it were served, without an answer. */
+	while ((f = in_flight(c)) && f->pos != s->id && !f->nslots)
+		answered(c, f, 0, 0, 0, false);
+	if (!f || f->pos != s->id || c->failed) {
+		if (!c->failed)
+			protocol_error(c, "answer to no outstanding request");
 		return;
 	}
+	op = f->op;
 	piece = rmca_shm_piece(op, op->done);
 	get_inline = op->kind == SHM_OP_GET &&
 		     (op->pieced || op->len <= SHM_RESP_INLINE);
@@ -268,33 +311,31 @@ static void on_resp(struct rmca_conn *c, const struct shm_resp *s, uint64_t at)
 	     st != RMCA_ERR_TRUNCATED) ||
 	    (st == RMCA_ERR_TRUNCATED && op->kind != SHM_OP_SEND) ||
 	    (st == RMCA_ERR_REMOTE_ACCESS && op->kind == SHM_OP_SEND) ||
+	    (!st && !f->nslots) ||
 	    (!st && s->len != (get_inline ? piece : 0)) ||
 	    (!st && op->kind != SHM_OP_ATOMIC && s->operand)) {
 		protocol_error(c, "answer does not fit its request");
 		return;
 	}
-	c->fifo[c->resps_seen % SHM_RESP_SLOTS] = NULL;
-	c->resps_seen++;
-	if (st) {
-		rmca_shm_op_done(c, op, st, 0, 0);
-		rmca_shm_conn_fail(c, st);
-		return;
-	}
-	if (get_inline && piece)
-		rmca_shm_resp_get_data(&c->r, at, op->buf + op->done, piece);
-	op->done += piece;
-	if (op->done < op->len)
-		return; /* more pieces to come */
-	if (op->kind == SHM_OP_ATOMIC)
-		*op->result = s->operand;
-	rmca_shm_op_done(c, op, RMCA_OK, 0, 0);
+	answered(c, f, st, s->operand, at, get_inline);
 }
 
+/* What the peer's core did with our requests: the answers it wrote, then
+ * every request its head has passed, which it served without an answer.
+ * The head is read first: whatever it answered before it moved the head
+ * is then in the response ring too. */
 static void rx_resps(struct rmca_conn *c)
 {
 	struct shm_rings *r = &c->r;
+	uint64_t head = shm_load(&r->req_out->head);
 	uint64_t tail = shm_load(&r->resp_in->tail);
+	struct shm_flight *f;
 
+	if (head - r->req_head_seen > r->req_tail - r->req_head_seen) {
+		protocol_error(c, "request ring head out of range");
+		return;
+	}
+	r->req_head_seen = head;
 	while (!c->failed && r->resp_in_head != tail) {
 		uint64_t at = r->resp_in_head;
 		uint32_t nslots;
@@ -312,39 +353,44 @@ static void rx_resps(struct rmca_conn *c)
 			protocol_error(c, "answer overruns the ring");
 			return;
 		}
-		c->activity++;
 		on_resp(c, &s, at);
 		r->resp_in_head += nslots;
 		c->slots_seen += nslots;
 		shm_store(&r->resp_in->head, r->resp_in_head);
+	}
+	while (!c->failed && (f = in_flight(c)) && f->end <= head) {
+		if (f->nslots) {
+			protocol_error(c, "request passed without its answer");
+			return;
+		}
+		answered(c, f, 0, 0, 0, false);
 	}
 }
 
 static void rx_reqs(struct rmca_conn *c)
 {
 	struct shm_rings *r = &c->r;
-	uint64_t tail = shm_load(&r->req_in->tail);
 	bool served = false;
+	const uint8_t *e;
+	struct shm_req h;
 
-	while (!c->failed && r->req_in_head != tail) {
-		uint64_t avail = tail - r->req_in_head;
+	while (!c->failed && (e = rmca_shm_req_peek(r, &h))) {
 		size_t pos = (size_t)(r->req_in_head % SHM_REQ_BYTES);
-		const uint8_t *e = r->req_in_buf + pos;
-		struct shm_req h;
-		size_t bytes;
+		size_t bytes = (size_t)h.units * SHM_UNIT;
+		size_t off = shm_pl_off(h.type);
+		uint64_t credit = (uint32_t)h.credit - (uint32_t)c->peer_recvs;
 
-		if (avail > SHM_REQ_BYTES || avail % SHM_UNIT) {
-			protocol_error(c, "request ring index out of range");
-			return;
-		}
-		memcpy(&h, e, sizeof(h));
-		bytes = (size_t)h.units * SHM_UNIT;
-		if (!h.units || bytes > avail || pos + bytes > SHM_REQ_BYTES) {
+		if (!h.units || bytes > SHM_REQ_BYTES - pos) {
 			protocol_error(c, "request overruns the ring");
 			return;
 		}
-		serve(c, &h, e + sizeof(h), bytes - sizeof(h));
-		r->req_in_head += bytes;
+		/* The receives it had posted when it pushed this: credit
+		 * without reading its line. */
+		if (credit && credit < 1u << 31)
+			c->peer_recvs += credit;
+		c->rx_pos = r->req_in_head;
+		serve(c, &h, e + off, bytes > off ? bytes - off : 0);
+		rmca_shm_req_consume(r, h.units);
 		c->activity++;
 		served = true;
 	}
