@@ -113,11 +113,11 @@ struct shm_op {
 	uint64_t raddr, rkey;
 	uint64_t inv_rkey; /* send_inv */
 	uint64_t *result;  /* atomic */
-	struct rmca_atomic atomic;
 	/* Without CMA, large data goes in pieces, each a request. */
 	bool pieced;
-	size_t off;  /* bytes of it pushed */
-	size_t done; /* bytes of it answered */
+	size_t off;		   /* bytes of it pushed */
+	size_t done;		   /* bytes of it answered */
+	struct rmca_atomic atomic; /* last: a reused op clears what is above */
 };
 
 /* A request in flight, in the order pushed. */
@@ -246,6 +246,8 @@ void rmca_shm_op_done(struct rmca_conn *c, struct shm_op *op, int status,
 		      size_t len, uint64_t revoked);
 void rmca_shm_complete_all(struct rmca_conn *c, int status);
 void rmca_shm_pump(struct rmca_conn *c);
+/* The peer has a receive for one more message of ours. */
+bool rmca_shm_credit(struct rmca_conn *c);
 /* The bytes of op's request (or piece) that starts at off. */
 size_t rmca_shm_piece(const struct shm_op *op, size_t off);
 int rmca_shm_send(struct rmca_conn *c, const void *buf, size_t len,

@@ -251,6 +251,9 @@ int rmca_shm_progress(struct rmca_module *mod)
 		rmca_shm_conn_poll(c);
 		if (c->failed)
 			continue;
+		/* Out of the peer's receives: read its count now, while
+		 * waiting, rather than when the next send is posted. */
+		rmca_shm_credit(c);
 		/* Since the last pass: the fd callback may have read it. */
 		if (c->activity != c->activity_polled) {
 			c->activity_polled = c->activity;

@@ -104,13 +104,17 @@ size_t rmca_shm_piece(const struct shm_op *op, size_t off)
 	return op->len - off < max ? op->len - off : max;
 }
 
-/* A receive posted by the peer for one more message. Its count is read
- * from the peer's line again only when the last one read is used up. */
-static bool credit(struct rmca_conn *c)
+/* A receive posted by the peer for one more message. Its count comes with
+ * each of its requests; its line is read only when that is used up. */
+bool rmca_shm_credit(struct rmca_conn *c)
 {
+	uint64_t v;
+
 	if (c->sends_pushed < c->peer_recvs)
 		return true;
-	c->peer_recvs = shm_load(&c->r.peer->recvs_posted);
+	v = shm_load(&c->r.peer->recvs_posted);
+	if (v > c->peer_recvs)
+		c->peer_recvs = v;
 	return c->sends_pushed < c->peer_recvs;
 }
 
@@ -142,7 +146,7 @@ static enum push_result push(struct rmca_conn *c, struct shm_op *op, int *st)
 	piece = rmca_shm_piece(op, op->off);
 	switch (op->kind) {
 	case SHM_OP_SEND:
-		if (!op->off && !credit(c))
+		if (!op->off && !rmca_shm_credit(c))
 			return NO_CREDIT;
 		type = SHM_R_SEND;
 		inl = inl || op->pieced;
@@ -218,6 +222,17 @@ static enum push_result push(struct rmca_conn *c, struct shm_op *op, int *st)
 	return op->off < op->len ? PARTIAL : PUSHED;
 }
 
+/* op was copied by this core with status st: true if that ended the
+ * connection, refused or gone, as an answer would have said. */
+static bool copied(struct rmca_conn *c, struct shm_op *op, int st)
+{
+	rmca_shm_op_done(c, op, st, 0, 0);
+	if (!st)
+		return false;
+	rmca_shm_conn_fail(c, st);
+	return true;
+}
+
 void rmca_shm_pump(struct rmca_conn *c)
 {
 	struct shm_list *l, *next;
@@ -239,11 +254,8 @@ void rmca_shm_pump(struct rmca_conn *c)
 			continue;
 		}
 		if (r == DONE) {
-			rmca_shm_op_done(c, op, st, 0, 0);
-			if (!st)
+			if (!copied(c, op, st))
 				continue;
-			/* Refused or gone, as an answer would have said. */
-			rmca_shm_conn_fail(c, st);
 			return;
 		}
 		/* A piece pushed holds back everything behind it. */
@@ -278,7 +290,8 @@ static struct shm_op *op_new(struct rmca_conn *c, enum shm_op_kind kind,
 	if (op) {
 		c->mod->spare = op->spare;
 		c->mod->nspare--;
-		memset(op, 0, sizeof(*op));
+		/* atomic, the last member, is set by the atomic post alone */
+		memset(op, 0, offsetof(struct shm_op, atomic));
 	} else if (!(op = calloc(1, sizeof(*op)))) {
 		*err = RMCA_ERR_AGAIN;
 		return NULL;
@@ -295,8 +308,24 @@ static struct shm_op *op_new(struct rmca_conn *c, enum shm_op_kind kind,
 /* Into the ring now if nothing waits before it, else behind the backlog. */
 static void post(struct rmca_conn *c, struct shm_op *op)
 {
+	enum push_result r = NO_ROOM;
+	int st;
+
+	if (shm_list_empty(&c->backlog)) {
+		r = push(c, op, &st);
+		if (r == PUSHED) {
+			rmca_shm_wake_peer(c);
+			return;
+		}
+		if (r == DONE) {
+			copied(c, op, st);
+			return;
+		}
+	}
 	shm_list_add_tail(&c->backlog, &op->qlink);
 	rmca_shm_pump(c);
+	if (r == PARTIAL) /* its first piece, if the pump pushed nothing */
+		rmca_shm_wake_peer(c);
 }
 
 static int post_send(struct rmca_conn *c, const void *buf, size_t len,

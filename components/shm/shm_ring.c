@@ -62,15 +62,13 @@ struct shm_req *rmca_shm_req_reserve(struct shm_rings *r, uint32_t units)
 	return (struct shm_req *)(void *)(r->req_out_buf + pos);
 }
 
-void rmca_shm_req_commit(struct shm_rings *r, struct shm_req *q,
-			 uint32_t units)
+void rmca_shm_req_commit(struct shm_rings *r, struct shm_req *q, uint32_t units)
 {
 	__atomic_store_n(&q->stamp, shm_stamp(r->req_tail), __ATOMIC_RELEASE);
 	r->req_tail += (uint64_t)units * SHM_UNIT;
 }
 
-const uint8_t *rmca_shm_req_peek(const struct shm_rings *r,
-				 struct shm_req *h)
+const uint8_t *rmca_shm_req_peek(const struct shm_rings *r, struct shm_req *h)
 {
 	const uint8_t *e =
 		r->req_in_buf + (size_t)(r->req_in_head % SHM_REQ_BYTES);

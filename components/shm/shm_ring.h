@@ -54,7 +54,7 @@ struct shm_req {
 	uint32_t stamp; /* shm_stamp(position), written last */
 	uint8_t type;
 	uint8_t flags;
-	uint16_t units; /* of the whole entry, header included */
+	uint16_t units;	 /* of the whole entry, header included */
 	uint32_t credit; /* the producer's receives ever posted (low bits) */
 	uint8_t akind;
 	uint8_t zero[3];
@@ -167,8 +167,7 @@ void rmca_shm_req_commit(struct shm_rings *r, struct shm_req *q,
 			 uint32_t units);
 /* The request at the consumer's head, once its stamp is there: its header
  * copied into h, or NULL. */
-const uint8_t *rmca_shm_req_peek(const struct shm_rings *r,
-				 struct shm_req *h);
+const uint8_t *rmca_shm_req_peek(const struct shm_rings *r, struct shm_req *h);
 /* The request of units units at the head consumed: stamps zeroed. The
  * head is published by the caller. */
 void rmca_shm_req_consume(struct shm_rings *r, uint32_t units);
