@@ -11,7 +11,6 @@
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <string.h>
 #include <arpa/inet.h>
 
@@ -23,22 +22,27 @@ struct found {
 	struct sockaddr_in ip;
 };
 
-/* Which device and port serve addr? 0 (and *ctx, *port) or -1. */
+/* Which device and port serve addr? 0 (and *ctx, *port) or a negative
+ * errno: -ENODEV when no device does. */
 static int bind_probe(const struct sockaddr_in *addr, struct ibv_context **ctx,
 		      uint8_t *port)
 {
 	struct rdma_event_channel *ec;
 	struct rdma_cm_id *id;
 	struct sockaddr_in a = *addr;
-	int ret = -1;
+	int ret = -ENOMEM;
 
 	ec = rdma_create_event_channel();
 	if (!ec)
-		return -1;
+		return ret;
 	if (rdma_create_id(ec, &id, NULL, RDMA_PS_TCP))
 		goto out_ec;
 	a.sin_port = 0;
-	if (!rdma_bind_addr(id, (struct sockaddr *)&a) && id->verbs) {
+	if (rdma_bind_addr(id, (struct sockaddr *)&a))
+		ret = errno ? -errno : -ENODEV;
+	else if (!id->verbs)
+		ret = -ENODEV;
+	else {
 		*ctx = id->verbs;
 		*port = id->port_num;
 		ret = 0;
@@ -46,6 +50,29 @@ static int bind_probe(const struct sockaddr_in *addr, struct ibv_context **ctx,
 	rdma_destroy_id(id);
 out_ec:
 	rdma_destroy_event_channel(ec);
+	return ret;
+}
+
+/*
+ * An address no device serves is refused with ENODEV (no RDMA device
+ * has its netdev) or EADDRNOTAVAIL: that is the answer, not asked again.
+ * Any other refusal (rdma_cm out of ports for a moment, its ids of
+ * processes that just exited still being torn down) is asked again at
+ * once, a few times: each bind picks another port, so there is nothing
+ * to wait for.
+ */
+#define BIND_PROBE_TRIES 3
+
+static int bind_probe_retry(const struct sockaddr_in *addr,
+			    struct ibv_context **ctx, uint8_t *port)
+{
+	int k, ret = -ENODEV;
+
+	for (k = 0; k < BIND_PROBE_TRIES; k++) {
+		ret = bind_probe(addr, ctx, port);
+		if (!ret || ret == -ENODEV || ret == -EADDRNOTAVAIL)
+			break;
+	}
 	return ret;
 }
 
@@ -64,16 +91,8 @@ static int find_ports(enum ibv_transport_type tt, struct found *out, int max)
 		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
 		    (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP))
 			continue;
-		/* rdma_cm may refuse a bind for a moment (ports of ids being
-		 * torn down by processes that just exited): ask again before
-		 * concluding that no device serves the address */
-		for (k = 0; k < 3; k++) {
-			if (!bind_probe((struct sockaddr_in *)i->ifa_addr, &ctx,
-					&port))
-				break;
-			nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
-		}
-		if (k == 3)
+		if (bind_probe_retry((struct sockaddr_in *)i->ifa_addr, &ctx,
+				     &port))
 			continue;
 		if (ctx->device->transport_type != tt)
 			continue;

@@ -22,9 +22,21 @@ static int nonblock(int fd)
 	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
+/*
+ * The rdma_cm channel is read only when epoll says it is readable: reading
+ * it costs a system call (a command write() on the ucma fd) even when no
+ * event waits. Completions the device gave before the event are read
+ * first, so that a peer's disconnect cannot overtake them: a send it
+ * confirmed, or a receive it filled, completes with its own status rather
+ * than with the connection's failure.
+ */
 static void cm_cb(void *arg, uint32_t events)
 {
-	rmca_verbs_cm_dispatch(arg);
+	struct rmca_verbs_module *vm = arg;
+
+	rmca_verbs_async_drain(vm->dev);
+	rmca_verbs_cq_poll(vm);
+	rmca_verbs_cm_dispatch(vm);
 }
 
 int rmca_verbs_module_init(struct rmca_verbs_module *vm)
@@ -148,10 +160,26 @@ int rmca_verbs_reachable(struct rmca_module *m, const void *peer_addr,
 	return 1;
 }
 
+/* Whether connection set-up has something a clock advances: a parked
+ * request to expire, an iwarp hello waiting for its next READ. */
+static bool cm_due(const struct rmca_verbs_module *vm)
+{
+	const struct rmca_conn *c;
+
+	if (vm->parked)
+		return true;
+	for (c = vm->conns; c; c = c->next)
+		if (c->state == RMCA_VCONN_CONFIRM)
+			return true;
+	return false;
+}
+
+/* Completions; rdma_cm events come through cm_cb. */
 int rmca_verbs_progress(struct rmca_module *m)
 {
 	struct rmca_verbs_module *vm = rmca_verbs_mod(m);
 
-	rmca_verbs_cm_dispatch(vm);
+	if (cm_due(vm))
+		rmca_verbs_cm_tick(vm);
 	return rmca_verbs_cq_poll(vm);
 }
