@@ -56,7 +56,7 @@ struct rmca_verbs_module {
 	struct rmca_module m; /* first: the core's view */
 	struct rmca_verbs_dev *dev;
 	uint8_t port;
-	bool iwarp; /* no RNR: sends wait for credits */
+	const struct rmca_verbs_flavour *flavour; /* ib or iwarp */
 	struct sockaddr_in ip; /* the device's address, port = listener's */
 	struct ibv_comp_channel *chan;
 	struct ibv_cq *cq;
@@ -88,6 +88,12 @@ struct rmca_verbs_module {
 static inline struct rmca_verbs_module *rmca_verbs_mod(struct rmca_module *m)
 {
 	return rmca_verbs_container_of(m, struct rmca_verbs_module, m);
+}
+
+static inline const struct rmca_verbs_flavour *
+rmca_verbs_flavour(const struct rmca_verbs_module *vm)
+{
+	return vm->flavour;
 }
 
 /* Connection request private data (both directions), little endian. */

@@ -338,9 +338,12 @@ static void on_established(struct rmca_conn *c, struct rdma_cm_event *ev)
 			c->state = RMCA_VCONN_FAILED;
 			return;
 		}
-		c->state = c->mod->iwarp ? RMCA_VCONN_CONFIRM : RMCA_VCONN_UP;
-		if (c->mod->iwarp)
+		if (rmca_verbs_flavour(c->mod)->hello_read) {
+			c->state = RMCA_VCONN_CONFIRM;
 			hello_nudge(c);
+		} else {
+			c->state = RMCA_VCONN_UP;
+		}
 		return;
 	}
 	c->state = c->hello_seen ? RMCA_VCONN_UP : RMCA_VCONN_WAIT_HELLO;

@@ -55,7 +55,7 @@ struct rmca_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
 	 * the peer's counter land in our sink, which iWARP wants writable
 	 * (an RDMA READ response is a tagged write into the sink). The sink's
 	 * key is never published. */
-	if (vm->iwarp)
+	if (rmca_verbs_flavour(vm)->read_sink_remote_write)
 		sink_access |= IBV_ACCESS_REMOTE_WRITE;
 	c->ctl_pub = ibv_reg_mr(pd, (void *)&c->ctl->posted, 64,
 				IBV_ACCESS_REMOTE_READ);

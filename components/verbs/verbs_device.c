@@ -162,7 +162,7 @@ static void probe_caps(struct rmca_verbs_module *vm,
 		caps |= RMCA_CAP_SEND_INV;
 	/* RC completion on IB means the responder acked the data; an iWARP
 	 * completion only means the data left (RDMAP has no such ack). */
-	if (!vm->iwarp)
+	if (rmca_verbs_flavour(vm)->remote_completion)
 		caps |= RMCA_CAP_REMOTE_COMPLETION;
 	vm->m.caps = caps;
 	vm->max_sge = a->max_sge;
@@ -277,6 +277,8 @@ int rmca_verbs_probe(const struct rmca_core *core,
 
 	*modules = NULL;
 	*count = 0;
+	if (!rmca_verbs_flavour_of(cfg->transport))
+		return RMCA_ERR_INVALID;
 	/* opens every device in librdmacm, so that bound ids share them */
 	list = rdma_get_devices(&nlist);
 	if (!list) {
@@ -321,7 +323,7 @@ int rmca_verbs_probe(const struct rmca_core *core,
 		d->refs++;
 		vm->port = f[i].port;
 		vm->ip = f[i].ip;
-		vm->iwarp = cfg->transport == IBV_TRANSPORT_IWARP;
+		vm->flavour = rmca_verbs_flavour_of(cfg->transport);
 		vm->m.ops = &rmca_verbs_ops;
 		vm->m.core = core;
 		snprintf(vm->m.device, sizeof(vm->m.device), "%s",

@@ -9,6 +9,7 @@
 
 const struct rmca_verbs_flavour rmca_verbs_flavour_ib = {
 	.name = "ib",
+	.remote_completion = true,
 };
 
 const struct rmca_verbs_flavour rmca_verbs_flavour_iwarp = {
@@ -23,7 +24,14 @@ const struct rmca_verbs_flavour rmca_verbs_flavour_iwarp = {
 };
 
 const struct rmca_verbs_flavour *
-rmca_verbs_flavour(const struct rmca_verbs_module *vm)
+rmca_verbs_flavour_of(enum ibv_transport_type tt)
 {
-	return vm->iwarp ? &rmca_verbs_flavour_iwarp : &rmca_verbs_flavour_ib;
+	switch (tt) {
+	case IBV_TRANSPORT_IB:
+		return &rmca_verbs_flavour_ib;
+	case IBV_TRANSPORT_IWARP:
+		return &rmca_verbs_flavour_iwarp;
+	default:
+		return NULL;
+	}
 }

@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-struct rmca_verbs_module;
+#include <infiniband/verbs.h>
 
 struct rmca_verbs_flavour {
 	const char *name;
@@ -35,12 +35,17 @@ struct rmca_verbs_flavour {
 	bool hello_read;
 	/* Local ports come from the host's TCP port space (verbs_port.c). */
 	bool tcp_ports;
+	/* A completed work request was acknowledged by the responder: a
+	 * put's completion means its data is placed
+	 * (RMCA_CAP_REMOTE_COMPLETION). */
+	bool remote_completion;
 };
 
 extern const struct rmca_verbs_flavour rmca_verbs_flavour_ib;
 extern const struct rmca_verbs_flavour rmca_verbs_flavour_iwarp;
 
+/* The flavour of a device of transport tt (NULL: none rmca serves). */
 const struct rmca_verbs_flavour *
-rmca_verbs_flavour(const struct rmca_verbs_module *vm);
+rmca_verbs_flavour_of(enum ibv_transport_type tt);
 
 #endif

@@ -53,7 +53,8 @@ static uint64_t key_of(const struct rmca_module_mr *mr, uint32_t rkey)
 {
 	uint64_t k = rmca_verbs_key(rkey, mr->access & RMCA_MR_USE_ONCE);
 
-	if (mr->mod->iwarp && (mr->access & RMCA_ACCESS_REMOTE_READ))
+	if (rmca_verbs_flavour(mr->mod)->read_key_bit &&
+	    (mr->access & RMCA_ACCESS_REMOTE_READ))
 		k |= RMCA_VERBS_KEY_READ;
 	return k;
 }
@@ -175,7 +176,7 @@ int rmca_verbs_mr_dereg(struct rmca_module_mr *mr)
 
 uint32_t rmca_verbs_sink_lkey(struct rmca_module_mr *mr)
 {
-	if (!mr->mod->iwarp || mr->mr_rw)
+	if (!rmca_verbs_flavour(mr->mod)->read_sink_remote_write || mr->mr_rw)
 		return mr->mr->lkey;
 	if (!mr->sink)
 		mr->sink = ibv_reg_mr(mr->mod->dev->pd, mr->addr, mr->len,

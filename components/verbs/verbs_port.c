@@ -70,7 +70,7 @@ int rmca_verbs_cm_bind(struct rmca_verbs_module *vm, struct rdma_cm_id *id,
 
 	*hold = -1;
 	a.sin_port = 0;
-	if (!vm->iwarp) /* IB ports are rdma_cm's own */
+	if (!rmca_verbs_flavour(vm)->tcp_ports) /* rdma_cm's own */
 		return rdma_bind_addr(id, (struct sockaddr *)&a) ? -errno : 0;
 	for (int i = 0; i < BIND_TRIES; i++) {
 		int fd = tcp_port_hold(&a);
