@@ -9,7 +9,7 @@
 set -u
 . "${RMCATEST_SRCDIR:-.}/tools_lib.sh"
 
-echo "1..24"
+echo "1..25"
 
 for t in rmca_info rmca_perf rmca_xfer; do
 	run $t --help
@@ -41,6 +41,7 @@ bad rmca_xfer -n 0 'at least one byte' 127.0.0.1:9
 bad rmca_xfer -i -3 'whole number' 127.0.0.1:9
 bad rmca_perf -n 10x 'whole number' 127.0.0.1:9
 bad rmca_perf -w 0 'whole number from 1' 127.0.0.1:9
+bad rmca_perf -r 0 'whole number from 1' 127.0.0.1:9
 bad rmca_perf -S 8,1q 'not a size' 127.0.0.1:9
 bad rmca_perf -t send_latt "no test 'send_latt'" 127.0.0.1:9
 

@@ -85,6 +85,7 @@ static const struct test_desc tests[] = {
 struct ctrl {
 	uint32_t magic, test;
 	uint64_t size, iters, warmup, window;
+	uint64_t rx_depth; /* receives the server keeps posted; 0: window */
 };
 
 /* Server to client, after T_SETUP: where the client's RMA lands. */
@@ -101,6 +102,7 @@ struct opts {
 	enum format fmt;
 	const char *listen_at, *peer, *tests, *sizes;
 	long iters, window, warmup; /* warmup < 0: a tenth of iters */
+	long rx_depth;		    /* 0: the window */
 };
 
 /* ---- time and statistics ---- */
@@ -479,10 +481,11 @@ static void show_mode(const struct opts *o)
 {
 	FILE *f = o->fmt != FMT_TABLE ? stderr : stdout;
 
-	fprintf(f, "# progress: %s; window %ld; warm-up %s\n",
+	fprintf(f,
+		"# progress: %s; window %ld; receives posted %ld; warm-up %s\n",
 		o->spin ? "spin (busy rmca_poll)"
 			: "wait (poll() on the wait fd when idle)",
-		o->window,
+		o->window, o->rx_depth ? o->rx_depth : o->window,
 		o->warmup < 0 ? "a tenth of iters, not timed"
 			      : "-W ops, not timed");
 }
@@ -533,12 +536,20 @@ static void setup_buffers(struct bench *b, struct server_bufs *s, size_t max,
 	}
 }
 
+/* Receives the server keeps posted in send_lat and send_bw. */
+static long rx_depth(const struct ctrl *t)
+{
+	uint64_t d = t->rx_depth ? t->rx_depth : t->window;
+
+	return d < 1 ? 1 : d > 65536 ? 65536 : (long)d;
+}
+
 /* Echo every message back: the other half of send_lat. */
 static void serve_send_lat(struct bench *b, struct server_bufs *s,
 			   const struct ctrl *t)
 {
 	long total = (long)(t->iters + t->warmup), posted = 0;
-	long depth = t->window < 1 ? 1 : (long)t->window;
+	long depth = rx_depth(t);
 	long r0 = b->recvs, s0 = b->sends;
 
 	for (; posted < total && posted < depth; posted++)
@@ -565,7 +576,7 @@ static void serve_send_bw(struct bench *b, struct server_bufs *s,
 			  rmca_mr_t *ack_mr)
 {
 	long phase[2] = {(long)t->warmup, (long)t->iters};
-	long depth = t->window < 1 ? 1 : (long)t->window;
+	long depth = rx_depth(t);
 
 	for (int p = 0; p < 2; p++) {
 		long r0 = b->recvs, s0 = b->sends, posted = 0;
@@ -689,7 +700,8 @@ static void tell(struct client *c, enum test_id id, size_t size, long iters,
 			     .size = size,
 			     .iters = (uint64_t)iters,
 			     .warmup = (uint64_t)warmup,
-			     .window = (uint64_t)c->o->window};
+			     .window = (uint64_t)c->o->window,
+			     .rx_depth = (uint64_t)c->o->rx_depth};
 	POST(&c->b,
 	     rmca_send(c->b.ep, &c->t, sizeof(c->t), c->ctrl_mr, &tag_ctrl),
 	     "a send", sizeof(c->t));
@@ -1305,6 +1317,9 @@ static void usage(FILE *f)
 		   "for big sizes)\n"
 		   "  -w, --window N      ops outstanding in *_bw and *_rate "
 		   "(64)\n"
+		   "  -r, --rx-depth N    receives the server keeps posted in "
+		   "send_lat and\n"
+		   "                      send_bw (the window)\n"
 		   "  -W, --warmup N      warm-up ops per size, not timed "
 		   "(iters/10+1)\n"
 		   "  -S, --sizes LIST    sizes, \"8,64,1k\" or \"8:4m\" "
@@ -1365,6 +1380,7 @@ int main(int argc, char **argv)
 		{"json", no_argument, NULL, 'J'},
 		{"parsable", no_argument, NULL, 'p'},
 		{"raw", no_argument, NULL, 'R'},
+		{"rx-depth", required_argument, NULL, 'r'},
 		{"server", no_argument, NULL, 's'},
 		{"sizes", required_argument, NULL, 'S'},
 		{"spin", no_argument, NULL, 'P'},
@@ -1382,7 +1398,7 @@ int main(int argc, char **argv)
 	const char *why;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "sl:t:n:w:W:S:hV", lopts,
+	while ((opt = getopt_long(argc, argv, "sl:t:n:w:r:W:S:hV", lopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 's':
@@ -1401,6 +1417,10 @@ int main(int argc, char **argv)
 		case 'w':
 			if (cli_long(optarg, 1, 65536, &o.window, &why))
 				return cli_bad("rmca_perf", "-w", optarg, why);
+			break;
+		case 'r':
+			if (cli_long(optarg, 1, 65536, &o.rx_depth, &why))
+				return cli_bad("rmca_perf", "-r", optarg, why);
 			break;
 		case 'W':
 			if (cli_long(optarg, 0, 1000000000, &o.warmup, &why))
