@@ -358,6 +358,7 @@ struct rmca_verbs_op *rmca_verbs_op_of(uint64_t wr_id);
 void rmca_verbs_op_pool_fini(struct rmca_verbs_module *vm);
 void rmca_verbs_pending_run(struct rmca_conn *c);
 void rmca_verbs_credit_read(struct rmca_conn *c);
+void rmca_verbs_credit_imm(struct rmca_conn *c, uint32_t low);
 void rmca_verbs_timer_event(void *arg, uint32_t events);
 void rmca_verbs_timer_arm(struct rmca_verbs_module *vm);
 void rmca_verbs_release_held(struct rmca_conn *c, int status);

@@ -143,7 +143,8 @@ static void param_fill(struct rmca_conn *c, struct rdma_conn_param *p,
 			p->responder_resources = c->rd_in;
 	}
 	p->retry_count = 7;
-	/* 7 = retry for ever: an ib send waits for its receive (RNR) */
+	/* 7 = retry for ever; credits keep ib sends from finding no
+	 * receive (verbs_post.c), the device's retry is the fallback */
 	p->rnr_retry_count = 7;
 }
 

@@ -4,6 +4,7 @@
  * connection fails it (the QP is in error, everything else on it comes back
  * flushed) and each op completes once with the most precise status known.
  */
+#include <endian.h>
 #include <stdlib.h>
 
 #include "verbs.h"
@@ -85,6 +86,8 @@ static void on_success(struct rmca_conn *c, struct rmca_verbs_op *op,
 	switch (op->kind) {
 	case RMCA_VOP_RECV:
 		*len = wc->byte_len;
+		if (wc->wc_flags & IBV_WC_WITH_IMM)
+			rmca_verbs_credit_imm(c, be32toh(wc->imm_data));
 		/* rxe does not set IBV_WC_WITH_INV but does fill in
 		 * invalidated_rkey; accept either, but only a key we bound
 		 * for this connection counts */

@@ -9,6 +9,8 @@
 
 const struct rmca_verbs_flavour rmca_verbs_flavour_ib = {
 	.name = "ib",
+	.credits = true,
+	.credit_imm = true,
 	.remote_completion = true,
 };
 

@@ -13,9 +13,14 @@
 
 struct rmca_verbs_flavour {
 	const char *name;
-	/* No RNR retry: a send needs a receive already posted at the peer,
-	 * known from the peer's counter (credits, verbs_post.c). */
+	/* A send goes only when a receive is known to be posted at the
+	 * peer, from the peer's counter (credits, verbs_post.c): iWARP has
+	 * no RNR retry, and on InfiniBand an RNR NAK stalls the sender for
+	 * the responder's RNR timer (rdma_cm's 655 ms on rxe). */
 	bool credits;
+	/* Sends carry the sender's receive counter (its low 32 bits) as
+	 * immediate data: a reply refreshes the peer's credits, no READ. */
+	bool credit_imm;
 	/* A send's local completion says its data left, not that the peer
 	 * placed it: the send is held until the peer confirms it. */
 	bool confirm_sends;

@@ -3,7 +3,7 @@
  * Per-module resources: the CQ every connection of the module shares (its
  * completion channel is in the context's epoll set), the rdma_cm event
  * channel (also in epoll) with the listener that accepts this module's
- * connections, and the timer that re-reads credits (iwarp).
+ * connections, and the timer that re-reads credits.
  */
 #include <fcntl.h>
 #include <stdio.h>

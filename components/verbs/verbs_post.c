@@ -2,16 +2,20 @@
 /*
  * Posting work requests, in submission order.
  *
- * Flow control. On ib a send whose peer has no receive posted is retried by
- * the device for ever (RNR retry 7). iWARP has no RNR: a send without a
- * receive breaks the connection. So on iwarp each side keeps a counter of the
- * receives the user posted in its control region, and the sender reads it
- * with an RDMA READ (which needs nothing from the peer's CPU) before it sends
- * past what it last saw. While a send waits, everything submitted after it
- * waits behind it, so the order of operations stays the order of calls; the
- * counter is re-read on a timer (1 ms doubling to 64 ms) until the peer has
- * posted. The flush READ reads the same counter and refreshes the credits
- * too. Receives never wait.
+ * Flow control. iWARP has no RNR: a send without a receive breaks the
+ * connection. On ib the device retries it (RNR retry 7), but only after the
+ * responder's RNR timer, which rdma_cm leaves at 655 ms: one send that
+ * overtakes the peer's receives costs more than thousands that don't. So a
+ * send goes only with a credit: each side keeps a counter of the receives
+ * the user posted in its control region, and the sender reads it with an
+ * RDMA READ (which needs nothing from the peer's CPU) before it sends past
+ * what it last saw. On ib every send also carries the counter's low 32 bits
+ * as immediate data, so that a reply refreshes the credits and a
+ * ping-pong needs no READ. While a send waits, everything submitted after
+ * it waits behind it, so the order of operations stays the order of calls;
+ * the counter is re-read on a timer (1 ms doubling to 64 ms) until the
+ * peer has posted. The flush READ reads the same counter and refreshes the
+ * credits too. Receives never wait.
  *
  * An iWARP send completes locally when its data has left; the peer may still
  * refuse it (its receive is too small). So on iwarp the completion of a send
@@ -19,6 +23,7 @@
  * back: RDMAP answers a READ only after the messages before it were placed,
  * and a refused message breaks the stream, which flushes the READ.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,6 +355,13 @@ static void fill_send(struct rmca_conn *c, struct rmca_verbs_op *op,
 	}
 	switch (op->kind) {
 	case RMCA_VOP_SEND:
+		if (rmca_verbs_flavour(c->mod)->credit_imm) {
+			wr->opcode = IBV_WR_SEND_WITH_IMM;
+			wr->imm_data = htobe32((uint32_t)c->rposted);
+			break;
+		}
+		wr->opcode = IBV_WR_SEND;
+		break;
 	case RMCA_VOP_HELLO_SEND:
 		wr->opcode = IBV_WR_SEND;
 		break;
@@ -590,6 +602,18 @@ static bool lacks_credit_after(struct rmca_conn *c, struct rmca_verbs_op *op,
 static bool lacks_credit(struct rmca_conn *c, struct rmca_verbs_op *op)
 {
 	return lacks_credit_after(c, op, 0);
+}
+
+/* A message of the peer said it had posted `low` receives (the low 32 bits
+ * of its counter when it sent; a READ may have seen a later value). */
+void rmca_verbs_credit_imm(struct rmca_conn *c, uint32_t low)
+{
+	int32_t ahead = (int32_t)(low - (uint32_t)c->peer_posted);
+
+	if (ahead > 0) {
+		c->peer_posted += (uint64_t)ahead;
+		c->mod->timer_ms = 1;
+	}
 }
 
 long long rmca_verbs_now_ms(void)
