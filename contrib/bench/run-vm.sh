@@ -6,6 +6,7 @@
 #   contrib/bench/run-vm.sh [--build DIR] [-n ITERS] [-S SIZES] [--out DIR]
 #                           [--devices "rxe0 siw0"] [--mode wait|spin]
 #                           [--runs K] [--base DIR] [--count] [-t TESTS]
+#                           [-r RX_DEPTH]
 #
 # --runs K: K runs in one guest, the tools interleaved; each table cell is
 # the median of the K. --base DIR: a second build (another commit) measured
@@ -19,6 +20,8 @@
 # own address. --mode spin (default): both busy-poll, as perftest does;
 # on two vCPUs that leaves the software devices' kernel threads only the
 # next tick, so latencies cluster at multiples of it (doc/bench.md).
+# -r: receives rmca_perf's server keeps posted in send_lat and send_bw
+# (rmca_perf -r; default 512, perftest's depth).
 # --mode wait: rmca_perf sleeps on its wait fd, perftest on CQ events (-e);
 # perftest refuses -e for RDMA WRITE, and rmca hung on siw0 (doc/bench.md). The guest is usually emulated
 # (TCG): only the ratios mean something, never the absolute numbers.
@@ -27,7 +30,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/contrib/bench/lib.sh"
 build= iters=300 sizes=8,4096,65536 out= devices="rxe0 siw0" mode=spin
-runs=1 base= count=0 tests=all
+runs=1 base= count=0 tests=all rx=512
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2; shift ;;
@@ -40,6 +43,7 @@ while [ $# -gt 0 ]; do
 	--base) base=$2; shift ;;
 	--count) count=1 ;;
 	-t) tests=$2; shift ;;
+	-r) rx=$2; shift ;;
 	-h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-vm.sh: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -72,8 +76,8 @@ share="$out $build"
 [ -n "$base" ] && share="$share $base"
 BENCH_BUILD=$build BENCH_OUT=$out BENCH_ITERS=$iters BENCH_SIZES=$sizes \
 BENCH_DEVICES=$devices BENCH_MODE=$mode BENCH_RUNS=$runs BENCH_BASE=$base \
-BENCH_COUNT=$count BENCH_TESTS=$tests \
-VM_ENV="BENCH_BUILD BENCH_OUT BENCH_ITERS BENCH_SIZES BENCH_DEVICES BENCH_MODE BENCH_RUNS BENCH_BASE BENCH_COUNT BENCH_TESTS" \
+BENCH_COUNT=$count BENCH_TESTS=$tests BENCH_RX=$rx \
+VM_ENV="BENCH_BUILD BENCH_OUT BENCH_ITERS BENCH_SIZES BENCH_DEVICES BENCH_MODE BENCH_RUNS BENCH_BASE BENCH_COUNT BENCH_TESTS BENCH_RX" \
 VM_SHARE="$share" VM_TIMEOUT=${VM_TIMEOUT:-$(( count == 1 ? 1800 : 420 * runs ))} \
 	"$top/contrib/vm/run-vm.sh" bash "$top/contrib/bench/vm-payload.sh" ||
 	echo "run-vm.sh: the guest run failed ($?)" >&2

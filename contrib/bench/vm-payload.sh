@@ -11,7 +11,8 @@
 # BENCH_SIZES (comma list), BENCH_DEVICES (default "rxe0 siw0"),
 # BENCH_RUNS (1), BENCH_BASE (a second build tree, measured the same way),
 # BENCH_COUNT=1 (count instead: see count_all below), BENCH_TESTS (comma
-# list of rmca_perf tests, default all).
+# list of rmca_perf tests, default all), BENCH_RX (receives rmca_perf's
+# server keeps posted, rmca_perf -r; perftest's is 512).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -86,7 +87,7 @@ rmca_run() { # build csv [rmca_perf options...]
 	p=$(sed -n 's/^listening on port //p' "$out/rmca-$dev.server")
 	RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
 		timeout 150 "$b/tools/rmca_perf" $spin --parsable "$@" \
-		"$ip:$p" >"$csv" 2>"$out/rmca-$dev.head" || {
+		$rx "$ip:$p" >"$csv" 2>"$out/rmca-$dev.head" || {
 		echo "rmca_perf ($b) failed on $dev:"
 		cat "$out/rmca-$dev.head" "$out/rmca-$dev.server"
 		kill "$spid" 2>/dev/null
@@ -95,6 +96,7 @@ rmca_run() { # build csv [rmca_perf options...]
 }
 
 tests=${BENCH_TESTS:-all}
+rx=${BENCH_RX:+-r $BENCH_RX}
 want() { [ "$tests" = all ] || [[ ",$tests," == *",$1,"* ]]; }
 
 perftest_all() {
@@ -160,7 +162,7 @@ count_rmca() { # build tool test size n
 	RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
 		count_wrap "$tool,$t,$s,$n,client" "$out/strace-$dev-$tool-$t-$s-$n-client.txt" \
 		timeout 300 "$b/tools/rmca_perf" --parsable -t "$t" -S "$s" \
-		-n "$n" -W 0 "$ip:$p" >/dev/null 2>&1 || echo "count: rmca_perf $t $s $n failed on $dev"
+		-n "$n" -W 0 $rx "$ip:$p" >/dev/null 2>&1 || echo "count: rmca_perf $t $s $n failed on $dev"
 	wait "$spid"
 	hw_snap >"$out/hw.after"
 	hw_diff "$tool,$t,$s,$n" "$out/hw.before" "$out/hw.after"
@@ -183,16 +185,38 @@ count_perftest() { # test tool size n extra...
 	hw_diff "perftest,$t,$s,$n" "$out/hw.before" "$out/hw.after"
 }
 
+# perftest's program (and options) for an rmca_perf test, or nothing.
+perftest_of() { # test size
+	case $1 in
+	send_lat) echo ib_send_lat ;;
+	send_bw) echo ib_send_bw -t 64 ;;
+	put_lat) echo ib_write_lat ;;
+	put_bw) echo ib_write_bw -t 64 ;;
+	get_lat) echo ib_read_lat ;;
+	get_bw) echo ib_read_bw -t 64 ;;
+	atomic_lat)
+		[ "$2" = 8 ] && [ "${atomics:-ATOMIC_NONE}" != ATOMIC_NONE ] &&
+			echo ib_atomic_lat -A FETCH_AND_ADD ;;
+	esac
+}
+
+# BENCH_TESTS selects the tests counted (send_lat and send_bw by default).
 count_all() {
-	local n=$iters t s m
+	local n=$iters t s m pt
+	local list=send_lat,send_bw
+	[ "$tests" = all ] || list=$tests
 	for s in ${sizes//,/ }; do
 		for m in $n $((2 * n)); do
-			for t in send_lat send_bw; do
+			for t in ${list//,/ }; do
+				[ "$t" = atomic_lat ] && [ "$s" != 8 ] && continue
 				count_rmca "$BENCH_BUILD" rmca "$t" "$s" "$m"
 				[ -n "$base" ] && count_rmca "$base" base "$t" "$s" "$m"
+				pt=$(perftest_of "$t" "$s")
+				[ -n "$pt" ] || continue
+				# shellcheck disable=SC2086
+				set -- $pt
+				count_perftest "$t" "$1" "$s" "$m" "${@:2}"
 			done
-			count_perftest send_lat ib_send_lat "$s" "$m"
-			count_perftest send_bw ib_send_bw "$s" "$m" -t 64
 		done
 	done
 }
