@@ -59,13 +59,27 @@ export RMCA_transports=tcp
 [ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/rmca-syscalls.XXXXXX")
 mkdir -p "$out"
 
-# Total calls in an strace -c summary (its "total" line, calls column).
-total_of() { awk '$NF == "total" { print $4 }' "$1"; }
-
-# Calls per name in a summary, "name count" lines.
+# Calls per name, "name count" lines: from an strace -c summary (wait
+# mode), or from a whole trace (spin mode), where the calls that found
+# nothing (an epoll_wait that returned 0, any call that failed EAGAIN) are
+# counted apart, under "(nothing)", as well as with their name.
 calls_of() {
-	awk '/^-/ { body = !body; next } body && NF >= 5 { print $NF, $4 }' "$1"
+	if [ "$mode" = wait ]; then
+		awk '/^-/ { body = !body; next } body && NF >= 5 { print $NF, $4 }' "$1"
+		return
+	fi
+	awk '/^[0-9]+ +[a-z_0-9]+\(/ && !/resumed>/ {
+		name = $2; sub(/\(.*/, "", name); n[name]++
+		if ((name == "epoll_wait" && / = 0$/) || / = -1 EAGAIN/) idle++
+	}
+	/resumed>.* = 0$/ && /epoll_wait/ { idle++ }
+	/resumed>.* = -1 EAGAIN/ { idle++ }
+	END { for (k in n) print k, n[k]; print "(nothing)", idle + 0 }' "$1"
 }
+
+# Total calls.
+total_of() { calls_of "$1" | awk '$1 != "(nothing)" { s += $2 } END { print s + 0 }'; }
+idle_of() { calls_of "$1" | awk '$1 == "(nothing)" { print $2 }'; }
 
 # One counted run: $1 name, $2 iterations, then rmca_perf options.
 # Leaves $out/NAME.server.strace and $out/NAME.client.strace.
@@ -73,7 +87,7 @@ counted() {
 	local name=$1 iters=$2 log port= spid
 	shift 2
 	log=$out/$name.server
-	timeout 300 strace -f -c -o "$out/$name.server.strace" \
+	timeout 300 strace -f $copt -o "$out/$name.server.strace" \
 		"$perf" -s -l 127.0.0.1:0 $spin "$@" >"$log" 2>&1 &
 	spid=$!
 	for _ in $(seq 200); do
@@ -87,7 +101,7 @@ counted() {
 		kill "$spid" 2>/dev/null || true
 		return 1
 	fi
-	timeout 300 strace -f -c -o "$out/$name.client.strace" "$perf" \
+	timeout 300 strace -f $copt -o "$out/$name.client.strace" "$perf" \
 		--parsable $spin -n "$iters" -W 50 "$@" "127.0.0.1:$port" \
 		>"$out/$name.client.out" 2>&1 || {
 		echo "syscalls.sh: $name: rmca_perf failed" >&2
@@ -99,6 +113,7 @@ counted() {
 }
 
 sum() { echo $(( $(total_of "$out/$1.server.strace") + $(total_of "$out/$1.client.strace") )); }
+idle() { echo $(( $(idle_of "$out/$1.server.strace") + $(idle_of "$out/$1.client.strace") )); }
 
 # Per-call difference of both sides between the 2N and the N run.
 detail_of() {
@@ -124,8 +139,8 @@ if [ "$raw" = 1 ]; then
 	done
 fi
 for mode in $modes; do
-	spin=
-	[ "$mode" = spin ] && spin=--spin
+	spin= copt=-c
+	[ "$mode" = spin ] && spin=--spin copt=-qq
 	for r in "${runs[@]}"; do
 		what=${r%%:*} t=${r#*:} tag=$mode-${r%%:*}-${r#*:}
 		opt=(-t "$t" -S "$size" -w "$window")
@@ -135,6 +150,10 @@ for mode in $modes; do
 		per=$(awk -v a="$(sum "$tag-1")" -v b="$(sum "$tag-2")" -v n="$n" \
 			'BEGIN { printf "%.2f", (b - a) / n }')
 		case $t in *_lat) unit="round trip" ;; *) unit=message ;; esac
+		# Spinning, the calls that found nothing depend on the load:
+		# the rest is the count to compare.
+		[ "$mode" = spin ] && unit="$unit, of which $(awk -v a="$(idle "$tag-1")" \
+			-v b="$(idle "$tag-2")" -v n="$n" 'BEGIN { printf "%.2f", (b - a) / n }') found nothing"
 		printf "%-5s %-8s %-12s %10s  %s\n" "$mode" "$what" "$t" "$per" "$unit"
 		[ "$detail" = 1 ] && detail_of "$tag-1" "$tag-2"
 	done
