@@ -283,6 +283,46 @@ size_t api_recv_wait(struct api_peer *p, rmca_ep_t *ep, void *buf, size_t len,
 	return c.len;
 }
 
+/* ---- the first exchange: "hello", answered "world" ---- */
+
+void api_hello_world(struct api_peer *p, rmca_ep_t *ep)
+{
+	uint8_t *buf = api_alloc(64);
+	void *uc = API_CTX(0x4e11);
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
+	/* the answer's receive first: it may come before the send completes */
+	API_CHECK_OK(rmca_recv(ep, buf + 32, 32, mr, uc));
+	memcpy(buf, "hello", 6);
+	api_send_wait(p, ep, buf, 6, mr);
+	api_wait_status(p, uc, RMCA_OK);
+	API_CHECK(memcmp(buf + 32, "world", 6) == 0);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+int api_hello_world_answer(struct api_peer *p, rmca_ep_t *ep)
+{
+	uint8_t *buf = api_alloc(64);
+	void *uc = API_CTX(0x4e12);
+	struct rmca_completion c;
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(rmca_recv(ep, buf, 64, mr, uc));
+	api_wait(p, uc, &c);
+	if (!c.status) {
+		API_CHECK(c.op == RMCA_OP_RECV && c.revoked_rkey == 0);
+		API_CHECK(c.len == 6 && !memcmp(buf, "hello", 6));
+		memcpy(buf, "world", 6);
+		api_send_wait(p, ep, buf, 6, mr);
+	}
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+	return c.status;
+}
+
 /* ---- pipes ---- */
 
 static void link_write(struct api_peer *p, int client, const void *buf,

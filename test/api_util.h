@@ -186,4 +186,11 @@ void api_send_wait(struct api_peer *p, rmca_ep_t *ep, const void *buf,
 size_t api_recv_wait(struct api_peer *p, rmca_ep_t *ep, void *buf, size_t len,
 		     rmca_mr_t *mr);
 
+/* The first exchange on a new endpoint: the client sends "hello" and must
+ * hear "world"; the server's answer must hear "hello" and answers "world",
+ * or returns the status of its receive where it failed (a peer that never
+ * talks, closed), having sent nothing. */
+void api_hello_world(struct api_peer *p, rmca_ep_t *ep);
+int api_hello_world_answer(struct api_peer *p, rmca_ep_t *ep);
+
 #endif

@@ -30,19 +30,12 @@
 /* The real client, after the attack: it says hello, hears world. */
 static void real_client(struct api_peer *p, int port)
 {
-	uint8_t *buf = api_alloc(64);
 	char hp[128];
-	rmca_mr_t *mr;
 
 	API_CHECK_OK(rmca_init(&p->ctx));
 	api_host_port(hp, sizeof(hp), api_host(), port);
 	API_CHECK_OK(rmca_connect(p->ctx, hp, API_TIMEOUT_MS, &p->ep));
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
-	API_CHECK_OK(rmca_recv(p->ep, buf + 32, 32, mr, API_CTX(1)));
-	memcpy(buf, "hello", 6);
-	api_send_wait(p, p->ep, buf, 6, mr);
-	api_wait_status(p, API_CTX(1), RMCA_OK);
-	API_CHECK(memcmp(buf + 32, "world", 6) == 0);
+	api_hello_world(p, p->ep);
 	api_token(p, 0, TOKEN_DONE);
 }
 
@@ -55,18 +48,14 @@ static void serve(struct api_peer *p)
 	/* strict: a peer that is refused (a probe, an attacker) must not end
 	 * an rmca_accept with an error. */
 	bool strict = p->arg && *(bool *)p->arg;
-	uint8_t *buf = api_alloc(64);
 	long end = api_now_ms() + API_RUN_TIMEOUT_MS;
-	rmca_mr_t *mr;
 	int rc;
 
 	api_server_listen(p, api_host());
 	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
 	api_put_u64(p, 0, (uint64_t)getpid());
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
 	for (;;) {
 		rmca_ep_t *ep = NULL;
-		struct rmca_completion c;
 
 		rc = rmca_accept(p->l, 200, &ep);
 		API_CHECK_MSG(rc == RMCA_OK || rc == RMCA_ERR_TIMEOUT ||
@@ -79,16 +68,9 @@ static void serve(struct api_peer *p)
 		if (rc)
 			continue;
 		/* The attacker's endpoints never send; the real one does. */
-		API_CHECK_OK(rmca_recv(ep, buf, 64, mr, API_CTX(7)));
-		api_wait(p, API_CTX(7), &c);
-		if (c.status) {
-			rmca_ep_close(ep);
-			continue;
-		}
-		API_CHECK(c.len == 6 && !memcmp(buf, "hello", 6));
-		memcpy(buf, "world", 6);
-		api_send_wait(p, ep, buf, 6, mr);
-		break;
+		if (!api_hello_world_answer(p, ep))
+			break;
+		rmca_ep_close(ep);
 	}
 	api_expect_token(p, 0, TOKEN_DONE);
 }

@@ -59,10 +59,8 @@ static bool server_refused_one(const char *path)
 
 static void wire_server(struct api_peer *p)
 {
-	uint8_t *buf = api_alloc(64);
 	long end;
 	int port, rc, i;
-	rmca_mr_t *mr;
 
 	api_server_listen(p, api_host());
 	port = rmca_listener_port(p->l);
@@ -85,11 +83,7 @@ static void wire_server(struct api_peer *p)
 			      "the real client was never accepted");
 	}
 	/* It is the real client: it talks. */
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
-	API_CHECK(api_recv_wait(p, p->ep, buf, 64, mr) == 6);
-	API_CHECK(memcmp(buf, "hello", 6) == 0);
-	memcpy(buf, "world", 6);
-	api_send_wait(p, p->ep, buf, 6, mr);
+	API_CHECK_OK(api_hello_world_answer(p, p->ep));
 
 	/* Nobody else is coming: nothing more to accept. */
 	for (i = 0; i < 3; i++) {
@@ -136,9 +130,7 @@ static void wire_client(struct api_peer *p)
 	enum raw_kind k = wc->kind;
 	static const uint8_t trunc[] = {0, 0, 1, 0, 'r', 'm', 'c', 'a', 0, 1};
 	uint8_t garbage[64];
-	uint8_t *buf = api_alloc(64);
 	char hp[128];
-	rmca_mr_t *mr;
 	int port, fd;
 
 	/* Before the port: the server's deadline starts when it sends it. */
@@ -183,12 +175,7 @@ static void wire_client(struct api_peer *p)
 
 	api_host_port(hp, sizeof(hp), api_host(), port);
 	API_CHECK_OK(rmca_connect(p->ctx, hp, API_TIMEOUT_MS, &p->ep));
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
-	API_CHECK_OK(rmca_recv(p->ep, buf + 32, 32, mr, API_CTX(1)));
-	memcpy(buf, "hello", 6);
-	api_send_wait(p, p->ep, buf, 6, mr);
-	api_wait_status(p, API_CTX(1), RMCA_OK);
-	API_CHECK(memcmp(buf + 32, "world", 6) == 0);
+	api_hello_world(p, p->ep);
 	api_token(p, 0, TOKEN_DONE);
 	api_expect_token(p, 0, TOKEN_DONE);
 	if (fd >= 0)
