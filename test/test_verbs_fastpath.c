@@ -10,6 +10,7 @@
  *
  * Device from RMCA_transports (ib or iwarp), address from RMCATEST_HOST.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,21 @@ static void tally_free(struct tally *t)
 	free(t->status);
 }
 
+/* Count c, numbered in its user context, into t: once each. */
+static void tally_one(struct tally *t, const struct rmca_completion *c)
+{
+	uintptr_t x = (uintptr_t)c->user_ctx;
+	int num = (int)CTX_NUM(x);
+
+	API_CHECK_MSG(num < t->n, "unexpected completion %#lx (status %d)",
+		      (unsigned long)x, c->status);
+	API_CHECK_MSG(!t->seen[num], "op %#lx completed twice",
+		      (unsigned long)x);
+	t->seen[num] = 1;
+	t->status[num] = c->status;
+	t->got++;
+}
+
 /* Move the stash into t (completions of kind only; others die). */
 static void tally_take(struct tally *t, uintptr_t kind)
 {
@@ -88,33 +104,54 @@ static void tally_take(struct tally *t, uintptr_t kind)
 	for (i = 0; i < k; i++) {
 		const struct rmca_completion *c = api_stash_at(i);
 		uintptr_t x = (uintptr_t)c->user_ctx;
-		int num = (int)CTX_NUM(x);
 
-		API_CHECK_MSG(CTX_KIND(x) == kind && num < t->n,
+		API_CHECK_MSG(CTX_KIND(x) == kind,
 			      "unexpected completion %#lx (status %d)",
 			      (unsigned long)x, c->status);
-		API_CHECK_MSG(!t->seen[num], "op %d completed twice", num);
-		t->seen[num] = 1;
-		t->status[num] = c->status;
-		t->got++;
+		tally_one(t, c);
 	}
 	api_stash_clear();
+}
+
+/* Move the stash into sends (CTX_SEND) and puts (the others; NULL: none
+ * may come), every completion RMCA_OK. */
+static void tally_sort(struct tally *sends, struct tally *puts)
+{
+	int i, k = api_stashed();
+
+	for (i = 0; i < k; i++) {
+		const struct rmca_completion *c = api_stash_at(i);
+		bool send = CTX_KIND((uintptr_t)c->user_ctx) == CTX_SEND;
+
+		API_CHECK_MSG(send || puts, "unexpected completion %#lx",
+			      (unsigned long)(uintptr_t)c->user_ctx);
+		API_CHECK_RC(c->status, RMCA_OK);
+		tally_one(send ? sends : puts, c);
+	}
+	api_stash_clear();
+}
+
+/* Progress until t has want of its completions. */
+static void tally_wait_for(struct api_peer *p, struct tally *t, uintptr_t kind,
+			   int want, const char *what)
+{
+	long end = api_now_ms() + API_TIMEOUT_MS;
+
+	for (;;) {
+		tally_take(t, kind);
+		if (t->got >= want)
+			return;
+		API_CHECK_MSG(api_now_ms() < end, "%s: %d of %d completed",
+			      what, t->got, want);
+		api_progress(p);
+	}
 }
 
 /* Progress until t has all its completions. */
 static void tally_wait(struct api_peer *p, struct tally *t, uintptr_t kind,
 		       const char *what)
 {
-	long end = api_now_ms() + API_TIMEOUT_MS;
-
-	for (;;) {
-		tally_take(t, kind);
-		if (t->got == t->n)
-			return;
-		API_CHECK_MSG(api_now_ms() < end, "%s: %d of %d completed",
-			      what, t->got, t->n);
-		api_progress(p);
-	}
+	tally_wait_for(p, t, kind, t->n, what);
 }
 
 /* ---- more receives than the receive queue holds ---- */
@@ -283,19 +320,7 @@ static void wrap_client(struct api_peer *p)
 						  r.addr + i * 8, r.rkey, 0,
 						  API_CTX(CTX_PUT + i))));
 		/* sort the two kinds as they come */
-		for (int k = 0; k < api_stashed(); k++) {
-			const struct rmca_completion *c = api_stash_at(k);
-			uintptr_t x = (uintptr_t)c->user_ctx;
-			struct tally *t = CTX_KIND(x) == CTX_SEND ? &ts : &tp;
-			int num = (int)CTX_NUM(x);
-
-			API_CHECK_MSG(!t->seen[num], "op %#lx completed twice",
-				      (unsigned long)x);
-			API_CHECK_RC(c->status, RMCA_OK);
-			t->seen[num] = 1;
-			t->got++;
-		}
-		api_stash_clear();
+		tally_sort(&ts, &tp);
 	}
 	{
 		long end = api_now_ms() + 4 * API_TIMEOUT_MS;
@@ -305,22 +330,7 @@ static void wrap_client(struct api_peer *p)
 				      "%d sends, %d puts of %d completed",
 				      ts.got, tp.got, NWRAP);
 			api_progress(p);
-			for (int k = 0; k < api_stashed(); k++) {
-				const struct rmca_completion *c =
-					api_stash_at(k);
-				uintptr_t x = (uintptr_t)c->user_ctx;
-				struct tally *t =
-					CTX_KIND(x) == CTX_SEND ? &ts : &tp;
-				int num = (int)CTX_NUM(x);
-
-				API_CHECK_MSG(!t->seen[num],
-					      "op %#lx completed twice",
-					      (unsigned long)x);
-				API_CHECK_RC(c->status, RMCA_OK);
-				t->seen[num] = 1;
-				t->got++;
-			}
-			api_stash_clear();
+			tally_sort(&ts, &tp);
 		}
 	}
 	/* puts without RMCA_DELIVERED: a flush puts them in place */
@@ -358,7 +368,6 @@ static void break_server(struct api_peer *p)
 	struct tally t;
 	rmca_mr_t *mr;
 	int i, done = 0;
-	long end;
 
 	API_CHECK_OK(
 		rmca_mr_reg(p->ctx, buf, TAKEN * SLOT, RMCA_ACCESS_LOCAL, &mr));
@@ -370,13 +379,7 @@ static void break_server(struct api_peer *p)
 		for (i = done; i < done + STEP; i++)
 			API_CHECK_OK(rmca_recv(p->ep, buf + i * SLOT, SLOT, mr,
 					       API_CTX(CTX_RECV + i)));
-		end = api_now_ms() + API_TIMEOUT_MS;
-		while (t.got < done + STEP) {
-			API_CHECK_MSG(api_now_ms() < end, "%d of %d messages",
-				      t.got, done + STEP);
-			api_progress(p);
-			tally_take(&t, CTX_RECV);
-		}
+		tally_wait_for(p, &t, CTX_RECV, done + STEP, "messages");
 		done += STEP;
 	}
 	for (i = 0; i < TAKEN; i++) {
@@ -503,18 +506,7 @@ static void ping_client(struct api_peer *p)
 		API_CHECK_RC(c.status, RMCA_OK);
 		msg_check(in + i * SLOT, c.len, i);
 		/* sends completed so far, each once and RMCA_OK */
-		for (int k = 0; k < api_stashed(); k++) {
-			const struct rmca_completion *s = api_stash_at(k);
-			int num = (int)CTX_NUM((uintptr_t)s->user_ctx);
-
-			API_CHECK(CTX_KIND((uintptr_t)s->user_ctx) == CTX_SEND);
-			API_CHECK_MSG(!t.seen[num], "send %d completed twice",
-				      num);
-			API_CHECK_RC(s->status, RMCA_OK);
-			t.seen[num] = 1;
-			t.got++;
-		}
-		api_stash_clear();
+		tally_sort(&t, NULL);
 	}
 	/* a message the peer's receive cannot hold fails its send */
 	api_expect_token(p, 0, API_TOKEN_GO);
