@@ -34,7 +34,7 @@ static int queued(const struct rmca_conn *c)
 {
 	int n = 0;
 
-	for (const struct tcp_list *l = c->outq.next; l != &c->outq;
+	for (const struct rmca_list *l = c->outq.next; l != &c->outq;
 	     l = l->next)
 		n++;
 	return n;

@@ -116,7 +116,7 @@ static struct rmca_module_mr *reg(struct tcp_module *m, void *addr, size_t len,
 	mr->addr = addr;
 	mr->len = len;
 	mr->access = access;
-	tcp_list_init(&mr->keys);
+	rmca_list_init(&mr->keys);
 	k = rmca_tcp_rkey_new(mr, c);
 	assert_non_null(k);
 	*key = k->key;
@@ -127,7 +127,7 @@ static void unreg(struct rmca_module_mr *mr)
 {
 	struct tcp_rkey *k;
 
-	while ((k = tcp_first(&mr->keys, struct tcp_rkey, mr_link)))
+	while ((k = rmca_list_first(&mr->keys, struct tcp_rkey, mr_link)))
 		rmca_tcp_rkey_free(k);
 	free(mr);
 }
@@ -135,7 +135,7 @@ static void unreg(struct rmca_module_mr *mr)
 static void conn_init(struct rmca_conn *c)
 {
 	memset(c, 0, sizeof(*c));
-	tcp_list_init(&c->keys);
+	rmca_list_init(&c->keys);
 }
 
 static void target_checks_key_bounds_and_permission(void **state)
@@ -219,8 +219,8 @@ static void send_inv_revokes_use_once_keys_only(void **state)
 	plain = reg(&m, buf, sizeof(buf), RMCA_ACCESS_REMOTE_WRITE, NULL, &pk);
 
 	assert_true(rmca_tcp_revoke(&m, &c, ok) == ok);
-	assert_true(tcp_list_empty(&once->keys));
-	assert_true(tcp_list_empty(&c.keys));
+	assert_true(rmca_list_empty(&once->keys));
+	assert_true(rmca_list_empty(&c.keys));
 	assert_int_equal(rmca_tcp_access(&m, &c, ok, (uintptr_t)buf, 8,
 					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 RMCA_ERR_REMOTE_ACCESS);
@@ -265,7 +265,7 @@ static void use_once_key_is_bound_to_its_connection(void **state)
 					 RMCA_ACCESS_REMOTE_WRITE, &p, NULL),
 			 0);
 	unreg(once);
-	assert_true(tcp_list_empty(&a.keys));
+	assert_true(rmca_list_empty(&a.keys));
 	unreg(plain);
 	rmca_tcp_keytab_fini(&m.keys);
 }

@@ -77,8 +77,8 @@ static void get_frame(int peer, uint64_t id, const void *addr, uint64_t len,
 /* Does any queued frame of c still read from mr's memory? */
 static bool queued_from(struct rmca_conn *c, const char *addr, size_t len)
 {
-	for (struct tcp_list *l = c->outq.next; l != &c->outq; l = l->next) {
-		struct tcp_out *o = tcp_entry(l, struct tcp_out, link);
+	for (struct rmca_list *l = c->outq.next; l != &c->outq; l = l->next) {
+		struct tcp_out *o = rmca_list_entry(l, struct tcp_out, link);
 
 		if (o->len && o->payload >= addr && o->payload < addr + len)
 			return true;
@@ -326,8 +326,8 @@ static int answers_queued(struct rmca_conn *c)
 {
 	int n = 0;
 
-	for (struct tcp_list *l = c->outq.next; l != &c->outq; l = l->next)
-		n += tcp_entry(l, struct tcp_out, link)->owned;
+	for (struct rmca_list *l = c->outq.next; l != &c->outq; l = l->next)
+		n += rmca_list_entry(l, struct tcp_out, link)->owned;
 	return n;
 }
 

@@ -15,10 +15,12 @@
 #include <stdint.h>
 
 #include <rmca/component.h>
+#include <rmca/support/clock.h>
+#include <rmca/support/container.h>
+#include <rmca/support/list.h>
 
 #include "frame.h"
 #include "keytab.h"
-#include "tcp_list.h"
 
 #define TCP_MAX_OPS 16384 /* outstanding ops per connection, then AGAIN */
 #define TCP_MAX_PENDING 64 /* accepted sockets awaiting their connect() */
@@ -64,18 +66,18 @@ struct tcp_module {
 	int port;
 	size_t sndbuf, rcvbuf; /* 0: kernel default */
 	struct tcp_keytab keys;
-	struct tcp_list pending; /* struct tcp_pending */
+	struct rmca_list pending; /* struct tcp_pending */
 	int npending;
-	struct tcp_list conns; /* struct rmca_conn, for mr_dereg */
+	struct rmca_list conns; /* struct rmca_conn, for mr_dereg */
 	/* Connections with frames held back for the next progress pass, or
 	 * with buffered input to go on with (struct rmca_conn, dirty_link). */
-	struct tcp_list dirty;
+	struct rmca_list dirty;
 	/* Frames and ops kept for reuse (at most TCP_SPARE_MAX of each), so
 	 * that a message costs no allocation. */
-	struct tcp_list spare_outs, spare_ops;
+	struct rmca_list spare_outs, spare_ops;
 	int nspare_outs, nspare_ops;
 	int max_answers; /* RMCA_tcp_max_pending_responses */
-	struct tcp_list awaiting; /* passive connects without their socket */
+	struct rmca_list awaiting; /* passive connects without their socket */
 	long long next_expiry; /* of pending sockets, in ms; 0: none */
 	int pending_ms; /* how long one may wait: RMCA_connect_timeout */
 	long long log_next_ms; /* rate limit of eviction lines */
@@ -92,7 +94,7 @@ struct rmca_module_mr {
 	char *addr;
 	size_t len;
 	unsigned access;
-	struct tcp_list keys; /* struct tcp_rkey, live ones only */
+	struct rmca_list keys; /* struct tcp_rkey, live ones only */
 };
 
 /*
@@ -101,8 +103,8 @@ struct rmca_module_mr {
  * through any other they name nothing. Other keys serve every connection.
  */
 struct tcp_rkey {
-	struct tcp_list mr_link; /* mr->keys */
-	struct tcp_list conn_link; /* conn->keys, when bound */
+	struct rmca_list mr_link; /* mr->keys */
+	struct rmca_list conn_link; /* conn->keys, when bound */
 	struct rmca_module_mr *mr;
 	const struct rmca_conn *conn; /* NULL: not bound */
 	uint64_t key;
@@ -110,7 +112,7 @@ struct tcp_rkey {
 
 /* One frame on a connection's output queue. */
 struct tcp_out {
-	struct tcp_list link;
+	struct rmca_list link;
 	uint8_t hdr[TCP_HDR_LEN];
 	const char *payload;
 	size_t len; /* payload bytes */
@@ -132,8 +134,8 @@ enum tcp_op_kind {
 };
 
 struct tcp_op {
-	struct tcp_list link; /* c->ops in post order, or c->recvs */
-	struct tcp_list qlink; /* c->sendq, then c->unacked or c->inflight */
+	struct rmca_list link; /* c->ops in post order, or c->recvs */
+	struct rmca_list qlink; /* c->sendq, then c->unacked or c->inflight */
 	enum tcp_op_kind kind;
 	void *req;
 	uint64_t id;
@@ -161,9 +163,9 @@ struct tcp_rx {
 
 struct rmca_conn {
 	struct tcp_module *mod;
-	struct tcp_list link; /* in mod->conns */
-	struct tcp_list dirty_link; /* in mod->dirty, when linked */
-	struct tcp_list keys; /* struct tcp_rkey bound to this connection */
+	struct rmca_list link; /* in mod->conns */
+	struct rmca_list dirty_link; /* in mod->dirty, when linked */
+	struct rmca_list keys; /* struct tcp_rkey bound to this connection */
 	int fd; /* -1 once closed */
 	void *cookie;
 	bool registered; /* fd in the core's epoll set */
@@ -183,12 +185,12 @@ struct rmca_conn {
 	/* Answers to the peer's requests not yet written; at max_answers the
 	 * connection stops reading until some are. */
 	int nanswers;
-	struct tcp_list ops; /* send/put/get/atomic/flush, post order */
-	struct tcp_list recvs; /* posted receives, oldest first */
-	struct tcp_list sendq; /* sends waiting for a credit */
-	struct tcp_list unacked; /* sends and puts queued, awaiting the count */
-	struct tcp_list inflight; /* gets and atomics, awaiting their RESP */
-	struct tcp_list outq; /* struct tcp_out */
+	struct rmca_list ops; /* send/put/get/atomic/flush, post order */
+	struct rmca_list recvs; /* posted receives, oldest first */
+	struct rmca_list sendq; /* sends waiting for a credit */
+	struct rmca_list unacked; /* sends and puts queued, awaiting the count */
+	struct rmca_list inflight; /* gets and atomics, awaiting their RESP */
+	struct rmca_list outq; /* struct tcp_out */
 	/*
 	 * The counts of the wire (frame.h), all modulo 2^32. As the target:
 	 * SENDs delivered plus PUTs placed, receives posted, SENDs that
@@ -212,11 +214,6 @@ int rmca_tcp_addr_check(const void *addr, size_t len, char *why,
 
 /* tcp_sock.c */
 int rmca_tcp_sock_setup(struct tcp_module *m, int fd);
-int rmca_tcp_wait_fd(int fd, short events, long long deadline);
-long long rmca_tcp_now_ms(void);
-int rmca_tcp_write_all(int fd, const void *buf, size_t len,
-		       long long deadline);
-int rmca_tcp_read_all(int fd, void *buf, size_t len, long long deadline);
 void rmca_tcp_sockname(int fd, bool peer, char *buf, size_t len);
 
 /* tcp_listen.c */

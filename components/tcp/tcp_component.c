@@ -117,7 +117,7 @@ static void tcp_close(const struct rmca_core *core,
 {
 	for (int i = 0; i < count; i++)
 		rmca_tcp_module_destroy(
-			tcp_entry(modules[i], struct tcp_module, base));
+			rmca_container_of(modules[i], struct tcp_module, base));
 	free(modules);
 }
 

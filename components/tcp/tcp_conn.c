@@ -47,22 +47,22 @@ static void conn_close_fd(struct rmca_conn *c)
 
 static void dirty_del(struct rmca_conn *c)
 {
-	if (tcp_list_linked(&c->dirty_link))
-		tcp_list_del(&c->dirty_link);
+	if (rmca_list_linked(&c->dirty_link))
+		rmca_list_del(&c->dirty_link);
 }
 
 static void dirty_add(struct rmca_conn *c)
 {
-	if (!tcp_list_linked(&c->dirty_link))
-		tcp_list_add_tail(&c->mod->dirty, &c->dirty_link);
+	if (!rmca_list_linked(&c->dirty_link))
+		rmca_list_add_tail(&c->mod->dirty, &c->dirty_link);
 }
 
 /* No request frame queued: what is queued may wait. */
 static bool no_requests(const struct rmca_conn *c)
 {
-	for (const struct tcp_list *l = c->outq.next; l != &c->outq;
+	for (const struct rmca_list *l = c->outq.next; l != &c->outq;
 	     l = l->next)
-		if (!tcp_entry(l, struct tcp_out, link)->owned)
+		if (!rmca_list_entry(l, struct tcp_out, link)->owned)
 			return false;
 	return true;
 }
@@ -78,7 +78,7 @@ static bool hold_answers(struct rmca_conn *c)
 {
 	bool hold = c->delivered && !c->hold && !c->failed && !c->closing &&
 		    no_requests(c) &&
-		    (!tcp_list_empty(&c->outq) || rmca_tcp_counts_due(c));
+		    (!rmca_list_empty(&c->outq) || rmca_tcp_counts_due(c));
 
 	c->delivered = false;
 	if (!hold)
@@ -91,7 +91,7 @@ static bool hold_answers(struct rmca_conn *c)
 /* The counts go alone if they are due and no frame would carry them. */
 static void counts_out(struct rmca_conn *c)
 {
-	if (c->failed || !tcp_list_empty(&c->outq) || !rmca_tcp_counts_due(c))
+	if (c->failed || !rmca_list_empty(&c->outq) || !rmca_tcp_counts_due(c))
 		return;
 	if (rmca_tcp_ack_queue(c))
 		rmca_tcp_conn_fail(c, RMCA_ERR_NO_MEMORY, NULL);
@@ -129,21 +129,21 @@ static void conn_cb(void *arg, uint32_t events)
 
 int rmca_tcp_progress(struct rmca_module *mod)
 {
-	struct tcp_module *m = tcp_entry(mod, struct tcp_module, base);
+	struct tcp_module *m = rmca_container_of(mod, struct tcp_module, base);
 	struct rmca_conn *c;
 	/* Each once: serving may queue a connection again, for the next
 	 * pass. */
-	struct tcp_list todo;
+	struct rmca_list todo;
 
-	tcp_list_init(&todo);
-	if (!tcp_list_empty(&m->dirty)) {
+	rmca_list_init(&todo);
+	if (!rmca_list_empty(&m->dirty)) {
 		todo.next = m->dirty.next;
 		todo.prev = m->dirty.prev;
 		todo.next->prev = &todo;
 		todo.prev->next = &todo;
-		tcp_list_init(&m->dirty);
+		rmca_list_init(&m->dirty);
 	}
-	while ((c = tcp_first(&todo, struct rmca_conn, dirty_link))) {
+	while ((c = rmca_list_first(&todo, struct rmca_conn, dirty_link))) {
 		dirty_del(c);
 		if (c->fd >= 0)
 			conn_serve(c, false);
@@ -167,15 +167,15 @@ int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 		free(c);
 		return RMCA_ERR_NO_MEMORY;
 	}
-	tcp_list_init(&c->link);
-	tcp_list_init(&c->dirty_link);
-	tcp_list_init(&c->keys);
-	tcp_list_init(&c->ops);
-	tcp_list_init(&c->recvs);
-	tcp_list_init(&c->sendq);
-	tcp_list_init(&c->unacked);
-	tcp_list_init(&c->inflight);
-	tcp_list_init(&c->outq);
+	rmca_list_init(&c->link);
+	rmca_list_init(&c->dirty_link);
+	rmca_list_init(&c->keys);
+	rmca_list_init(&c->ops);
+	rmca_list_init(&c->recvs);
+	rmca_list_init(&c->sendq);
+	rmca_list_init(&c->unacked);
+	rmca_list_init(&c->inflight);
+	rmca_list_init(&c->outq);
 	rmca_tcp_sockname(fd, true, c->peer, sizeof(c->peer));
 	if (core->ops->fd_add(core, fd, EPOLLIN, conn_cb, c)) {
 		free(c->rx.buf);
@@ -184,7 +184,7 @@ int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 	}
 	c->registered = true;
 	c->events = EPOLLIN;
-	tcp_list_add_tail(&m->conns, &c->link);
+	rmca_list_add_tail(&m->conns, &c->link);
 	*out = c;
 	return 0;
 }
@@ -193,10 +193,11 @@ struct tcp_out *rmca_tcp_out_new(struct tcp_module *m,
 				 const struct tcp_frame *f, const void *pl,
 				 size_t len)
 {
-	struct tcp_out *o = tcp_first(&m->spare_outs, struct tcp_out, link);
+	struct tcp_out *o =
+		rmca_list_first(&m->spare_outs, struct tcp_out, link);
 
 	if (o) {
-		tcp_list_del(&o->link);
+		rmca_list_del(&o->link);
 		m->nspare_outs--;
 		memset(o, 0, sizeof(*o));
 	} else {
@@ -205,7 +206,7 @@ struct tcp_out *rmca_tcp_out_new(struct tcp_module *m,
 	if (!o)
 		return NULL;
 	rmca_tcp_frame_encode(f, o->hdr);
-	tcp_list_init(&o->link);
+	rmca_list_init(&o->link);
 	o->payload = pl;
 	o->len = len;
 	o->owned = true;
@@ -220,17 +221,17 @@ void rmca_tcp_out_free(struct tcp_module *m, struct tcp_out *o)
 		free(o);
 		return;
 	}
-	tcp_list_add_tail(&m->spare_outs, &o->link);
+	rmca_list_add_tail(&m->spare_outs, &o->link);
 	m->nspare_outs++;
 }
 
 struct tcp_op *rmca_tcp_op_alloc(struct tcp_module *m)
 {
-	struct tcp_op *op = tcp_first(&m->spare_ops, struct tcp_op, link);
+	struct tcp_op *op = rmca_list_first(&m->spare_ops, struct tcp_op, link);
 
 	if (!op)
 		return calloc(1, sizeof(*op));
-	tcp_list_del(&op->link);
+	rmca_list_del(&op->link);
 	m->nspare_ops--;
 	memset(op, 0, sizeof(*op));
 	return op;
@@ -242,7 +243,7 @@ void rmca_tcp_op_free(struct tcp_module *m, struct tcp_op *op)
 		free(op);
 		return;
 	}
-	tcp_list_add_tail(&m->spare_ops, &op->link);
+	rmca_list_add_tail(&m->spare_ops, &op->link);
 	m->nspare_ops++;
 }
 
@@ -251,12 +252,12 @@ void rmca_tcp_spares_free(struct tcp_module *m)
 	struct tcp_out *o;
 	struct tcp_op *op;
 
-	while ((o = tcp_first(&m->spare_outs, struct tcp_out, link))) {
-		tcp_list_del(&o->link);
+	while ((o = rmca_list_first(&m->spare_outs, struct tcp_out, link))) {
+		rmca_list_del(&o->link);
 		free(o);
 	}
-	while ((op = tcp_first(&m->spare_ops, struct tcp_op, link))) {
-		tcp_list_del(&op->link);
+	while ((op = rmca_list_first(&m->spare_ops, struct tcp_op, link))) {
+		rmca_list_del(&op->link);
 		free(op);
 	}
 	m->nspare_outs = m->nspare_ops = 0;
@@ -264,7 +265,7 @@ void rmca_tcp_spares_free(struct tcp_module *m)
 
 void rmca_tcp_out_queue(struct rmca_conn *c, struct tcp_out *o)
 {
-	tcp_list_add_tail(&c->outq, &o->link);
+	rmca_list_add_tail(&c->outq, &o->link);
 }
 
 bool rmca_tcp_rx_held(const struct rmca_conn *c)
@@ -284,7 +285,7 @@ static void out_drop(struct rmca_conn *c, struct tcp_out *o)
 {
 	if (o->answer)
 		c->nanswers--;
-	tcp_list_del(&o->link);
+	rmca_list_del(&o->link);
 	if (o->owned)
 		rmca_tcp_out_free(c->mod, o);
 }
@@ -302,7 +303,7 @@ static void out_advance(struct rmca_conn *c, size_t n)
 {
 	struct tcp_out *o;
 
-	while (n && (o = tcp_first(&c->outq, struct tcp_out, link))) {
+	while (n && (o = rmca_list_first(&c->outq, struct tcp_out, link))) {
 		size_t left = TCP_HDR_LEN + o->len - o->off;
 
 		if (n < left) {
@@ -313,7 +314,7 @@ static void out_advance(struct rmca_conn *c, size_t n)
 		out_written(c, o);
 	}
 	/* Zero-payload frames fully covered by an earlier write. */
-	while ((o = tcp_first(&c->outq, struct tcp_out, link)) &&
+	while ((o = rmca_list_first(&c->outq, struct tcp_out, link)) &&
 	       o->off == TCP_HDR_LEN + o->len)
 		out_written(c, o);
 }
@@ -328,9 +329,9 @@ static int out_iov(struct rmca_conn *c, struct iovec *iov)
 {
 	int n = 0;
 
-	for (struct tcp_list *l = c->outq.next;
+	for (struct rmca_list *l = c->outq.next;
 	     l != &c->outq && n + 2 <= TCP_IOV_MAX; l = l->next) {
-		struct tcp_out *o = tcp_entry(l, struct tcp_out, link);
+		struct tcp_out *o = rmca_list_entry(l, struct tcp_out, link);
 
 		if (!o->off) {
 			rmca_tcp_frame_counts(o->hdr, c->done_in, c->granted);
@@ -367,7 +368,7 @@ void rmca_tcp_out_flush(struct rmca_conn *c)
 		c->hold = false;
 		counts_out(c);
 	}
-	while (c->fd >= 0 && !tcp_list_empty(&c->outq)) {
+	while (c->fd >= 0 && !rmca_list_empty(&c->outq)) {
 		msg.msg_iovlen = (size_t)out_iov(c, iov);
 		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
@@ -388,14 +389,14 @@ void rmca_tcp_out_flush(struct rmca_conn *c)
 	}
 	if (c->fd < 0)
 		return;
-	if (c->closing && tcp_list_empty(&c->outq)) {
+	if (c->closing && rmca_list_empty(&c->outq)) {
 		/* The final frame is out: half-close, then read until the
 		 * peer closes so that no reset overtakes it. */
 		shutdown(c->fd, SHUT_WR);
 		c->closing = false;
 	}
 	set_events(c, (rmca_tcp_rx_held(c) ? 0 : EPOLLIN) |
-			      (tcp_list_empty(&c->outq) ? 0 : EPOLLOUT));
+			      (rmca_list_empty(&c->outq) ? 0 : EPOLLOUT));
 	/* Reading again, with whole frames buffered: the socket may stay
 	 * silent, so the next pass goes on with them. */
 	if (rmca_tcp_rx_ready(c))
@@ -404,8 +405,9 @@ void rmca_tcp_out_flush(struct rmca_conn *c)
 
 bool rmca_tcp_out_busy(const struct rmca_conn *c)
 {
-	return !tcp_list_empty(&c->inflight) || !tcp_list_empty(&c->unacked) ||
-	       (!tcp_list_empty(&c->outq) && (c->events & EPOLLOUT) &&
+	return !rmca_list_empty(&c->inflight) ||
+	       !rmca_list_empty(&c->unacked) ||
+	       (!rmca_list_empty(&c->outq) && (c->events & EPOLLOUT) &&
 		!c->hold);
 }
 
@@ -419,10 +421,10 @@ void rmca_tcp_out_kick(struct rmca_conn *c, bool defer)
 
 static void op_release(struct rmca_conn *c, struct tcp_op *op)
 {
-	tcp_list_del(&op->link);
-	tcp_list_del(&op->qlink);
-	if (tcp_list_linked(&op->out.link))
-		tcp_list_del(&op->out.link);
+	rmca_list_del(&op->link);
+	rmca_list_del(&op->qlink);
+	if (rmca_list_linked(&op->out.link))
+		rmca_list_del(&op->out.link);
 	rmca_tcp_op_free(c->mod, op);
 }
 
@@ -437,7 +439,7 @@ void rmca_tcp_op_done(struct rmca_conn *c, struct tcp_op *op, int status,
 	core->ops->complete(core, req, status, len, revoked);
 
 	/* A flush ends once everything posted before it has ended. */
-	while ((op = tcp_first(&c->ops, struct tcp_op, link)) &&
+	while ((op = rmca_list_first(&c->ops, struct tcp_op, link)) &&
 	       op->kind == TCP_OP_FLUSH) {
 		req = op->req;
 		op_release(c, op);
@@ -453,8 +455,8 @@ void rmca_tcp_complete_all(struct rmca_conn *c, int status)
 	struct tcp_op *op;
 	void *req;
 
-	while ((op = tcp_first(&c->ops, struct tcp_op, link)) ||
-	       (op = tcp_first(&c->recvs, struct tcp_op, link))) {
+	while ((op = rmca_list_first(&c->ops, struct tcp_op, link)) ||
+	       (op = rmca_list_first(&c->recvs, struct tcp_op, link))) {
 		req = op->req;
 		op_release(c, op);
 		c->nops--;
@@ -473,8 +475,8 @@ static void conn_fail_at(struct rmca_conn *c, int status, struct tcp_out *stop,
 			 struct tcp_out *final)
 {
 	const struct rmca_core *core = c->mod->base.core;
-	struct tcp_out *head = tcp_first(&c->outq, struct tcp_out, link);
-	struct tcp_list *l, *next;
+	struct tcp_out *head = rmca_list_first(&c->outq, struct tcp_out, link);
+	struct rmca_list *l, *next;
 	bool before = final != NULL;
 
 	if (c->failed) {
@@ -494,7 +496,7 @@ static void conn_fail_at(struct rmca_conn *c, int status, struct tcp_out *stop,
 		final = NULL;
 	}
 	for (l = c->outq.next; l != &c->outq; l = next) {
-		struct tcp_out *o = tcp_entry(l, struct tcp_out, link);
+		struct tcp_out *o = rmca_list_entry(l, struct tcp_out, link);
 
 		next = l->next;
 		if (o == stop)
@@ -537,10 +539,10 @@ static struct tcp_out *refusal_of(struct rmca_conn *c, const struct tcp_out *o)
 }
 
 /* Does an op of list h use mr's memory? */
-static bool ops_use(const struct tcp_list *h, const struct rmca_module_mr *mr)
+static bool ops_use(const struct rmca_list *h, const struct rmca_module_mr *mr)
 {
-	for (const struct tcp_list *l = h->next; l != h; l = l->next)
-		if (tcp_entry(l, struct tcp_op, link)->mr == mr)
+	for (const struct rmca_list *l = h->next; l != h; l = l->next)
+		if (rmca_list_entry(l, struct tcp_op, link)->mr == mr)
 			return true;
 	return false;
 }
@@ -557,7 +559,7 @@ void rmca_tcp_conn_mr_gone(struct rmca_conn *c, const struct rmca_module_mr *mr)
 {
 	struct tcp_rx *rx = &c->rx;
 	struct tcp_out *o = NULL, *refusal;
-	struct tcp_list *l;
+	struct rmca_list *l;
 
 	/*
 	 * Our own operations on its memory cannot go on either: as a verbs
@@ -569,7 +571,7 @@ void rmca_tcp_conn_mr_gone(struct rmca_conn *c, const struct rmca_module_mr *mr)
 			"closing connection to %s: a region deregistered "
 			"under its operations",
 			c->peer);
-		while ((o = tcp_first(&c->outq, struct tcp_out, link)))
+		while ((o = rmca_list_first(&c->outq, struct tcp_out, link)))
 			out_drop(c, o);
 		conn_fail_at(c, RMCA_ERR_CONNECTION, NULL, NULL);
 		return;
@@ -583,7 +585,7 @@ void rmca_tcp_conn_mr_gone(struct rmca_conn *c, const struct rmca_module_mr *mr)
 		rx->status = RMCA_ERR_REMOTE_ACCESS;
 	}
 	for (l = c->outq.next; l != &c->outq; l = l->next) {
-		o = tcp_entry(l, struct tcp_out, link);
+		o = rmca_list_entry(l, struct tcp_out, link);
 		if (o->mr == mr)
 			break;
 		o = NULL;
@@ -592,7 +594,7 @@ void rmca_tcp_conn_mr_gone(struct rmca_conn *c, const struct rmca_module_mr *mr)
 		return;
 	refusal = o->off || c->failed ? NULL : refusal_of(c, o);
 	if (!refusal) {
-		while ((o = tcp_first(&c->outq, struct tcp_out, link)))
+		while ((o = rmca_list_first(&c->outq, struct tcp_out, link)))
 			out_drop(c, o);
 		if (c->failed)
 			conn_close_fd(c);
@@ -637,7 +639,7 @@ void rmca_tcp_conn_close_out(struct rmca_conn *c)
 
 	if (!c->hold || c->failed || c->fd < 0)
 		return;
-	if (tcp_list_empty(&c->outq) && rmca_tcp_ack_queue(c))
+	if (rmca_list_empty(&c->outq) && rmca_tcp_ack_queue(c))
 		return;
 	msg.msg_iovlen = (size_t)out_iov(c, iov);
 	if (sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
@@ -650,14 +652,14 @@ void rmca_tcp_conn_destroy(struct rmca_conn *c)
 	struct tcp_out *o;
 
 	rmca_tcp_complete_all(c, RMCA_ERR_CANCELED);
-	while ((o = tcp_first(&c->outq, struct tcp_out, link)))
+	while ((o = rmca_list_first(&c->outq, struct tcp_out, link)))
 		out_drop(c, o);
 	conn_close_fd(c);
 	dirty_del(c);
 	/* Keys bound to c die with it. */
-	while ((k = tcp_first(&c->keys, struct tcp_rkey, conn_link)))
+	while ((k = rmca_list_first(&c->keys, struct tcp_rkey, conn_link)))
 		rmca_tcp_rkey_free(k);
-	tcp_list_del(&c->link);
+	rmca_list_del(&c->link);
 	free(c->rx.buf);
 	free(c);
 }

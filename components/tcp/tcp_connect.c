@@ -29,7 +29,7 @@ enum tc_state {
 };
 
 struct rmca_connecting {
-	struct tcp_list link; /* m->awaiting while TC_AWAIT */
+	struct rmca_list link; /* m->awaiting while TC_AWAIT */
 	struct tcp_module *m;
 	enum tc_state state;
 	bool active;
@@ -246,15 +246,15 @@ static void passive_go(struct rmca_connecting *h, int fd)
 
 bool rmca_tcp_connecting_claim(struct tcp_module *m, uint64_t token, int fd)
 {
-	for (struct tcp_list *l = m->awaiting.next; l != &m->awaiting;
+	for (struct rmca_list *l = m->awaiting.next; l != &m->awaiting;
 	     l = l->next) {
 		struct rmca_connecting *h =
-			tcp_entry(l, struct rmca_connecting, link);
+			rmca_list_entry(l, struct rmca_connecting, link);
 
 		if (h->token == token) {
 			/* Out of the listener's hands, into this one's. */
 			m->base.core->ops->fd_del(m->base.core, fd);
-			tcp_list_del(&h->link);
+			rmca_list_del(&h->link);
 			passive_go(h, fd);
 			return true;
 		}
@@ -266,7 +266,7 @@ int rmca_tcp_connect_start(struct rmca_module *mod,
 			   const struct rmca_conn_args *a,
 			   struct rmca_connecting **out)
 {
-	struct tcp_module *m = tcp_entry(mod, struct tcp_module, base);
+	struct tcp_module *m = rmca_container_of(mod, struct tcp_module, base);
 	struct rmca_connecting *h;
 	int fd, r;
 
@@ -277,14 +277,13 @@ int rmca_tcp_connect_start(struct rmca_module *mod,
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return RMCA_ERR_NO_MEMORY;
-	tcp_list_init(&h->link);
+	rmca_list_init(&h->link);
 	h->m = m;
 	h->fd = -1;
 	h->active = a->active;
 	h->token = a->token;
 	h->cookie = a->cookie;
-	h->deadline =
-		a->timeout_ms >= 0 ? rmca_tcp_now_ms() + a->timeout_ms : -1;
+	h->deadline = rmca_deadline_ms(a->timeout_ms);
 	if (h->active) {
 		r = start_active(h, a);
 		if (r) {
@@ -303,13 +302,13 @@ int rmca_tcp_connect_start(struct rmca_module *mod,
 	if (fd >= 0)
 		passive_go(h, fd);
 	else
-		tcp_list_add_tail(&m->awaiting, &h->link);
+		rmca_list_add_tail(&m->awaiting, &h->link);
 	return 0;
 }
 
 void rmca_tcp_connect_abort(struct rmca_connecting *h)
 {
-	tcp_list_del(&h->link);
+	rmca_list_del(&h->link);
 	tc_close(h);
 	free(h);
 }
@@ -324,7 +323,7 @@ int rmca_tcp_connect_poll(struct rmca_connecting *h, struct rmca_conn **out)
 		return r;
 	}
 	if (h->state != TC_DONE) {
-		if (h->deadline < 0 || rmca_tcp_now_ms() < h->deadline)
+		if (h->deadline < 0 || rmca_now_ms() < h->deadline)
 			return RMCA_ERR_AGAIN;
 		tcp_log(h->m, RMCA_LOG_INFO, "connection %s %s: timed out (%s)",
 			h->active ? "to" : "from", h->peer,

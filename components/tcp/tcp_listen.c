@@ -25,7 +25,7 @@
 static void pending_cb(void *arg, uint32_t events);
 
 struct tcp_pending {
-	struct tcp_list link;
+	struct rmca_list link;
 	struct tcp_module *m;
 	int fd;
 	uint8_t buf[TCP_HDR_LEN];
@@ -41,7 +41,7 @@ static void pending_free(struct tcp_pending *p)
 
 	core->ops->fd_del(core, p->fd);
 	close(p->fd);
-	tcp_list_del(&p->link);
+	rmca_list_del(&p->link);
 	p->m->npending--;
 	free(p);
 }
@@ -50,7 +50,7 @@ void rmca_tcp_pending_free_all(struct tcp_module *m)
 {
 	struct tcp_pending *p;
 
-	while ((p = tcp_first(&m->pending, struct tcp_pending, link)))
+	while ((p = rmca_list_first(&m->pending, struct tcp_pending, link)))
 		pending_free(p);
 }
 
@@ -58,7 +58,7 @@ void rmca_tcp_pending_free_all(struct tcp_module *m)
  * the log. What was left out is counted in the next line. */
 static bool log_allowed(struct tcp_module *m)
 {
-	long long now = rmca_tcp_now_ms();
+	long long now = rmca_now_ms();
 
 	if (now < m->log_next_ms) {
 		m->log_suppressed++;
@@ -123,9 +123,10 @@ static void pending_read(struct tcp_pending *p)
 		return;
 	}
 	/* A second socket with the same token: the older one is stale. */
-	for (struct tcp_list *l = m->pending.next; l != &m->pending;
+	for (struct rmca_list *l = m->pending.next; l != &m->pending;
 	     l = l->next) {
-		struct tcp_pending *q = tcp_entry(l, struct tcp_pending, link);
+		struct tcp_pending *q =
+			rmca_list_entry(l, struct tcp_pending, link);
 
 		if (q->token == f.id) {
 			pending_reject(q, "superseded by a newer hello");
@@ -134,7 +135,7 @@ static void pending_read(struct tcp_pending *p)
 	}
 	/* The connect awaiting this token takes the socket at once. */
 	if (rmca_tcp_connecting_claim(m, f.id, p->fd)) {
-		tcp_list_del(&p->link);
+		rmca_list_del(&p->link);
 		m->npending--;
 		free(p);
 		return;
@@ -164,8 +165,9 @@ static void accept_one(struct tcp_module *m, int fd)
 		return;
 	}
 	if (m->npending >= TCP_MAX_PENDING)
-		pending_reject(tcp_first(&m->pending, struct tcp_pending, link),
-			       "too many connections awaiting connect()");
+		pending_reject(
+			rmca_list_first(&m->pending, struct tcp_pending, link),
+			"too many connections awaiting connect()");
 	p = calloc(1, sizeof(*p));
 	if (!p || rmca_tcp_sock_setup(m, fd)) {
 		free(p);
@@ -174,7 +176,7 @@ static void accept_one(struct tcp_module *m, int fd)
 	}
 	p->m = m;
 	p->fd = fd;
-	p->deadline = rmca_tcp_now_ms() + m->pending_ms;
+	p->deadline = rmca_now_ms() + m->pending_ms;
 	if (!m->next_expiry)
 		m->next_expiry = p->deadline;
 	rmca_tcp_sockname(fd, true, p->peer, sizeof(p->peer));
@@ -183,7 +185,7 @@ static void accept_one(struct tcp_module *m, int fd)
 		close(fd);
 		return;
 	}
-	tcp_list_add_tail(&m->pending, &p->link);
+	rmca_list_add_tail(&m->pending, &p->link);
 	m->npending++;
 }
 
@@ -216,7 +218,7 @@ static bool shed_one(struct tcp_lsock *s)
 	}
 	for (int i = 0; i < m->nls; i++)
 		core->ops->fd_mod(core, m->ls[i].fd, 0);
-	m->lfd_rest_until = rmca_tcp_now_ms() + 1000;
+	m->lfd_rest_until = rmca_now_ms() + 1000;
 	return false;
 }
 
@@ -382,15 +384,16 @@ int rmca_tcp_pending_take(struct tcp_module *m, uint64_t token)
 {
 	const struct rmca_core *core = m->base.core;
 
-	for (struct tcp_list *l = m->pending.next; l != &m->pending;
+	for (struct rmca_list *l = m->pending.next; l != &m->pending;
 	     l = l->next) {
-		struct tcp_pending *p = tcp_entry(l, struct tcp_pending, link);
+		struct tcp_pending *p =
+			rmca_list_entry(l, struct tcp_pending, link);
 		int fd = p->fd;
 
 		if (p->token != token)
 			continue;
 		core->ops->fd_del(core, fd);
-		tcp_list_del(&p->link);
+		rmca_list_del(&p->link);
 		m->npending--;
 		free(p);
 		return fd;
@@ -400,13 +403,13 @@ int rmca_tcp_pending_take(struct tcp_module *m, uint64_t token)
 
 int rmca_tcp_pending_expire(struct rmca_module *mod)
 {
-	struct tcp_module *m = tcp_entry(mod, struct tcp_module, base);
+	struct tcp_module *m = rmca_container_of(mod, struct tcp_module, base);
 	const struct rmca_core *core = m->base.core;
 	long long now;
 
 	if (!m->next_expiry && !m->lfd_rest_until)
 		return 0;
-	now = rmca_tcp_now_ms();
+	now = rmca_now_ms();
 	if (m->lfd_rest_until && now >= m->lfd_rest_until) {
 		for (int i = 0; i < m->nls; i++)
 			core->ops->fd_mod(core, m->ls[i].fd, EPOLLIN);
@@ -415,9 +418,10 @@ int rmca_tcp_pending_expire(struct rmca_module *mod)
 	if (!m->next_expiry || now < m->next_expiry)
 		return 0;
 	m->next_expiry = 0;
-	for (struct tcp_list *l = m->pending.next, *n; l != &m->pending;
+	for (struct rmca_list *l = m->pending.next, *n; l != &m->pending;
 	     l = n) {
-		struct tcp_pending *p = tcp_entry(l, struct tcp_pending, link);
+		struct tcp_pending *p =
+			rmca_list_entry(l, struct tcp_pending, link);
 
 		n = l->next;
 		if (now >= p->deadline)

@@ -14,7 +14,7 @@
 
 static int tcp_addr(struct rmca_module *mod, void *buf, size_t *len)
 {
-	struct tcp_module *m = tcp_entry(mod, struct tcp_module, base);
+	struct tcp_module *m = rmca_container_of(mod, struct tcp_module, base);
 	struct tcp_addr_blob b = {
 		.magic = { 'R', 'T', 'C', 'P' },
 		.version = TCP_PROTO_VERSION,
@@ -71,7 +71,7 @@ static int tcp_reach(struct rmca_module *mod, const struct rmca_reach_args *a,
 static int tcp_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 		      unsigned access, struct rmca_module_mr **out)
 {
-	struct tcp_module *m = tcp_entry(mod, struct tcp_module, base);
+	struct tcp_module *m = rmca_container_of(mod, struct tcp_module, base);
 	struct rmca_module_mr *mr = calloc(1, sizeof(*mr));
 
 	if (!mr)
@@ -80,7 +80,7 @@ static int tcp_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 	mr->addr = addr;
 	mr->len = len;
 	mr->access = access;
-	tcp_list_init(&mr->keys);
+	rmca_list_init(&mr->keys);
 	/* A use-once region gets a key per connection when one is asked. */
 	if (!(access & RMCA_MR_USE_ONCE) && !rmca_tcp_rkey_new(mr, NULL)) {
 		free(mr);
@@ -93,14 +93,15 @@ static int tcp_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 /* Once this returns, no access in flight touches the region (doc/api.md). */
 static int tcp_mr_dereg(struct rmca_module_mr *mr)
 {
-	struct tcp_list *l, *next;
+	struct rmca_list *l, *next;
 	struct tcp_rkey *k;
 
 	for (l = mr->mod->conns.next; l != &mr->mod->conns; l = next) {
 		next = l->next;
-		rmca_tcp_conn_mr_gone(tcp_entry(l, struct rmca_conn, link), mr);
+		rmca_tcp_conn_mr_gone(
+			rmca_list_entry(l, struct rmca_conn, link), mr);
 	}
-	while ((k = tcp_first(&mr->keys, struct tcp_rkey, mr_link)))
+	while ((k = rmca_list_first(&mr->keys, struct tcp_rkey, mr_link)))
 		rmca_tcp_rkey_free(k);
 	free(mr);
 	return 0;
@@ -110,8 +111,9 @@ static int tcp_mr_dereg(struct rmca_module_mr *mr)
 static struct tcp_rkey *key_for(struct rmca_module_mr *mr,
 				const struct rmca_conn *c)
 {
-	for (struct tcp_list *l = mr->keys.next; l != &mr->keys; l = l->next) {
-		struct tcp_rkey *k = tcp_entry(l, struct tcp_rkey, mr_link);
+	for (struct rmca_list *l = mr->keys.next; l != &mr->keys; l = l->next) {
+		struct tcp_rkey *k =
+			rmca_list_entry(l, struct tcp_rkey, mr_link);
 
 		if (!k->conn || k->conn == c)
 			return k;
@@ -198,12 +200,12 @@ int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
 						   "tcp_max_pending_responses");
 	if (m->max_answers < TCP_MIN_PENDING_RESP)
 		m->max_answers = TCP_MIN_PENDING_RESP;
-	tcp_list_init(&m->pending);
-	tcp_list_init(&m->conns);
-	tcp_list_init(&m->dirty);
-	tcp_list_init(&m->spare_outs);
-	tcp_list_init(&m->spare_ops);
-	tcp_list_init(&m->awaiting);
+	rmca_list_init(&m->pending);
+	rmca_list_init(&m->conns);
+	rmca_list_init(&m->dirty);
+	rmca_list_init(&m->spare_outs);
+	rmca_list_init(&m->spare_ops);
+	rmca_list_init(&m->awaiting);
 	m->scratch = malloc(TCP_SCRATCH_LEN);
 	if (!m->scratch) {
 		free(m);

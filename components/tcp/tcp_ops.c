@@ -36,7 +36,7 @@ static void op_queue(struct rmca_conn *c, struct tcp_op *op,
 	op->out.owned = false;
 	op->out.by_count = by_count;
 	rmca_tcp_out_queue(c, &op->out);
-	tcp_list_add_tail(by_count ? &c->unacked : &c->inflight, &op->qlink);
+	rmca_list_add_tail(by_count ? &c->unacked : &c->inflight, &op->qlink);
 }
 
 void rmca_tcp_pump_sends(struct rmca_conn *c)
@@ -44,7 +44,7 @@ void rmca_tcp_pump_sends(struct rmca_conn *c)
 	struct tcp_op *op;
 
 	while (c->credits != c->msgs_out &&
-	       (op = tcp_first(&c->sendq, struct tcp_op, qlink))) {
+	       (op = rmca_list_first(&c->sendq, struct tcp_op, qlink))) {
 		struct tcp_frame f = {
 			.type = TCP_F_SEND,
 			.id = op->id,
@@ -55,7 +55,7 @@ void rmca_tcp_pump_sends(struct rmca_conn *c)
 			f.flags |= TCP_FF_INV;
 			f.rkey = op->inv_rkey;
 		}
-		tcp_list_del(&op->qlink);
+		rmca_list_del(&op->qlink);
 		c->msgs_out++;
 		op_queue(c, op, &f, op->buf, op->len);
 	}
@@ -110,11 +110,11 @@ static struct tcp_op *op_new(struct rmca_conn *c, enum tcp_op_kind kind,
 	op->kind = kind;
 	op->req = req;
 	op->id = ++c->next_id;
-	tcp_list_init(&op->link);
-	tcp_list_init(&op->qlink);
-	tcp_list_init(&op->out.link);
-	tcp_list_add_tail(kind == TCP_OP_RECV ? &c->recvs : &c->ops,
-			  &op->link);
+	rmca_list_init(&op->link);
+	rmca_list_init(&op->qlink);
+	rmca_list_init(&op->out.link);
+	rmca_list_add_tail(kind == TCP_OP_RECV ? &c->recvs : &c->ops,
+			   &op->link);
 	c->nops++;
 	return op;
 }
@@ -135,7 +135,7 @@ static int post_send(struct rmca_conn *c, const void *buf, size_t len,
 	op->len = len;
 	op->mr = mr;
 	op->inv_rkey = rkey;
-	tcp_list_add_tail(&c->sendq, &op->qlink);
+	rmca_list_add_tail(&c->sendq, &op->qlink);
 	rmca_tcp_pump_sends(c);
 	rmca_tcp_out_kick(c, defer);
 	return 0;
@@ -160,7 +160,7 @@ int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
 {
 	struct tcp_frame f = {.type = TCP_F_ACK};
 	bool quiet =
-		!rmca_tcp_out_busy(c) && !c->hold && tcp_list_empty(&c->outq);
+		!rmca_tcp_out_busy(c) && !c->hold && rmca_list_empty(&c->outq);
 	struct tcp_out *o;
 	struct tcp_op *op;
 	int err;
@@ -289,8 +289,8 @@ int rmca_tcp_flush(struct rmca_conn *c, void *req)
 		return err;
 	/* Every op is remotely completed, so a flush only has to wait for
 	 * those posted before it. */
-	if (tcp_first(&c->ops, struct tcp_op, link) == op) {
-		tcp_list_del(&op->link);
+	if (rmca_list_first(&c->ops, struct tcp_op, link) == op) {
+		rmca_list_del(&op->link);
 		c->nops--;
 		rmca_tcp_op_free(c->mod, op);
 		core->ops->complete(core, req, RMCA_OK, 0, 0);

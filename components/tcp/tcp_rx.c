@@ -72,7 +72,7 @@ static void expect_payload(struct rmca_conn *c, char *dst, uint64_t dst_len,
 
 static void on_send(struct rmca_conn *c, const struct tcp_frame *f)
 {
-	struct tcp_op *r = tcp_first(&c->recvs, struct tcp_op, link);
+	struct tcp_op *r = rmca_list_first(&c->recvs, struct tcp_op, link);
 
 	if (!r) {
 		protocol_error(c, "message without a credit");
@@ -119,12 +119,12 @@ static void on_atomic(struct rmca_conn *c, const struct tcp_frame *f)
 
 static void on_resp(struct rmca_conn *c, const struct tcp_frame *f)
 {
-	struct tcp_op *op = tcp_first(&c->inflight, struct tcp_op, qlink);
+	struct tcp_op *op = rmca_list_first(&c->inflight, struct tcp_op, qlink);
 	int st = f->status;
 
 	/* A refused send or put: the oldest not acknowledged, written. */
 	if (st && (!op || op->id != f->id) && c->acked != c->by_count_out)
-		op = tcp_first(&c->unacked, struct tcp_op, qlink);
+		op = rmca_list_first(&c->unacked, struct tcp_op, qlink);
 	if (!op || op->id != f->id) {
 		protocol_error(c, "answer to no outstanding request");
 		return;
@@ -136,7 +136,7 @@ static void on_resp(struct rmca_conn *c, const struct tcp_frame *f)
 		protocol_error(c, "answer does not fit its request");
 		return;
 	}
-	tcp_list_del(&op->qlink);
+	rmca_list_del(&op->qlink);
 	if (st) {
 		rmca_tcp_op_done(c, op, st, 0, 0);
 		rmca_tcp_conn_fail(c, st, NULL);
@@ -184,9 +184,9 @@ static bool take_counts(struct rmca_conn *c, const struct tcp_frame *f)
 	}
 	c->credits = f->credits;
 	for (; acks && !c->failed; acks--) {
-		op = tcp_first(&c->unacked, struct tcp_op, qlink);
+		op = rmca_list_first(&c->unacked, struct tcp_op, qlink);
 		c->acked++;
-		tcp_list_del(&op->qlink);
+		rmca_list_del(&op->qlink);
 		rmca_tcp_op_done(c, op, RMCA_OK, 0, 0);
 	}
 	if (grants)

@@ -22,18 +22,18 @@ struct tcp_rkey *rmca_tcp_rkey_new(struct rmca_module_mr *mr,
 	}
 	k->mr = mr;
 	k->conn = c;
-	tcp_list_add_tail(&mr->keys, &k->mr_link);
-	tcp_list_init(&k->conn_link);
+	rmca_list_add_tail(&mr->keys, &k->mr_link);
+	rmca_list_init(&k->conn_link);
 	if (c)
-		tcp_list_add_tail(&c->keys, &k->conn_link);
+		rmca_list_add_tail(&c->keys, &k->conn_link);
 	return k;
 }
 
 void rmca_tcp_rkey_free(struct tcp_rkey *k)
 {
 	rmca_tcp_keytab_remove(&k->mr->mod->keys, k->key);
-	tcp_list_del(&k->mr_link);
-	tcp_list_del(&k->conn_link);
+	rmca_list_del(&k->mr_link);
+	rmca_list_del(&k->conn_link);
 	free(k);
 }
 
