@@ -27,8 +27,10 @@
 #include <sys/types.h>
 
 #include <rmca/component.h>
+#include <rmca/support/clock.h>
+#include <rmca/support/container.h>
+#include <rmca/support/list.h>
 
-#include "shm_list.h"
 #include "shm_pub.h"
 #include "shm_ring.h"
 
@@ -65,9 +67,9 @@ struct shm_module {
 	struct rmca_module base;
 	struct shm_addr_blob self;
 	int lfd;		 /* the abstract listening socket */
-	struct shm_list pending; /* struct shm_pending */
+	struct rmca_list pending; /* struct shm_pending */
 	int npending;
-	struct shm_list conns; /* struct rmca_conn */
+	struct rmca_list conns; /* struct rmca_conn */
 	struct shm_keytab keys;
 	uint64_t probe_word;
 	int yama;		/* kernel.yama.ptrace_scope, 0 when absent */
@@ -77,7 +79,7 @@ struct shm_module {
 	uint16_t free_slots[SHM_KEY_SLOTS];
 	/* Closed connections whose peer was copying under a key when they
 	 * closed: a deregistration still waits for it. */
-	struct shm_list zombies;
+	struct rmca_list zombies;
 	struct shm_op *spare; /* ops kept for reuse: a post allocates none */
 	unsigned nspare;
 	long long idle_ns; /* shm_idle_us: busy sides stay disarmed this long */
@@ -90,7 +92,7 @@ struct rmca_module_mr {
 	size_t len;
 	unsigned access;
 	uint64_t key; /* regions that are not use-once: one key for all */
-	struct shm_list once; /* use-once keys, one per connection */
+	struct rmca_list once; /* use-once keys, one per connection */
 };
 
 enum shm_op_kind {
@@ -103,9 +105,9 @@ enum shm_op_kind {
 };
 
 struct shm_op {
-	struct shm_list link;  /* c->ops in post order, or c->recvs */
+	struct rmca_list link;  /* c->ops in post order, or c->recvs */
 	struct shm_op *spare;  /* m->spare, while unused */
-	struct shm_list qlink; /* c->backlog until wholly pushed */
+	struct rmca_list qlink; /* c->backlog until wholly pushed */
 	enum shm_op_kind kind;
 	void *req;
 	char *buf;
@@ -128,7 +130,7 @@ struct shm_flight {
 };
 
 struct rmca_conn {
-	struct shm_list link; /* m->conns */
+	struct rmca_list link; /* m->conns */
 	struct shm_module *mod;
 	int fd; /* the unix socket; -1 once closed */
 	void *cookie;
@@ -157,9 +159,9 @@ struct rmca_conn {
 	uint64_t activity_polled; /* ... as of the last progress op */
 	long long idle_since;	  /* ns: since when wakeups found nothing new */
 	unsigned idle_polls;	  /* quiet passes since the clock was read */
-	struct shm_list ops;	  /* send/put/get/atomic/flush, post order */
-	struct shm_list recvs;	  /* posted receives, oldest first */
-	struct shm_list backlog;  /* waiting for ring room, a credit */
+	struct rmca_list ops;	  /* send/put/get/atomic/flush, post order */
+	struct rmca_list recvs;	  /* posted receives, oldest first */
+	struct rmca_list backlog;  /* waiting for ring room, a credit */
 };
 
 /* shm_module.c */

@@ -63,7 +63,7 @@ static void shm_close(const struct rmca_core *core,
 	(void)core;
 	for (int i = 0; i < count; i++)
 		rmca_shm_module_destroy(
-			shm_entry(modules[i], struct shm_module, base));
+			rmca_container_of(modules[i], struct shm_module, base));
 	free(modules);
 }
 

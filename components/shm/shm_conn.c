@@ -27,14 +27,6 @@
 
 #include "shm.h"
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 void rmca_shm_wake_peer(struct rmca_conn *c)
 {
 	uint64_t *armed = &c->r.peer->armed;
@@ -86,7 +78,7 @@ void rmca_shm_conn_poll(struct rmca_conn *c)
 {
 	if (c->failed || !rmca_shm_rx(c))
 		return;
-	if (!shm_list_empty(&c->backlog))
+	if (!rmca_list_empty(&c->backlog))
 		rmca_shm_pump(c);
 }
 
@@ -146,7 +138,7 @@ static void idle_check(struct rmca_conn *c)
 	if (c->idle_since && ++c->idle_polls < SHM_IDLE_CLOCK_EVERY)
 		return;
 	c->idle_polls = 0;
-	now = now_ns();
+	now = rmca_now_ns();
 	if (!c->idle_since) {
 		c->idle_since = now;
 		return;
@@ -193,14 +185,14 @@ int rmca_shm_conn_create(struct shm_module *m, int fd,
 		return RMCA_ERR_AGAIN;
 	}
 	__atomic_store_n(&c->r.me->tag, c->tag, __ATOMIC_RELEASE);
-	shm_list_init(&c->ops);
-	shm_list_init(&c->recvs);
-	shm_list_init(&c->backlog);
+	rmca_list_init(&c->ops);
+	rmca_list_init(&c->recvs);
+	rmca_list_init(&c->backlog);
 	if (core->ops->fd_add(core, fd, EPOLLIN | EPOLLRDHUP, conn_cb, c)) {
 		free(c);
 		return RMCA_ERR_NO_MEMORY;
 	}
-	shm_list_add_tail(&m->conns, &c->link);
+	rmca_list_add_tail(&m->conns, &c->link);
 	*out = c;
 	return 0;
 }
@@ -224,8 +216,8 @@ void rmca_shm_disconnect(struct rmca_conn *c)
 	rmca_shm_keys_drop_conn(m, c);
 	/* The peer may be copying under one of our keys still: the
 	 * connection stays, as a zombie, until it no longer is. */
-	shm_list_del(&c->link);
-	shm_list_add_tail(&m->zombies, &c->link);
+	rmca_list_del(&c->link);
+	rmca_list_add_tail(&m->zombies, &c->link);
 	rmca_shm_reap_zombies(m, false);
 }
 
@@ -238,14 +230,15 @@ void rmca_shm_disconnect(struct rmca_conn *c)
  */
 int rmca_shm_progress(struct rmca_module *mod)
 {
-	struct shm_module *m = shm_entry(mod, struct shm_module, base);
-	struct shm_list *l, *next;
+	struct shm_module *m = rmca_container_of(mod, struct shm_module, base);
+	struct rmca_list *l, *next;
 	int work = 0;
 
-	if (!shm_list_empty(&m->zombies))
+	if (!rmca_list_empty(&m->zombies))
 		rmca_shm_reap_zombies(m, false);
 	for (l = m->conns.next; l != &m->conns; l = next) {
-		struct rmca_conn *c = shm_entry(l, struct rmca_conn, link);
+		struct rmca_conn *c =
+			rmca_list_entry(l, struct rmca_conn, link);
 
 		next = l->next;
 		rmca_shm_conn_poll(c);

@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rmca/support/sockio.h>
+
 #include "shm.h"
 
 #define SHM_HELLO_MAGIC 0x4f4c4548u /* "HELO" */
@@ -50,7 +52,7 @@ struct shm_hello {
 #define SHM_HELLO_FDS 2 /* the segment (hello only), the key table */
 
 struct shm_pending {
-	struct shm_list link;
+	struct rmca_list link;
 	int fd;
 	int memfd;
 	int keyfd;
@@ -58,37 +60,6 @@ struct shm_pending {
 	uint64_t token;
 	pid_t pid;
 };
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Wait for fd; 1 ready, RMCA_ERR_TIMEOUT past the deadline (-1: never). */
-static int wait_fd(int fd, short events, long long deadline)
-{
-	struct pollfd p = {.fd = fd, .events = events};
-
-	for (;;) {
-		int ms = -1, r;
-
-		if (deadline >= 0) {
-			long long left = deadline - now_ms();
-
-			if (left <= 0)
-				return RMCA_ERR_TIMEOUT;
-			ms = left > 1000000 ? 1000000 : (int)left;
-		}
-		r = poll(&p, 1, ms);
-		if (r > 0)
-			return 1;
-		if (r < 0 && errno != EINTR)
-			return RMCA_ERR_CONNECTION;
-	}
-}
 
 static socklen_t sock_name(uint64_t id, struct sockaddr_un *sa)
 {
@@ -124,7 +95,7 @@ int rmca_shm_listen(struct shm_module *m)
 
 static void pending_free(struct shm_module *m, struct shm_pending *p)
 {
-	shm_list_del(&p->link);
+	rmca_list_del(&p->link);
 	m->npending--;
 	if (p->fd >= 0)
 		close(p->fd);
@@ -139,7 +110,7 @@ void rmca_shm_pending_free_all(struct shm_module *m)
 {
 	struct shm_pending *p;
 
-	while ((p = shm_first(&m->pending, struct shm_pending, link)))
+	while ((p = rmca_list_first(&m->pending, struct shm_pending, link)))
 		pending_free(m, p);
 }
 
@@ -181,7 +152,7 @@ static int read_hello(int fd, struct shm_hello *h, int fds[SHM_HELLO_FDS],
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN) {
-			r = wait_fd(fd, POLLIN, deadline);
+			r = rmca_fd_wait(fd, POLLIN, deadline);
 			if (r < 0)
 				goto fail;
 			continue;
@@ -378,7 +349,7 @@ static int dial(struct shm_module *m, uint64_t sock_id, long long deadline,
 			close(fd);
 			return RMCA_ERR_CONNECTION;
 		}
-		if (deadline >= 0 && now_ms() >= deadline) {
+		if (deadline >= 0 && rmca_now_ms() >= deadline) {
 			close(fd);
 			return RMCA_ERR_TIMEOUT;
 		}
@@ -503,7 +474,7 @@ static int accept_one(struct shm_module *m, long long deadline)
 	struct shm_hello h;
 	int fd, fds[SHM_HELLO_FDS], r;
 
-	r = wait_fd(m->lfd, POLLIN, deadline);
+	r = rmca_fd_wait(m->lfd, POLLIN, deadline);
 	if (r < 0)
 		return r;
 	fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -512,9 +483,9 @@ static int accept_one(struct shm_module *m, long long deadline)
 	/* A hello follows the connect at once; a silent socket gets a
 	 * second at most. */
 	r = read_hello(fd, &h, fds,
-		       deadline >= 0 && deadline < now_ms() + 1000
+		       deadline >= 0 && deadline < rmca_now_ms() + 1000
 			       ? deadline
-			       : now_ms() + 1000);
+			       : rmca_now_ms() + 1000);
 	if (r || h.magic != SHM_HELLO_MAGIC || h.version != SHM_PROTO_VERSION ||
 	    !h.token || fds[0] < 0 ||
 	    (fds[1] >= 0) != !!(h.flags & SHM_HF_KEYS)) {
@@ -538,18 +509,18 @@ static int accept_one(struct shm_module *m, long long deadline)
 	p->pid = peer_pid(fd);
 	/* A newer hello with the same token supersedes; the oldest goes
 	 * when too many wait. */
-	for (struct shm_list *l = m->pending.next; l != &m->pending;
+	for (struct rmca_list *l = m->pending.next; l != &m->pending;
 	     l = l->next) {
-		q = shm_entry(l, struct shm_pending, link);
+		q = rmca_list_entry(l, struct shm_pending, link);
 		if (q->token == h.token) {
 			pending_free(m, q);
 			break;
 		}
 	}
 	if (m->npending >= SHM_MAX_PENDING)
-		pending_free(m,
-			     shm_first(&m->pending, struct shm_pending, link));
-	shm_list_add_tail(&m->pending, &p->link);
+		pending_free(m, rmca_list_first(&m->pending, struct shm_pending,
+						link));
+	rmca_list_add_tail(&m->pending, &p->link);
 	m->npending++;
 	return 0;
 }
@@ -568,10 +539,10 @@ static int passive(struct shm_module *m, const struct rmca_conn_args *a,
 	int fd, keyfd = -1, r;
 
 	while (!p) {
-		for (struct shm_list *l = m->pending.next; l != &m->pending;
+		for (struct rmca_list *l = m->pending.next; l != &m->pending;
 		     l = l->next) {
 			struct shm_pending *q =
-				shm_entry(l, struct shm_pending, link);
+				rmca_list_entry(l, struct shm_pending, link);
 
 			if (q->token == a->token) {
 				p = q;
@@ -623,7 +594,7 @@ static int passive(struct shm_module *m, const struct rmca_conn_args *a,
 int rmca_shm_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
 		     struct rmca_conn **out)
 {
-	struct shm_module *m = shm_entry(mod, struct shm_module, base);
+	struct shm_module *m = rmca_container_of(mod, struct shm_module, base);
 	struct shm_addr_blob b;
 	long long deadline = -1;
 	char why[128];
@@ -637,7 +608,7 @@ int rmca_shm_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
 	}
 	memcpy(&b, a->peer_addr, sizeof(b));
 	if (a->timeout_ms >= 0)
-		deadline = now_ms() + a->timeout_ms;
+		deadline = rmca_now_ms() + a->timeout_ms;
 	return a->active ? active(m, a, &b, deadline, out)
 			 : passive(m, a, &b, deadline, out);
 }

@@ -128,27 +128,28 @@ static void wait_conn(const struct rmca_conn *c, unsigned slot)
 
 void rmca_shm_wait_accessors(struct shm_module *m, unsigned slot)
 {
-	struct shm_list *l;
+	struct rmca_list *l;
 
 	for (l = m->conns.next; l != &m->conns; l = l->next)
-		wait_conn(shm_entry(l, struct rmca_conn, link), slot);
+		wait_conn(rmca_list_entry(l, struct rmca_conn, link), slot);
 	for (l = m->zombies.next; l != &m->zombies; l = l->next)
-		wait_conn(shm_entry(l, struct rmca_conn, link), slot);
+		wait_conn(rmca_list_entry(l, struct rmca_conn, link), slot);
 }
 
 static void zombie_free(struct rmca_conn *c)
 {
-	shm_list_del(&c->link);
+	rmca_list_del(&c->link);
 	rmca_shm_conn_unmap(c);
 	free(c);
 }
 
 void rmca_shm_reap_zombies(struct shm_module *m, bool all)
 {
-	struct shm_list *l, *next;
+	struct rmca_list *l, *next;
 
 	for (l = m->zombies.next; l != &m->zombies; l = next) {
-		struct rmca_conn *c = shm_entry(l, struct rmca_conn, link);
+		struct rmca_conn *c =
+			rmca_list_entry(l, struct rmca_conn, link);
 
 		next = l->next;
 		if (all ||

@@ -27,7 +27,7 @@ struct shm_key {
 	struct rmca_module_mr *mr;
 	struct rmca_conn *conn;	 /* use-once: the connection it was handed to */
 	struct shm_key *next;	 /* hash chain */
-	struct shm_list mr_link; /* use-once: mr->once */
+	struct rmca_list mr_link; /* use-once: mr->once */
 	unsigned slot;		 /* in the published table, 0: none */
 };
 
@@ -229,12 +229,12 @@ static struct shm_key *add(struct shm_module *m, struct rmca_module_mr *mr,
 		m->nfree--;
 		publish(m, e, mr, conn ? conn->tag : 0);
 	}
-	shm_list_init(&e->mr_link);
+	rmca_list_init(&e->mr_link);
 	e->next = t->buckets[slot(t, k)];
 	t->buckets[slot(t, k)] = e;
 	t->count++;
 	if (once)
-		shm_list_add_tail(&mr->once, &e->mr_link);
+		rmca_list_add_tail(&mr->once, &e->mr_link);
 	return e;
 }
 
@@ -252,14 +252,14 @@ static void del(struct shm_module *m, struct shm_key *e)
 			break;
 		}
 	}
-	shm_list_del(&e->mr_link);
+	rmca_list_del(&e->mr_link);
 	free(e);
 }
 
 int rmca_shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 		    unsigned access, struct rmca_module_mr **out)
 {
-	struct shm_module *m = shm_entry(mod, struct shm_module, base);
+	struct shm_module *m = rmca_container_of(mod, struct shm_module, base);
 	struct rmca_module_mr *mr = calloc(1, sizeof(*mr));
 	struct shm_key *e;
 
@@ -269,7 +269,7 @@ int rmca_shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 	mr->addr = addr;
 	mr->len = len;
 	mr->access = access;
-	shm_list_init(&mr->once);
+	rmca_list_init(&mr->once);
 	if (!(access & RMCA_MR_USE_ONCE)) {
 		e = add(m, mr, NULL);
 		if (!e) {
@@ -291,7 +291,7 @@ int rmca_shm_mr_dereg(struct rmca_module_mr *mr)
 
 	if (mr->key)
 		del(m, find(&m->keys, mr->key));
-	while ((e = shm_first(&mr->once, struct shm_key, mr_link)))
+	while ((e = rmca_list_first(&mr->once, struct shm_key, mr_link)))
 		del(m, e);
 	free(mr);
 	return 0;
@@ -300,8 +300,8 @@ int rmca_shm_mr_dereg(struct rmca_module_mr *mr)
 static struct shm_key *once_key(struct rmca_module_mr *mr,
 				const struct rmca_conn *c)
 {
-	for (struct shm_list *l = mr->once.next; l != &mr->once; l = l->next) {
-		struct shm_key *e = shm_entry(l, struct shm_key, mr_link);
+	for (struct rmca_list *l = mr->once.next; l != &mr->once; l = l->next) {
+		struct shm_key *e = rmca_list_entry(l, struct shm_key, mr_link);
 
 		if (e->conn == c)
 			return e;

@@ -100,7 +100,7 @@ static int identity(struct shm_module *m)
 
 static int shm_addr(struct rmca_module *mod, void *buf, size_t *len)
 {
-	struct shm_module *m = shm_entry(mod, struct shm_module, base);
+	struct shm_module *m = rmca_container_of(mod, struct shm_module, base);
 
 	if (*len < sizeof(m->self))
 		return RMCA_ERR_INVALID;
@@ -205,8 +205,9 @@ bool rmca_shm_may_attach(const struct shm_module *m,
 static int shm_reachable(struct rmca_module *mod, const void *addr, size_t len,
 			 char *why, size_t why_len)
 {
-	return rmca_shm_addr_check(shm_entry(mod, struct shm_module, base),
-				   addr, len, why, why_len);
+	return rmca_shm_addr_check(
+		rmca_container_of(mod, struct shm_module, base), addr, len, why,
+		why_len);
 }
 
 static const struct rmca_module_ops shm_module_ops = {
@@ -247,9 +248,9 @@ int rmca_shm_module_create(const struct rmca_core *core,
 	m->idle_ns = core->ops->param_int(core, "shm_idle_us") * 1000;
 	m->cma = core->ops->param_bool(core, "shm_cma");
 	m->pub_fd = -1;
-	shm_list_init(&m->pending);
-	shm_list_init(&m->conns);
-	shm_list_init(&m->zombies);
+	rmca_list_init(&m->pending);
+	rmca_list_init(&m->conns);
+	rmca_list_init(&m->zombies);
 	r = identity(m);
 	if (r) {
 		shm_log(m, RMCA_LOG_INFO, "cannot tell this host's identity");

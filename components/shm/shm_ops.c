@@ -24,8 +24,8 @@ enum push_result { PUSHED, PARTIAL, NO_CREDIT, NO_ROOM, DONE };
 
 static void op_release(struct shm_module *m, struct shm_op *op)
 {
-	shm_list_del(&op->link);
-	shm_list_del(&op->qlink);
+	rmca_list_del(&op->link);
+	rmca_list_del(&op->qlink);
 	if (m->nspare >= SHM_SPARE_OPS) {
 		free(op);
 		return;
@@ -57,7 +57,7 @@ void rmca_shm_op_done(struct rmca_conn *c, struct shm_op *op, int status,
 	core->ops->complete(core, req, status, len, revoked);
 
 	/* A flush ends once everything posted before it has ended. */
-	while ((op = shm_first(&c->ops, struct shm_op, link)) &&
+	while ((op = rmca_list_first(&c->ops, struct shm_op, link)) &&
 	       op->kind == SHM_OP_FLUSH) {
 		req = op->req;
 		op_release(c->mod, op);
@@ -73,8 +73,8 @@ void rmca_shm_complete_all(struct rmca_conn *c, int status)
 	struct shm_op *op;
 	void *req;
 
-	while ((op = shm_first(&c->ops, struct shm_op, link)) ||
-	       (op = shm_first(&c->recvs, struct shm_op, link))) {
+	while ((op = rmca_list_first(&c->ops, struct shm_op, link)) ||
+	       (op = rmca_list_first(&c->recvs, struct shm_op, link))) {
 		req = op->req;
 		op_release(c->mod, op);
 		c->nops--;
@@ -235,12 +235,12 @@ static bool copied(struct rmca_conn *c, struct shm_op *op, int st)
 
 void rmca_shm_pump(struct rmca_conn *c)
 {
-	struct shm_list *l, *next;
+	struct rmca_list *l, *next;
 	bool pushed = false, sends_wait = false;
 	int st;
 
 	for (l = c->backlog.next; l != &c->backlog; l = next) {
-		struct shm_op *op = shm_entry(l, struct shm_op, qlink);
+		struct shm_op *op = rmca_list_entry(l, struct shm_op, qlink);
 		enum push_result r;
 
 		next = l->next;
@@ -249,7 +249,7 @@ void rmca_shm_pump(struct rmca_conn *c)
 		while ((r = push(c, op, &st)) == PARTIAL)
 			pushed = true;
 		if (r == PUSHED) {
-			shm_list_del(&op->qlink);
+			rmca_list_del(&op->qlink);
 			pushed = true;
 			continue;
 		}
@@ -298,9 +298,10 @@ static struct shm_op *op_new(struct rmca_conn *c, enum shm_op_kind kind,
 	}
 	op->kind = kind;
 	op->req = req;
-	shm_list_init(&op->link);
-	shm_list_init(&op->qlink);
-	shm_list_add_tail(kind == SHM_OP_RECV ? &c->recvs : &c->ops, &op->link);
+	rmca_list_init(&op->link);
+	rmca_list_init(&op->qlink);
+	rmca_list_add_tail(kind == SHM_OP_RECV ? &c->recvs : &c->ops,
+			   &op->link);
 	c->nops++;
 	return op;
 }
@@ -311,7 +312,7 @@ static void post(struct rmca_conn *c, struct shm_op *op)
 	enum push_result r = NO_ROOM;
 	int st;
 
-	if (shm_list_empty(&c->backlog)) {
+	if (rmca_list_empty(&c->backlog)) {
 		r = push(c, op, &st);
 		if (r == PUSHED) {
 			rmca_shm_wake_peer(c);
@@ -322,7 +323,7 @@ static void post(struct rmca_conn *c, struct shm_op *op)
 			return;
 		}
 	}
-	shm_list_add_tail(&c->backlog, &op->qlink);
+	rmca_list_add_tail(&c->backlog, &op->qlink);
 	rmca_shm_pump(c);
 	if (r == PARTIAL) /* its first piece, if the pump pushed nothing */
 		rmca_shm_wake_peer(c);
@@ -443,7 +444,7 @@ int rmca_shm_flush(struct rmca_conn *c, void *req)
 		return err;
 	/* Every op is remotely completed, so a flush only waits for those
 	 * posted before it. */
-	if (shm_first(&c->ops, struct shm_op, link) == op) {
+	if (rmca_list_first(&c->ops, struct shm_op, link) == op) {
 		op_release(c->mod, op);
 		c->nops--;
 		core->ops->complete(core, req, RMCA_OK, 0, 0);

@@ -98,7 +98,7 @@ static int fetch(struct rmca_conn *c, const struct shm_req *h,
 static void on_send(struct rmca_conn *c, const struct shm_req *h,
 		    const uint8_t *pl)
 {
-	struct shm_op *r = shm_first(&c->recvs, struct shm_op, link);
+	struct shm_op *r = rmca_list_first(&c->recvs, struct shm_op, link);
 	bool more = h->flags & SHM_RF_MORE;
 	uint64_t revoked = 0, off = c->rx_off, total;
 	size_t n = 0;
