@@ -1,34 +1,42 @@
 #!/bin/bash
-# contrib/bench/shm.sh - rmca over shm next to UCX's shared memory and a
-# plain memcpy, in one run, spin mode, both processes on this host.
+# contrib/bench/shm.sh - rmca over shm next to UCX's shared memory, rmca
+# over tcp on loopback and a plain memcpy, in one run, spin mode, both
+# processes on this host, pinned to two CPUs.
 #
-#   contrib/bench/shm.sh [--build DIR] [-n N] [--reps R] [--out DIR]
+#   contrib/bench/shm.sh [--build DIR] [-n N] [--reps R] [--cpus A,B]
+#                        [--out DIR]
 #
 #   --build DIR  use this build tree (default: build one in $TMPDIR)
 #   -n N         8 B ping-pongs per send_lat run (default 20000); puts of
-#                1 MiB: 256 per run
+#                1 MiB: 256 per run (64 over tcp)
 #   --reps R     alternate rmca and UCX R times (default 3)
+#   --cpus A,B   server on CPU A, client on CPU B (default 0,1; "none":
+#                not pinned)
 #   --out DIR    keep the raw outputs there
 #
 # Measures, each R times, alternating: rmca_perf --spin send_lat 8 B and
-# put_bw 1 MiB (RMCA_transports=shm); ucx_perftest tag_lat 8 B and
-# ucp_put_bw 1 MiB with UCX_TLS=sm; memcpy and process_vm_writev of 1 MiB
-# (shm_copy.c). Then the system calls of an 8 B spinning ping-pong, both
-# processes, at N and 2N round trips (perf stat -e raw_syscalls:sys_enter,
-# which counts without slowing the process, unlike strace): the difference
-# divided by N is the calls per round trip.
+# put_bw 1 MiB over shm (RMCA_transports=shm) and over tcp; ucx_perftest
+# tag_lat 8 B and ucp_put_bw 1 MiB with UCX_TLS=sm; memcpy and
+# process_vm_writev of 1 MiB (shm_copy.c). Then what does not drift with
+# the load: the system calls of an 8 B spinning ping-pong, both processes,
+# at N and 2N round trips, counted with strace -f -c as syscalls.sh counts
+# them for tcp (and with perf stat -e raw_syscalls:sys_enter, which does not
+# stop the process at each call); and, under valgrind, the instructions of
+# one 8 B round trip (both sides) in shm_pingpong.c, which polls each side
+# only until its message is there.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/contrib/bench/lib.sh"
-build= n=20000 reps=3 out=
+build= n=20000 reps=3 out= cpus=0,1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2; shift ;;
 	-n) n=$2; shift ;;
 	--reps) reps=$2; shift ;;
+	--cpus) cpus=$2; shift ;;
 	--out) out=$2; shift ;;
-	-h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "shm.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -38,15 +46,22 @@ perf=$build/tools/rmca_perf
 [ -x "$perf" ] || { echo "shm.sh: no $perf (build first)" >&2; exit 1; }
 [ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/rmca-shm.XXXXXX")
 mkdir -p "$out"
-export RMCA_component_path=$build/components/shm/.libs
+export RMCA_component_path=$build/components/shm/.libs:$build/components/tcp/.libs
 export RMCA_transports=shm
 cc -O2 -o "$out/shm_copy" "$top/contrib/bench/shm_copy.c"
+cc -O2 -I"$top/include" -o "$out/shm_pingpong" \
+	"$top/contrib/bench/shm_pingpong.c" -L"$build/framework/.libs" \
+	-Wl,-rpath,"$build/framework/.libs" -lrmca -lpthread
+srv=() cli=()
+if [ "$cpus" != none ] && command -v taskset >/dev/null; then
+	srv=(taskset -c "${cpus%,*}") cli=(taskset -c "${cpus#*,}")
+fi
 
 # rmca_perf server and client; the client's options. csv on stdout.
 rmca() {
 	local log=$out/server.log port= spid
-	rm -f "$log"
-	"$perf" -s -l 127.0.0.1:0 --spin >"$log" 2>&1 &
+	: >"$log" # there before the server writes it: sed reads it at once
+	"${srv[@]}" "$perf" -s -l 127.0.0.1:0 --spin >"$log" 2>&1 &
 	spid=$!
 	for _ in $(seq 200); do
 		port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log" 2>/dev/null)
@@ -54,16 +69,16 @@ rmca() {
 		sleep 0.05
 	done
 	[ -n "$port" ] || { kill "$spid"; echo "shm.sh: no server" >&2; return 1; }
-	timeout 300 "$perf" --spin --parsable "$@" "127.0.0.1:$port" 2>/dev/null || true
+	timeout 300 "${cli[@]}" "$perf" --spin --parsable "$@" "127.0.0.1:$port" 2>/dev/null || true
 	wait "$spid" || true
 }
 
 ucx() { # test size iters
 	local port=$(( 20000 + RANDOM % 20000 )) line spid
-	UCX_TLS=sm timeout 120 ucx_perftest -p "$port" >/dev/null 2>&1 &
+	UCX_TLS=sm timeout 120 "${srv[@]}" ucx_perftest -p "$port" >/dev/null 2>&1 &
 	spid=$!
 	sleep 0.5
-	line=$(UCX_TLS=sm timeout 120 ucx_perftest 127.0.0.1 -p "$port" -t "$1" \
+	line=$(UCX_TLS=sm timeout 120 "${cli[@]}" ucx_perftest 127.0.0.1 -p "$port" -t "$1" \
 		-s "$2" -n "$3" -w $(( $3 / 10 + 1 )) -f 2>/dev/null | tail -1) || true
 	wait "$spid" 2>/dev/null || true
 	set -- "$1" "$2" "$3" $line
@@ -75,12 +90,16 @@ ucx() { # test size iters
 	esac
 }
 
-echo "# $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
+echo "# $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /'); pinned: $cpus"
 echo "# rmca $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'); results in $out"
 for r in $(seq "$reps"); do
 	{
 		rmca -t send_lat -S 8 -n "$n" | grep us_median
 		rmca -t put_bw -S 1m -n 256 | grep MB/s
+		RMCA_transports=tcp rmca -t send_lat -S 8 -n "$n" |
+			sed -n 's/^send_lat,\(.*us_median\)$/tcp_send_lat,\1/p'
+		RMCA_transports=tcp rmca -t put_bw -S 1m -n 64 |
+			sed -n 's/^put_bw,\(.*MB\/s\)$/tcp_put_bw,\1/p'
 		if command -v ucx_perftest >/dev/null; then
 			ucx tag_lat 8 "$n"
 			ucx ucp_put_bw 1048576 256
@@ -94,36 +113,75 @@ echo "== medians over the runs (8 B latency in us; 1 MiB bandwidth in MB/s)"
 awk -F, '{ k = $2; v[k] = v[k] " " $5 }
 	END { for (k in v) print k ":" v[k] }' "$out/all.csv" | sort
 
+# The calls of an 8 B spinning ping-pong of N round trips, both processes;
+# $1 is the counting wrapper, which writes its count to $out/$2.{srv,cli}.
+pingpong() { # name iters wrapper...
+	local name=$1 it=$2 log=$out/server.log spid port=
+	shift 2
+	: >"$log" # there before the server writes it: sed reads it at once
+	"$@" -o "$out/$name.srv" "${srv[@]}" "$perf" -s -l 127.0.0.1:0 \
+		--spin >"$log" 2>&1 &
+	spid=$!
+	for _ in $(seq 200); do
+		port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log" 2>/dev/null)
+		[ -n "$port" ] && break
+		sleep 0.05
+	done
+	"$@" -o "$out/$name.cli" "${cli[@]}" "$perf" --spin --parsable \
+		-t send_lat -S 8 -n "$it" -W 50 "127.0.0.1:$port" >/dev/null 2>&1 || true
+	wait "$spid" || true
+}
+
+# strace -c's total calls, and its per-call lines (name calls): calls is
+# the fourth column, whether an errors column follows or not.
+strace_total() { awk '$NF == "total" { print $4 }' "$1"; }
+strace_calls() {
+	awk '$1 ~ /^[0-9.]+$/ && $NF != "total" { print $NF, $4 }' "$1"
+}
+
+if command -v strace >/dev/null; then
+	echo
+	echo "== system calls per 8 B round trip, spin mode, strace -f -c (both processes)"
+	for k in 1 2; do
+		pingpong "strace$k" $(( n * k )) strace -f -c
+	done
+	t1=$(( $(strace_total "$out/strace1.srv") + $(strace_total "$out/strace1.cli") ))
+	t2=$(( $(strace_total "$out/strace2.srv") + $(strace_total "$out/strace2.cli") ))
+	awk -v a="$t1" -v b="$t2" -v n="$n" 'BEGIN {
+		printf "%d calls at N, %d at 2N: %.4f per round trip\n", a, b, (b - a) / n }'
+	{ strace_calls "$out/strace1.srv"; strace_calls "$out/strace1.cli"; } |
+		awk '{ c[$1] -= $2 } END { for (k in c) print k, c[k] }' >"$out/strace.by"
+	{ strace_calls "$out/strace2.srv"; strace_calls "$out/strace2.cli"; } |
+		awk '{ print $1, $2 }' >>"$out/strace.by"
+	awk '{ c[$1] += $2 } END { for (k in c) if (c[k]) printf "  %s %+d\n", k, c[k] }' \
+		"$out/strace.by" | sort
+fi
+
 if command -v perf >/dev/null &&
 	perf stat -e raw_syscalls:sys_enter true >/dev/null 2>&1; then
 	echo
-	echo "== system calls per 8 B round trip, spin mode (both processes)"
+	echo "== system calls per 8 B round trip, spin mode, perf stat (both processes)"
 	for k in 1 2; do
-		it=$(( n * k ))
-		log=$out/server.log
-		rm -f "$log"
-		perf stat -x, -e raw_syscalls:sys_enter -o "$out/srv.$k" \
-			"$perf" -s -l 127.0.0.1:0 --spin >"$log" 2>&1 &
-		spid=$!
-		port=
-		for _ in $(seq 200); do
-			port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log" 2>/dev/null)
-			[ -n "$port" ] && break
-			sleep 0.05
-		done
-		perf stat -x, -e raw_syscalls:sys_enter -o "$out/cli.$k" \
-			"$perf" --spin --parsable -t send_lat -S 8 -n "$it" -W 50 \
-			"127.0.0.1:$port" >/dev/null 2>&1 || true
-		wait "$spid" || true
+		pingpong "perf$k" $(( n * k )) perf stat -x, -e raw_syscalls:sys_enter
 	done
-	for f in cli.1 cli.2 srv.1 srv.2; do
-		[ -s "$out/$f" ] || { echo "shm.sh: no count in $out/$f" >&2; exit 1; }
-	done
-	c1=$(awk -F, '/sys_enter/ { print $1 }' "$out/cli.1")
-	c2=$(awk -F, '/sys_enter/ { print $1 }' "$out/cli.2")
-	s1=$(awk -F, '/sys_enter/ { print $1 }' "$out/srv.1")
-	s2=$(awk -F, '/sys_enter/ { print $1 }' "$out/srv.2")
+	count() { awk -F, '/sys_enter/ { print $1 }' "$out/$1"; }
+	c1=$(count perf1.cli) c2=$(count perf2.cli) s1=$(count perf1.srv) s2=$(count perf2.srv)
 	awk -v a="$c1" -v b="$c2" -v x="$s1" -v y="$s2" -v n="$n" 'BEGIN {
-		printf "client %d -> %d, server %d -> %d: %.3f per round trip\n",
+		printf "client %d -> %d, server %d -> %d: %.4f per round trip\n",
 			a, b, x, y, ((b - a) + (y - x)) / n }'
 fi
+
+if command -v valgrind >/dev/null; then
+	echo
+	echo "== instructions per 8 B round trip, both sides (shm_pingpong under callgrind)"
+	for k in 1 2; do
+		valgrind --tool=callgrind --callgrind-out-file="$out/pp$k.cg" \
+			"$out/shm_pingpong" $(( 10000 * k )) 8 >/dev/null 2>&1
+	done
+	i1=$(callgrind_annotate "$out/pp1.cg" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
+	i2=$(callgrind_annotate "$out/pp2.cg" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
+	echo "$(( (i2 - i1) / 10000 )) instructions per round trip"
+fi
+echo
+echo "== one 8 B round trip on one CPU (shm_pingpong: no line moves between cores)"
+"${cli[@]}" "$out/shm_pingpong" 200000 8
