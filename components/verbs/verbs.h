@@ -21,6 +21,8 @@
 #include <rdma/rdma_cma.h>
 
 #include <rmca/component.h>
+#include <rmca/support/clock.h>
+#include <rmca/support/container.h>
 
 #include "verbs_flavour.h"
 
@@ -81,13 +83,9 @@ struct rmca_verbs_module {
 	int rbatch_total; /* receives waiting in connections' batches */
 };
 
-/* The structure that embeds ptr as its member. */
-#define rmca_verbs_container_of(ptr, type, member)                             \
-	((type *)((char *)(ptr)-offsetof(type, member)))
-
 static inline struct rmca_verbs_module *rmca_verbs_mod(struct rmca_module *m)
 {
-	return rmca_verbs_container_of(m, struct rmca_verbs_module, m);
+	return rmca_container_of(m, struct rmca_verbs_module, m);
 }
 
 static inline const struct rmca_verbs_flavour *
@@ -334,7 +332,6 @@ struct rmca_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
 int rmca_verbs_qp_create(struct rmca_conn *c, struct rdma_cm_id *id);
 void rmca_verbs_conn_destroy(struct rmca_conn *c, int status);
 void rmca_verbs_abandon(struct rmca_conn *c, int status);
-long long rmca_verbs_now_ms(void);
 void rmca_verbs_loopback_probe(struct rmca_verbs_module **vms, int n,
 			       bool *ok);
 

@@ -57,14 +57,6 @@
 #define NUDGE_STEP_MAX_MS 320
 #define NUDGE_MAX 12
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 /*
  * The module's listener on its device address, on a port chosen as
  * verbs_port.c explains (on iWARP a port of the host's TCP port space).
@@ -185,7 +177,7 @@ static void hello_nudge(struct rmca_conn *c)
 		return;
 	if (step > NUDGE_STEP_MAX_MS)
 		step = NUDGE_STEP_MAX_MS;
-	c->nudge_ms = now_ms() + step;
+	c->nudge_ms = rmca_now_ms() + step;
 	op = rmca_verbs_op_new(c, RMCA_VOP_HELLO_READ, NULL);
 	if (!op)
 		return;
@@ -243,7 +235,7 @@ static void park_drop(struct rmca_verbs_module *vm,
 static void expire_parked(struct rmca_verbs_module *vm)
 {
 	struct rmca_verbs_parked **pp = &vm->parked;
-	long long now = now_ms();
+	long long now = rmca_now_ms();
 
 	while (*pp) {
 		if (now >= (*pp)->expires)
@@ -313,7 +305,7 @@ static struct rdma_cm_id *on_request(struct rmca_verbs_module *vm,
 	p->pd = pd;
 	p->pd.magic = (uint32_t)ev->param.conn.initiator_depth << 8 |
 		      ev->param.conn.responder_resources;
-	p->expires = now_ms() + vm->park_ms;
+	p->expires = rmca_now_ms() + vm->park_ms;
 	p->next = vm->parked;
 	vm->parked = p;
 	vm->nparked++;
@@ -425,7 +417,7 @@ void rmca_verbs_cm_dispatch(struct rmca_verbs_module *vm)
 void rmca_verbs_cm_tick(struct rmca_verbs_module *vm)
 {
 	struct rmca_conn *c;
-	long long now = now_ms();
+	long long now = rmca_now_ms();
 
 	expire_parked(vm);
 	for (c = vm->conns; c; c = c->next)
@@ -497,12 +489,12 @@ static int start_active(struct rmca_conn *c, const struct rmca_verbs_addr *a,
 static long long deadline_of(int timeout_ms)
 {
 	/* negative: no limit of our own; rdma_cm's timeouts still apply */
-	return now_ms() + (timeout_ms < 0 ? 3600 * 1000LL : timeout_ms);
+	return rmca_now_ms() + (timeout_ms < 0 ? 3600 * 1000LL : timeout_ms);
 }
 
 static struct rmca_conn *conn_of(struct rmca_connecting *h)
 {
-	return rmca_verbs_container_of(h, struct rmca_conn, hs);
+	return rmca_container_of(h, struct rmca_conn, hs);
 }
 
 int rmca_verbs_connect_start(struct rmca_module *m,
@@ -583,7 +575,7 @@ int rmca_verbs_connect_poll(struct rmca_connecting *h, struct rmca_conn **out)
 		rmca_verbs_conn_destroy(c, RMCA_ERR_CANCELED);
 		return ret;
 	}
-	if (now_ms() < c->hs.deadline)
+	if (rmca_now_ms() < c->hs.deadline)
 		return RMCA_ERR_AGAIN;
 	core->ops->log(core, RMCA_LOG_INFO, "%s: %s connection timed out (%s)",
 		       vm->m.device, c->active ? "active" : "passive",
@@ -689,7 +681,7 @@ static void lb_attempt(struct rmca_verbs_module **vms, int n, bool *ok)
 		done[i] = lb_step(&p[i], &ok[i]);
 	}
 	for (;;) {
-		long long due = now_ms() + LOOPBACK_PROBE_MS, wait;
+		long long due = rmca_now_ms() + LOOPBACK_PROBE_MS, wait;
 
 		pending = 0;
 		for (i = 0; i < n; i++) {
@@ -714,7 +706,7 @@ static void lb_attempt(struct rmca_verbs_module **vms, int n, bool *ok)
 		}
 		if (!pending)
 			return;
-		wait = due - now_ms();
+		wait = due - rmca_now_ms();
 		if (wait <= 0 || poll(fds, 3 * pending, (int)wait) <= 0)
 			continue;
 		/* a readable completion channel stays so until it is read */

@@ -135,7 +135,7 @@ void rmca_verbs_conn_fail(struct rmca_conn *c, int status)
 	if (!c->fail_status)
 		c->fail_status = status;
 	if (c->state != RMCA_VCONN_FAILED)
-		c->abandon_ms = rmca_verbs_now_ms() + ABANDON_MS;
+		c->abandon_ms = rmca_now_ms() + ABANDON_MS;
 	c->state = RMCA_VCONN_FAILED;
 	qp_to_error(c);
 	rmca_verbs_release_held(c, c->fail_status);

@@ -616,14 +616,6 @@ void rmca_verbs_credit_imm(struct rmca_conn *c, uint32_t low)
 	}
 }
 
-long long rmca_verbs_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 static void arm_timer(struct rmca_verbs_module *vm)
 {
 	struct itimerspec its = { 0 };
@@ -669,7 +661,7 @@ void rmca_verbs_timer_event(void *arg, uint32_t events)
 	for (c = vm->conns; c; c = c->next) {
 		if (c->state == RMCA_VCONN_FAILED && c->nout) {
 			/* see verbs_conn.c */
-			if (rmca_verbs_now_ms() < c->abandon_ms) {
+			if (rmca_now_ms() < c->abandon_ms) {
 				again = true;
 				continue;
 			}
