@@ -23,6 +23,7 @@
 #include <rmca/component.h>
 #include <rmca/support/clock.h>
 #include <rmca/support/container.h>
+#include <rmca/support/list.h>
 
 #include "verbs_flavour.h"
 
@@ -71,7 +72,7 @@ struct rmca_verbs_module {
 	struct rmca_verbs_parked *parked; /* requests waiting for connect() */
 	int nparked, park_max; /* RMCA_handshake_max */
 	int park_ms; /* how long one waits: RMCA_connect_timeout */
-	struct rmca_verbs_op *zombies; /* canceled ops the CQ may still name */
+	struct rmca_list zombies;      /* canceled ops the CQ may still name */
 	struct rmca_verbs_op *op_pool; /* done ops: their memory stays ours */
 	struct rmca_module_mr *mrs;
 	int timer_ms; /* credit re-read backoff */
@@ -140,7 +141,8 @@ enum rmca_verbs_op_kind {
 };
 
 struct rmca_verbs_op {
-	struct rmca_verbs_op *next, *prev; /* outstanding or pending list */
+	struct rmca_verbs_op *next; /* pending list, receive batch or pool */
+	struct rmca_list link;	    /* conn->outstanding, then mod->zombies */
 	struct rmca_verbs_module *mod;
 	struct rmca_conn *conn; /* NULL once canceled (zombie) */
 	uint16_t gen; /* in the wr_id: a completion of an earlier use of
@@ -204,7 +206,7 @@ struct rmca_conn {
 	struct ibv_mr *ctl_pub, *ctl_sink;
 	uint64_t peer_ctl_addr;
 	uint32_t peer_ctl_rkey;
-	struct rmca_verbs_op *outstanding; /* posted WRs */
+	struct rmca_list outstanding; /* posted WRs, in posting order */
 	int nout;
 	int sq_used, rq_used, sq_size, rq_size;
 	struct rmca_verbs_op *pending, *pending_tail; /* not yet posted */

@@ -35,6 +35,7 @@ struct rmca_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
 	if (!c)
 		return NULL;
 	c->mod = vm;
+	rmca_list_init(&c->outstanding);
 	c->token = token;
 	c->active = active;
 	c->cookie = cookie;
@@ -156,11 +157,8 @@ void rmca_verbs_conn_fail(struct rmca_conn *c, int status)
 static void zombie_add(struct rmca_verbs_module *vm, struct rmca_verbs_op *op)
 {
 	op->conn = NULL;
-	op->prev = NULL;
-	op->next = vm->zombies;
-	if (vm->zombies)
-		vm->zombies->prev = op;
-	vm->zombies = op;
+	rmca_list_del(&op->link);
+	rmca_list_add(&vm->zombies, &op->link);
 }
 
 /*
@@ -172,18 +170,19 @@ void rmca_verbs_abandon(struct rmca_conn *c, int status)
 {
 	static const struct ibv_wc flushed = { .status = IBV_WC_WR_FLUSH_ERR };
 	struct rmca_verbs_module *vm = c->mod;
-	struct rmca_verbs_op *op, *prev;
+	struct rmca_list *l, *tmp;
 	int st;
 
 	if (c->nout)
 		vm->m.core->ops->log(vm->m.core, RMCA_LOG_DEBUG,
 				     "%s: %d ops the device did not give back, "
 				     "given up", vm->m.device, c->nout);
-	/* the list is newest first: complete in posting order */
-	for (op = c->outstanding; op && op->next; op = op->next)
-		;
-	for (; op; op = prev) {
-		prev = op->prev;
+	/* in posting order */
+	rmca_list_for_each_safe(l, tmp, &c->outstanding)
+	{
+		struct rmca_verbs_op *op =
+			rmca_list_entry(l, struct rmca_verbs_op, link);
+
 		st = status ? status : rmca_verbs_wc_status(&flushed, op);
 		if (op->kind == RMCA_VOP_CREDIT)
 			c->credit_inflight = false;
@@ -192,7 +191,6 @@ void rmca_verbs_abandon(struct rmca_conn *c, int status)
 						  0);
 		zombie_add(vm, op);
 	}
-	c->outstanding = NULL;
 	c->nout = 0;
 }
 
@@ -202,11 +200,13 @@ void rmca_verbs_conn_destroy(struct rmca_conn *c, int status)
 {
 	struct rmca_verbs_module *vm = c->mod;
 	struct rmca_verbs_op *op, *next;
+	struct rmca_list *l;
 
 	c->cookie = NULL; /* no conn_failed from here on */
 	c->closing_status = status;
-	for (op = c->outstanding; op; op = op->next)
-		op->canceled = true;
+	rmca_list_for_each(l, &c->outstanding)
+		rmca_list_entry(l, struct rmca_verbs_op, link)
+			->canceled = true;
 	for (op = c->pending; op; op = next) {
 		next = op->next;
 		rmca_verbs_op_done(op, status, 0, 0);

@@ -131,13 +131,7 @@ static void finish(struct rmca_verbs_module *vm, struct rmca_conn *c,
 	int status;
 
 	op->posted = false; /* a second completion naming it is dropped */
-	if (op->prev)
-		op->prev->next = op->next;
-	else
-		c->outstanding = op->next;
-	if (op->next)
-		op->next->prev = op->prev;
-	op->next = op->prev = NULL;
+	rmca_list_del(&op->link);
 	c->nout--;
 	if (!is_send_side(op->kind))
 		c->rq_used--;
@@ -211,12 +205,7 @@ static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
 	c = op->conn;
 	if (!c) { /* canceled by a disconnect that could not wait */
 		op->posted = false;
-		if (op->prev)
-			op->prev->next = op->next;
-		else
-			vm->zombies = op->next;
-		if (op->next)
-			op->next->prev = op->prev;
+		rmca_list_del(&op->link);
 		rmca_verbs_op_free(op);
 		return;
 	}

@@ -320,6 +320,7 @@ int rmca_verbs_probe(const struct rmca_core *core,
 			continue;
 		}
 		vm->dev = d;
+		rmca_list_init(&vm->zombies);
 		d->refs++;
 		vm->port = f[i].port;
 		vm->ip = f[i].ip;

@@ -126,8 +126,9 @@ void rmca_verbs_module_fini(struct rmca_verbs_module *vm)
 	rdma_destroy_event_channel(vm->ec);
 	ibv_destroy_cq(vm->cq);
 	ibv_destroy_comp_channel(vm->chan);
-	while ((op = vm->zombies)) {
-		vm->zombies = op->next;
+	while ((op = rmca_list_first(&vm->zombies, struct rmca_verbs_op,
+				     link))) {
+		rmca_list_del(&op->link);
 		free(op);
 	}
 	rmca_verbs_op_pool_fini(vm);

@@ -139,11 +139,16 @@ int rmca_verbs_mr_reg(struct rmca_module *m, void *addr, size_t len,
 /* w goes: a bind of it still on the device must not name it. */
 static void mw_free(struct rmca_verbs_mw *w)
 {
-	struct rmca_verbs_op *op;
+	struct rmca_list *l;
 
-	for (op = w->conn->outstanding; op; op = op->next)
+	rmca_list_for_each(l, &w->conn->outstanding)
+	{
+		struct rmca_verbs_op *op =
+			rmca_list_entry(l, struct rmca_verbs_op, link);
+
 		if (op->kind == RMCA_VOP_BIND && op->mw == w)
 			op->mw = NULL;
+	}
 	if (w->mw)
 		ibv_dealloc_mw(w->mw);
 	free(w);

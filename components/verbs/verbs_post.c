@@ -194,11 +194,7 @@ void rmca_verbs_post_fini(struct rmca_conn *c)
 
 static void link_out(struct rmca_conn *c, struct rmca_verbs_op *op)
 {
-	op->prev = NULL;
-	op->next = c->outstanding;
-	if (c->outstanding)
-		c->outstanding->prev = op;
-	c->outstanding = op;
+	rmca_list_add_tail(&c->outstanding, &op->link);
 	c->nout++;
 	op->posted = true;
 }
