@@ -563,6 +563,9 @@ static int context_init(rmca_context_t **out, bool inspect)
 	ctx->core.ops = &rmca_core_ops;
 	ctx->core.priv = ctx;
 	ctx->inspect = inspect;
+	rmca_list_init(&ctx->eps);
+	rmca_list_init(&ctx->mrs);
+	rmca_list_init(&ctx->listeners);
 	ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (ctx->epfd < 0) {
 		free(ctx);
@@ -617,12 +620,15 @@ void rmca_finalize(rmca_context_t *ctx)
 		return;
 	rmca_job_fini(ctx);
 	/* Listeners first: they hold endpoints not yet accepted. */
-	while (ctx->listeners)
-		rmca_listener_close(ctx->listeners);
-	while (ctx->eps)
-		rmca_ep_destroy(ctx->eps);
-	while (ctx->mrs)
-		rmca_mr_destroy(ctx->mrs);
+	while (!rmca_list_empty(&ctx->listeners))
+		rmca_listener_close(rmca_list_first(
+			&ctx->listeners, struct rmca_listener, link));
+	while (!rmca_list_empty(&ctx->eps))
+		rmca_ep_destroy(
+			rmca_list_first(&ctx->eps, struct rmca_ep, link));
+	while (!rmca_list_empty(&ctx->mrs))
+		rmca_mr_destroy(
+			rmca_list_first(&ctx->mrs, struct rmca_mr, link));
 	if (ctx->mods)
 		rmca_self_close(&ctx->mods[ctx->nmods]);
 	pthread_mutex_lock(&rmca_load_lock);

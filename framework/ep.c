@@ -76,7 +76,7 @@ int rmca_listen(rmca_context_t *ctx, const char *host_port, rmca_listener_t **ou
 	}
 	l->armed = true;
 	l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	RMCA_LIST_ADD(ctx->listeners, l);
+	rmca_list_add(&ctx->listeners, &l->link);
 	*out = l;
 	rmca_log(1, "listening on %s (port %d)", host_port, bound);
 	return 0;
@@ -100,7 +100,7 @@ void rmca_listener_close(rmca_listener_t *l)
 	close(l->fd);
 	if (l->spare_fd >= 0)
 		close(l->spare_fd);
-	RMCA_LIST_DEL(ctx->listeners, l);
+	rmca_list_del(&l->link);
 	free(l);
 }
 
@@ -214,6 +214,7 @@ static struct rmca_ep *ep_new(struct rmca_context *ctx, struct rmca_mod *mod,
 
 	if (!ep)
 		return NULL;
+	rmca_ep_lists_init(ep);
 	ep->ctx = ctx;
 	ep->mod = mod;
 	ep->token = token;
@@ -299,7 +300,7 @@ static int ep_finish(struct rmca_ep *ep, int fd, int peer_is_local)
 		free(ep);
 		return rc;
 	}
-	RMCA_LIST_ADD(ctx->eps, ep);
+	rmca_list_add(&ctx->eps, &ep->link);
 	rmca_log(1, "%s: connected over %s %s (%s)", ep->peer,
 		 ep->attr.transport, ep->attr.device,
 		 peer_is_local ? "same host" : "remote host");
@@ -842,7 +843,12 @@ void rmca_listeners_progress(struct rmca_context *ctx)
 {
 	int64_t now = rmca_now_ms();
 
-	for (struct rmca_listener *l = ctx->listeners; l; l = l->next) {
+	struct rmca_list *ll;
+
+	rmca_list_for_each(ll, &ctx->listeners)
+	{
+		struct rmca_listener *l =
+			rmca_list_entry(ll, struct rmca_listener, link);
 		struct rmca_incoming *in, *next;
 
 		if (l->rest_until && now >= l->rest_until) {
@@ -1310,8 +1316,6 @@ int rmca_info_explain(rmca_context_t *ctx, const char *host_port,
 
 void rmca_ep_destroy(struct rmca_ep *ep)
 {
-	struct rmca_context *ctx = ep->ctx;
-
 	rmca_ctrl_close(ep);
 	ep->mod->m->ops->disconnect(ep->conn);
 	ep->conn = NULL;
@@ -1321,11 +1325,8 @@ void rmca_ep_destroy(struct rmca_ep *ep)
 		r->am_next = NULL;
 	}
 	ep->am_wait = NULL;
-	for (struct rmca_req *r = ep->deferred, *n; r; r = n) {
-		n = r->defer_next;
-		r->defer_next = NULL;
-	}
-	ep->deferred = ep->deferred_tail = NULL;
+	while (!rmca_list_empty(&ep->deferred))
+		rmca_list_del(ep->deferred.next);
 	for (struct rmca_req *r = ep->verify_wait, *n; r; r = n) {
 		n = r->verify_next;
 		r->verify_next = NULL;
@@ -1339,7 +1340,7 @@ void rmca_ep_destroy(struct rmca_ep *ep)
 		free(ep->revokes);
 		ep->revokes = n;
 	}
-	RMCA_LIST_DEL(ctx->eps, ep);
+	rmca_list_del(&ep->link);
 	free(ep);
 }
 

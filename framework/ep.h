@@ -8,6 +8,8 @@
 
 #include <stdbool.h>
 
+#include <rmca/support/list.h>
+
 #include "internal.h"
 
 enum rmca_req_kind {
@@ -16,7 +18,7 @@ enum rmca_req_kind {
 };
 
 struct rmca_req {
-	struct rmca_req *prev, *next; /* ep->reqs or ep->recvs, post order */
+	struct rmca_list link; /* ep->reqs or ep->recvs, post order */
 	struct rmca_context *ctx; /* its pool: ep may be gone when it is freed */
 	struct rmca_ep *ep;
 	void *user_ctx;
@@ -63,7 +65,7 @@ struct rmca_req {
 			uint64_t native_inv; /* a native send_inv held behind */
 			uint64_t seq; /* its message number */
 			bool acked;
-			struct rmca_req *defer_prev, *defer_next;
+			struct rmca_list defer_link; /* ep->deferred */
 			struct rmca_req *unacked_next; /* ep->unacked, seq order */
 		};
 		/* a put or get that failed as a lost connection: the peer's
@@ -86,7 +88,7 @@ struct rmca_revoke_note {
 
 struct rmca_ep {
 	struct rmca_context *ctx;
-	struct rmca_ep *prev, *next; /* ctx->eps */
+	struct rmca_list link; /* ctx->eps */
 	struct rmca_mod *mod;
 	struct rmca_conn *conn;
 	uint64_t token;
@@ -97,8 +99,7 @@ struct rmca_ep {
 
 	/* outstanding, in post order: every op a flush waits for, and apart
 	 * the receives, which never hold a flush back */
-	struct rmca_req *reqs_head, *reqs_tail;
-	struct rmca_req *recvs_head, *recvs_tail;
+	struct rmca_list reqs, recvs;
 	unsigned nflushes; /* user flushes outstanding */
 	struct rmca_req *unflushed; /* DELIVERED puts not yet covered */
 
@@ -112,7 +113,7 @@ struct rmca_ep {
 	uint64_t send_seq; /* messages posted (sends and send_invs) */
 	uint64_t recv_seq; /* messages received */
 	struct rmca_revoke_note *revokes; /* keys revoked for messages to come */
-	struct rmca_req *deferred, *deferred_tail; /* sends behind a revoke */
+	struct rmca_list deferred; /* sends behind a revoke */
 	struct rmca_req *unacked, *unacked_tail; /* revokes the peer owes acks */
 	/* on am_wait or deferred: at most ctx->ep_max_core_ops (by default
 	 * the modules' own limit of outstanding operations), then AGAIN */
@@ -122,7 +123,7 @@ struct rmca_ep {
 
 struct rmca_listener {
 	struct rmca_context *ctx;
-	struct rmca_listener *prev, *next;
+	struct rmca_list link; /* ctx->listeners */
 	int fd;
 	int port;
 	int spare_fd; /* given up to shed a peer when out of descriptors */
@@ -141,7 +142,7 @@ struct rmca_listener {
 
 struct rmca_mr {
 	struct rmca_context *ctx;
-	struct rmca_mr *prev, *next;
+	struct rmca_list link; /* ctx->mrs */
 	void *addr;
 	size_t len;
 	unsigned access;
@@ -191,6 +192,14 @@ void rmca_verify_expire(struct rmca_ep *ep);
 
 /* ep.c */
 void rmca_ep_destroy(struct rmca_ep *ep);
+/* A new endpoint's lists, empty; its link to ctx->eps, unlinked. */
+static inline void rmca_ep_lists_init(struct rmca_ep *ep)
+{
+	rmca_list_init(&ep->link);
+	rmca_list_init(&ep->reqs);
+	rmca_list_init(&ep->recvs);
+	rmca_list_init(&ep->deferred);
+}
 /* jobs: the handshake on a bootstrap connection job.c opened; fd consumed */
 int rmca_ep_connect_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 		       struct rmca_ep **out);
@@ -207,25 +216,5 @@ void rmca_listeners_progress(struct rmca_context *ctx);
 void rmca_mr_destroy(struct rmca_mr *mr);
 struct rmca_mr *rmca_mr_by_key(struct rmca_ep *ep, uint64_t rkey,
 			       struct rmca_module_mr **mmr);
-
-/* Doubly linked lists with head pointers, for the context's lists. */
-#define RMCA_LIST_ADD(head, e)            \
-	do {                              \
-		(e)->prev = NULL;         \
-		(e)->next = (head);       \
-		if (head)                 \
-			(head)->prev = (e); \
-		(head) = (e);             \
-	} while (0)
-#define RMCA_LIST_DEL(head, e)                    \
-	do {                                      \
-		if ((e)->prev)                    \
-			(e)->prev->next = (e)->next; \
-		else                              \
-			(head) = (e)->next;       \
-		if ((e)->next)                    \
-			(e)->next->prev = (e)->prev; \
-		(e)->prev = (e)->next = NULL;     \
-	} while (0)
 
 #endif

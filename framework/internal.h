@@ -12,6 +12,7 @@
 #include <rmca.h>
 #include <rmca/component.h>
 #include <rmca/support/container.h>
+#include <rmca/support/list.h>
 
 #include "log.h"
 #include "params.h"
@@ -78,9 +79,9 @@ struct rmca_context {
 	uint64_t netns;
 
 	struct rmca_cq *cq; /* completions not yet returned by rmca_poll */
-	struct rmca_ep *eps; /* open endpoints (list) */
-	struct rmca_mr *mrs; /* registered regions (list) */
-	struct rmca_listener *listeners;
+	struct rmca_list eps; /* open endpoints (struct rmca_ep) */
+	struct rmca_list mrs; /* registered regions (struct rmca_mr) */
+	struct rmca_list listeners; /* struct rmca_listener */
 	struct rmca_job *job; /* rmca_job_join (job.c) */
 	const char *registering; /* component whose parameters are registered */
 	struct rmca_comp *opening; /* component whose open() runs now */

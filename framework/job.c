@@ -183,12 +183,17 @@ static void answer(struct rmca_job *job, int fd, enum job_kind kind)
 static struct rmca_ep *peer_ep(struct rmca_job *job, uint32_t r)
 {
 	struct job_peer *p = &job->peers[r];
+	struct rmca_list *l;
 
 	if (!p->ep)
 		return NULL;
-	for (struct rmca_ep *ep = job->ctx->eps; ep; ep = ep->next)
+	rmca_list_for_each(l, &job->ctx->eps)
+	{
+		struct rmca_ep *ep = rmca_list_entry(l, struct rmca_ep, link);
+
 		if (ep == p->ep && ep->token == p->token)
 			return ep;
+	}
 	p->ep = NULL; /* closed by the user: the next use makes a new one */
 	return NULL;
 }

@@ -73,7 +73,7 @@ int rmca_mr_reg(rmca_context_t *ctx, void *addr, size_t len, unsigned access,
 	 * others (a self endpoint refuses it with INVALID). */
 	if (self_reg(ctx, mr))
 		rmca_log(1, "self: cannot register %zu bytes", len);
-	RMCA_LIST_ADD(ctx->mrs, mr);
+	rmca_list_add(&ctx->mrs, &mr->link);
 	*out = mr;
 	return 0;
 }
@@ -95,7 +95,7 @@ void rmca_mr_destroy(struct rmca_mr *mr)
 	for (size_t i = 0; i <= ctx->nmods; i++) /* the self module too */
 		if (mr->mmr[i])
 			ctx->mods[i].m->ops->mr_dereg(mr->mmr[i]);
-	RMCA_LIST_DEL(ctx->mrs, mr);
+	rmca_list_del(&mr->link);
 	free(mr->mmr);
 	free(mr);
 }
@@ -114,10 +114,13 @@ struct rmca_mr *rmca_mr_by_key(struct rmca_ep *ep, uint64_t rkey,
 				 struct rmca_module_mr **mmr)
 {
 	const struct rmca_module_ops *ops = ep->mod->m->ops;
+	struct rmca_list *l;
 
 	if (!rkey)
 		return NULL;
-	for (struct rmca_mr *mr = ep->ctx->mrs; mr; mr = mr->next) {
+	rmca_list_for_each(l, &ep->ctx->mrs)
+	{
+		struct rmca_mr *mr = rmca_list_entry(l, struct rmca_mr, link);
 		struct rmca_module_mr *x = mr->mmr[ep->mod->index];
 
 		if (x && (ops->key_match ? ops->key_match(x, ep->conn, rkey) :

@@ -15,22 +15,15 @@
 #include "ep.h"
 
 /* The list r belongs on: receives apart from what a flush orders. */
-static struct rmca_req **req_list(struct rmca_ep *ep, enum rmca_op op,
-				  struct rmca_req ***tail)
+static struct rmca_list *req_list(struct rmca_ep *ep, enum rmca_op op)
 {
-	if (op == RMCA_OP_RECV) {
-		*tail = &ep->recvs_tail;
-		return &ep->recvs_head;
-	}
-	*tail = &ep->reqs_tail;
-	return &ep->reqs_head;
+	return op == RMCA_OP_RECV ? &ep->recvs : &ep->reqs;
 }
 
 struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
 			      enum rmca_req_kind kind, void *user_ctx)
 {
 	struct rmca_req *r = rmca_req_alloc(ep->ctx);
-	struct rmca_req **head, **tail;
 
 	if (!r)
 		return NULL;
@@ -39,13 +32,7 @@ struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
 	r->op = op;
 	r->kind = kind;
 	r->user_ctx = user_ctx;
-	head = req_list(ep, op, &tail);
-	r->prev = *tail;
-	if (*tail)
-		(*tail)->next = r;
-	else
-		*head = r;
-	*tail = r;
+	rmca_list_add_tail(req_list(ep, op), &r->link);
 	if (op == RMCA_OP_FLUSH && r->kind == RMCA_REQ_USER)
 		ep->nflushes++;
 	return r;
@@ -53,18 +40,7 @@ struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
 
 static void req_unlink(struct rmca_req *r)
 {
-	struct rmca_req **head, **tail;
-
-	head = req_list(r->ep, r->op, &tail);
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		*head = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	else
-		*tail = r->prev;
-	r->prev = r->next = NULL;
+	rmca_list_del(&r->link);
 }
 
 /* The post failed: the request never existed. */
@@ -133,10 +109,12 @@ static void req_emit(struct rmca_req *r)
 void rmca_ep_advance(struct rmca_ep *ep)
 {
 	bool blocked = false;
-	struct rmca_req *r, *next;
+	struct rmca_list *l, *next;
 
-	for (r = ep->reqs_head; r; r = next) {
-		next = r->next;
+	rmca_list_for_each_safe(l, next, &ep->reqs)
+	{
+		struct rmca_req *r = rmca_list_entry(l, struct rmca_req, link);
+
 		if (r->kind == RMCA_REQ_DELIVERY_FLUSH) {
 			blocked = true;
 			continue;
@@ -253,6 +231,7 @@ void rmca_ep_flush_delivered(struct rmca_ep *ep)
 void rmca_ep_cancel_all(struct rmca_ep *ep, int status)
 {
 	struct rmca_req *r, *next;
+	struct rmca_list *l;
 
 	for (r = ep->unflushed; r; r = next) {
 		next = r->cover_next;
@@ -261,10 +240,14 @@ void rmca_ep_cancel_all(struct rmca_ep *ep, int status)
 		rmca_req_release(r);
 	}
 	ep->unflushed = NULL;
-	for (r = ep->reqs_head; r; r = r->next)
+	rmca_list_for_each(l, &ep->reqs)
+	{
+		r = rmca_list_entry(l, struct rmca_req, link);
 		if (r->kind == RMCA_REQ_DELIVERY_FLUSH && !r->done)
 			flush_resolve(r, status);
-	while ((r = ep->reqs_head) || (r = ep->recvs_head)) {
+	}
+	while ((r = rmca_list_first(&ep->reqs, struct rmca_req, link)) ||
+	       (r = rmca_list_first(&ep->recvs, struct rmca_req, link))) {
 		if (r->kind == RMCA_REQ_DELIVERY_FLUSH) {
 			req_unlink(r);
 			rmca_req_free(r->ctx, r);
@@ -364,7 +347,7 @@ int rmca_send(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 
 	if (rc != 1)
 		return rc;
-	if (ep->deferred)
+	if (!rmca_list_empty(&ep->deferred))
 		return op_end(r, send_defer(ep, r, buf, len, mmr));
 	rc = op_end(r, ep_ops(ep)->send(ep->conn, buf, len, mmr, r));
 	if (!rc)
@@ -393,7 +376,7 @@ int rmca_send_inv(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 		r->inv_rkey = rkey_to_revoke;
 		return op_end(r, send_defer(ep, r, buf, len, mmr));
 	}
-	if (ep->deferred) {
+	if (!rmca_list_empty(&ep->deferred)) {
 		/* native, but behind held sends: keep the order */
 		r->native_inv = rkey_to_revoke;
 		return op_end(r, send_defer(ep, r, buf, len, mmr));

@@ -21,8 +21,9 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
+
+#include <rmca/support/clock.h>
 
 #include "ep.h"
 
@@ -163,19 +164,24 @@ void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r)
  */
 static void core_work(struct rmca_context *ctx)
 {
+	struct rmca_list *l;
 	bool more = false;
 
 	/* Endpoints are walked only while one of them has such work. */
 	if (!ctx->cq->work_due)
 		return;
-	for (struct rmca_ep *ep = ctx->eps; ep; ep = ep->next) {
+	rmca_list_for_each(l, &ctx->eps)
+	{
+		struct rmca_ep *ep = rmca_list_entry(l, struct rmca_ep, link);
+
 		if (ep->unflushed)
 			rmca_ep_flush_delivered(ep);
-		if (ep->deferred)
+		if (!rmca_list_empty(&ep->deferred))
 			rmca_deferred_post(ep);
 		if (ep->verify_wait)
 			rmca_verify_expire(ep);
-		more |= ep->unflushed || ep->deferred || ep->verify_wait;
+		more |= ep->unflushed || !rmca_list_empty(&ep->deferred) ||
+			ep->verify_wait;
 	}
 	ctx->cq->work_due = more;
 }
@@ -191,21 +197,19 @@ static void core_work(struct rmca_context *ctx)
  */
 #define SPIN_EPOLL_NS 1000000ll
 
-static long long mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* the vDSO: no system call */
-	return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 static bool eps_polled(struct rmca_context *ctx)
 {
-	for (struct rmca_ep *ep = ctx->eps; ep; ep = ep->next)
+	struct rmca_list *l;
+
+	rmca_list_for_each(l, &ctx->eps)
+	{
+		struct rmca_ep *ep = rmca_list_entry(l, struct rmca_ep, link);
+
 		if (!ep->mod || ep->mod->index >= 32 ||
 		    !(ctx->cq->polled & (1u << ep->mod->index)))
 			return false;
-	return ctx->eps != NULL;
+	}
+	return !rmca_list_empty(&ctx->eps);
 }
 
 /* One pass of the event loop: the core's work, fds ready within
@@ -214,7 +218,7 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 {
 	struct rmca_cq *cq = ctx->cq;
 	struct epoll_event ev[64];
-	long long now = cq->eps_polled && !timeout_ms ? mono_ns() : 0;
+	long long now = cq->eps_polled && !timeout_ms ? rmca_now_ns() : 0;
 	/* At most every other pass skips: a caller that posts before each
 	 * poll still reads what arrives. */
 	bool fresh_post = !timeout_ms && cq->posted && cq->looked;
@@ -227,7 +231,7 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 		cq->looked = true;
 		n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
 		if (cq->polled) {
-			cq->last_epoll = now ? now : mono_ns();
+			cq->last_epoll = now ? now : rmca_now_ns();
 			cq->eps_polled = eps_polled(ctx);
 		}
 	}
@@ -247,7 +251,7 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 		    ctx->mods[i].index < 32)
 			cq->polled |= 1u << ctx->mods[i].index;
 	core_work(ctx);
-	if (ctx->listeners)
+	if (!rmca_list_empty(&ctx->listeners))
 		rmca_listeners_progress(ctx);
 	return n < 0 && errno != EINTR ? RMCA_ERR_INVALID : 0;
 }

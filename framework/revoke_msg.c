@@ -45,12 +45,7 @@ int rmca_deferred_add(struct rmca_ep *ep, struct rmca_req *r)
 		ep->unacked_tail = r;
 	}
 	ep->send_seq++;
-	r->defer_prev = ep->deferred_tail;
-	if (ep->deferred_tail)
-		ep->deferred_tail->defer_next = r;
-	else
-		ep->deferred = r;
-	ep->deferred_tail = r;
+	rmca_list_add_tail(&ep->deferred, &r->defer_link);
 	ep->nheld++;
 	rmca_core_work_due(ep->ctx);
 	return 0;
@@ -58,15 +53,7 @@ int rmca_deferred_add(struct rmca_ep *ep, struct rmca_req *r)
 
 static void deferred_unlink(struct rmca_ep *ep, struct rmca_req *r)
 {
-	if (r->defer_prev)
-		r->defer_prev->defer_next = r->defer_next;
-	else
-		ep->deferred = r->defer_next;
-	if (r->defer_next)
-		r->defer_next->defer_prev = r->defer_prev;
-	else
-		ep->deferred_tail = r->defer_prev;
-	r->defer_prev = r->defer_next = NULL;
+	rmca_list_del(&r->defer_link);
 	ep->nheld--;
 }
 
@@ -75,7 +62,9 @@ void rmca_deferred_post(struct rmca_ep *ep)
 {
 	struct rmca_req *r;
 
-	while ((r = ep->deferred) && (!r->inv_rkey || r->acked)) {
+	while ((r = rmca_list_first(&ep->deferred, struct rmca_req,
+				    defer_link)) &&
+	       (!r->inv_rkey || r->acked)) {
 		const struct rmca_module_ops *ops = ep->mod->m->ops;
 		int rc = r->native_inv ?
 				 ops->send_inv(ep->conn, r->buf, r->buf_len,
@@ -173,7 +162,8 @@ void rmca_revoke_lost(struct rmca_ep *ep, int status)
 		r->unacked_next = NULL;
 	}
 	ep->unacked_tail = NULL;
-	while ((r = ep->deferred)) {
+	while ((r = rmca_list_first(&ep->deferred, struct rmca_req,
+				    defer_link))) {
 		deferred_unlink(ep, r);
 		rmca_req_done(r, status, 0, 0);
 	}

@@ -37,7 +37,7 @@
 struct self_module {
 	struct rmca_module base;
 	struct rmca_comp comp;
-	struct rmca_module_mr *mrs; /* every registration: the key table */
+	struct rmca_list mrs; /* every registration: the key table */
 };
 
 /* A use-once key, valid on the connection it was handed out on. */
@@ -49,7 +49,7 @@ struct self_key {
 
 struct rmca_module_mr {
 	struct self_module *m;
-	struct rmca_module_mr *prev, *next;
+	struct rmca_list link; /* m->mrs */
 	char *addr;
 	size_t len;
 	unsigned access;
@@ -101,9 +101,15 @@ static const struct rmca_core *core_of(const struct rmca_conn *c)
 static struct rmca_module_mr *key_find(struct self_module *m, uint64_t key,
 				       struct rmca_conn **conn)
 {
+	struct rmca_list *l;
+
 	if (!key)
 		return NULL;
-	for (struct rmca_module_mr *mr = m->mrs; mr; mr = mr->next) {
+	rmca_list_for_each(l, &m->mrs)
+	{
+		struct rmca_module_mr *mr =
+			rmca_list_entry(l, struct rmca_module_mr, link);
+
 		if (mr->key == key) {
 			*conn = NULL;
 			return mr;
@@ -151,7 +157,7 @@ static int self_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 		free(mr);
 		return RMCA_ERR_AGAIN;
 	}
-	RMCA_LIST_ADD(m->mrs, mr);
+	rmca_list_add(&m->mrs, &mr->link);
 	*out = mr;
 	return 0;
 }
@@ -164,7 +170,7 @@ static int self_mr_dereg(struct rmca_module_mr *mr)
 		mr->once = k->next;
 		free(k);
 	}
-	RMCA_LIST_DEL(mr->m->mrs, mr);
+	rmca_list_del(&mr->link);
 	free(mr);
 	return 0;
 }
@@ -468,12 +474,18 @@ static int self_flush(struct rmca_conn *c, void *req)
 
 static void self_disconnect(struct rmca_conn *c)
 {
+	struct rmca_list *l;
+
 	if (!c)
 		return;
 	queue_complete(c, &c->sends, RMCA_ERR_CANCELED);
 	queue_complete(c, &c->recvs, RMCA_ERR_CANCELED);
 	/* its use-once keys end with it */
-	for (struct rmca_module_mr *mr = c->m->mrs; mr; mr = mr->next)
+	rmca_list_for_each(l, &c->m->mrs)
+	{
+		struct rmca_module_mr *mr =
+			rmca_list_entry(l, struct rmca_module_mr, link);
+
 		for (struct self_key **pp = &mr->once; *pp;) {
 			struct self_key *k = *pp;
 
@@ -484,6 +496,7 @@ static void self_disconnect(struct rmca_conn *c)
 				pp = &k->next;
 			}
 		}
+	}
 	free(c);
 }
 
@@ -509,6 +522,7 @@ int rmca_self_open(struct rmca_context *ctx, struct rmca_mod *mod)
 
 	if (!m)
 		return RMCA_ERR_NO_MEMORY;
+	rmca_list_init(&m->mrs);
 	m->base.ops = &self_ops;
 	m->base.core = &ctx->core;
 	snprintf(m->base.device, sizeof(m->base.device), "self");
@@ -546,6 +560,7 @@ int rmca_ep_self(struct rmca_context *ctx, struct rmca_ep **out)
 		free(c);
 		return RMCA_ERR_NO_MEMORY;
 	}
+	rmca_ep_lists_init(ep);
 	c->m = self_of(mod->m);
 	c->cookie = ep;
 	queue_init(&c->sends);
@@ -562,7 +577,7 @@ int rmca_ep_self(struct rmca_context *ctx, struct rmca_ep **out)
 	snprintf(ep->attr.device, sizeof(ep->attr.device), "self");
 	ep->attr.peer_is_local = 1;
 	rmca_paths_choose(ep);
-	RMCA_LIST_ADD(ctx->eps, ep);
+	rmca_list_add(&ctx->eps, &ep->link);
 	rmca_log(1, "self: an endpoint to this context itself");
 	*out = ep;
 	return 0;
