@@ -18,6 +18,7 @@
 
 #include <setjmp.h>
 #include <cmocka.h>
+#include <rmca/support/clock.h>
 
 #include "api_util.h"
 
@@ -94,10 +95,7 @@ int api_timeout_scale(void)
 
 long api_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+	return (long)rmca_now_ms();
 }
 
 void api_sleep_ms(int ms)

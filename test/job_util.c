@@ -24,10 +24,3 @@ void verdict(int ok, const char *name, const char *fmt, ...)
 	fflush(out);
 }
 
-int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}

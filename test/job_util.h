@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <rmca/support/clock.h> /* rmca_now_ms */
+
 extern FILE *out;
 extern int failures;
 
@@ -25,7 +27,5 @@ void verdict(int ok, const char *name, const char *fmt, ...)
 			exit(1);                                               \
 		}                                                              \
 	} while (0)
-
-int64_t now_ms(void);
 
 #endif

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include <rmca.h>
+#include <rmca/support/clock.h>
 
 struct side {
 	int port; /* server -> client */
@@ -33,19 +34,11 @@ struct side {
 		}                               \
 	} while (0)
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int wait_one(rmca_context_t *ctx, void *tag)
 {
-	long end = now_ms() + 5000;
+	long end = rmca_now_ms() + 5000;
 
-	while (now_ms() < end) {
+	while (rmca_now_ms() < end) {
 		struct rmca_completion c;
 
 		if (rmca_poll(ctx, &c, 1) == 1)

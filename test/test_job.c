@@ -71,10 +71,10 @@ struct state {
  * (an index); returns how many arrived. */
 static int collect(struct state *s, int want, int *st, int nst)
 {
-	int64_t deadline = now_ms() + WAIT_MS;
+	int64_t deadline = rmca_now_ms() + WAIT_MS;
 	int got = 0;
 
-	while (got < want && now_ms() < deadline) {
+	while (got < want && rmca_now_ms() < deadline) {
 		struct rmca_completion c[16];
 		int k = rmca_poll(s->ctx, c, 16);
 

@@ -73,16 +73,16 @@ static int dial(int port)
  * arrived (the peer closed: *closed). */
 static size_t read_until_closed(int fd, uint8_t *buf, size_t len, int *closed)
 {
-	long end = now_ms() + WAIT_MS;
+	long end = rmca_now_ms() + WAIT_MS;
 	size_t got = 0;
 
 	*closed = 0;
-	while (now_ms() < end) {
+	while (rmca_now_ms() < end) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		uint8_t junk[64];
 		ssize_t k;
 
-		if (poll(&p, 1, (int)(end - now_ms())) <= 0)
+		if (poll(&p, 1, (int)(end - rmca_now_ms())) <= 0)
 			break;
 		k = recv(fd, got < len ? buf + got : junk,
 			 got < len ? len - got : sizeof(junk), 0);
@@ -149,7 +149,7 @@ static void noise(int port, const char *dir)
 {
 	uint8_t junk[J_REQ_LEN];
 	char path[4096];
-	long start = now_ms();
+	long start = rmca_now_ms();
 	FILE *f;
 
 	memset(junk, 0x3c, sizeof(junk));
@@ -158,7 +158,7 @@ static void noise(int port, const char *dir)
 	snprintf(path, sizeof(path), "%s/noise.ms", dir);
 	f = fopen(path, "w");
 	REQUIRE(f, "log-flood", "cannot write %s", path);
-	fprintf(f, "%ld\n", (long)(now_ms() - start));
+	fprintf(f, "%ld\n", (long)(rmca_now_ms() - start));
 	fclose(f);
 	verdict(1, "log-flood", NULL);
 }
@@ -279,8 +279,8 @@ static void job_works(rmca_context_t *ctx)
 			"sendrecv", "post to %u", k);
 		posted += 2;
 	}
-	end = now_ms() + WAIT_MS;
-	while (got < posted && now_ms() < end) {
+	end = rmca_now_ms() + WAIT_MS;
+	while (got < posted && rmca_now_ms() < end) {
 		struct rmca_completion c[8];
 		int k = rmca_poll(ctx, c, 8);
 

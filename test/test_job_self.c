@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include <rmca.h>
+#include <rmca/support/clock.h>
 
 #include "ep.h"
 #include "self.h"
@@ -41,14 +42,6 @@ struct fix {
 	struct rmca_completion c[NC];
 	int nc;
 };
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 #define WIN 4096
 #define BUF 4096
@@ -93,9 +86,9 @@ static int teardown(void **state)
 /* Collect completions until want of them are kept (in arrival order). */
 static void drain(struct fix *f, int want)
 {
-	long deadline = now_ms() + WAIT_MS;
+	long deadline = rmca_now_ms() + WAIT_MS;
 
-	while (f->nc < want && now_ms() < deadline) {
+	while (f->nc < want && rmca_now_ms() < deadline) {
 		int k = rmca_poll(f->ctx, f->c + f->nc, NC - f->nc);
 
 		assert_true(k >= 0);
