@@ -60,8 +60,8 @@ int atk_hello_encode(uint64_t token, uint8_t role, uint8_t atomic_mode,
 {
 	static struct rmca_hello h;
 	/* a tcp addr() blob of this version, port 9 */
-	static const uint8_t blob[8] = {'R', 'T', 'C', 'P',
-					TCP_PROTO_VERSION, 0, 9, 0};
+	static const uint8_t blob[8] = {'R', 'T', 'C', 'P', TCP_PROTO_VERSION,
+					0,   9,	  0};
 	int n;
 
 	memset(&h, 0, sizeof(h));
@@ -124,6 +124,16 @@ void atk_frame_hello(int fd, uint64_t token)
 {
 	struct tcp_frame f = {
 		.type = TCP_F_HELLO, .id = token, .operand = TCP_HELLO_WORD};
+	uint8_t buf[TCP_HDR_LEN];
+
+	rmca_tcp_frame_encode(&f, buf);
+	atk_write(fd, buf, sizeof(buf));
+}
+
+void atk_frame_counts(int fd, uint32_t acked, uint32_t credits)
+{
+	struct tcp_frame f = {
+		.type = TCP_F_ACK, .acked = acked, .credits = credits};
 	uint8_t buf[TCP_HDR_LEN];
 
 	rmca_tcp_frame_encode(&f, buf);

@@ -35,6 +35,8 @@ int atk_data_port(const struct rmca_hello *answer);
  * (dies on anything else). */
 void atk_frame_hello(int fd, uint64_t token);
 void atk_frame_ack(int fd, uint64_t token);
+/* Send a tcp ACK frame carrying these counts (wire version 2). */
+void atk_frame_counts(int fd, uint32_t acked, uint32_t credits);
 
 /* 1 when the other side closed fd (EOF or reset) within ms, else 0; data
  * that arrives meanwhile is discarded. */

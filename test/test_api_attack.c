@@ -6,6 +6,7 @@
  * must still be served. tcp only (the frames are tcp's).
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -464,6 +465,69 @@ static void test_refused_peers_do_not_flood_the_log(void **state)
 		fail_msg("400 refused peers logged %d lines", lines);
 }
 
+/*
+ * Wire version 2: on a data connection it completed by hand, a peer sends
+ * counts no sender can mean, an acknowledgement of a put never sent, then
+ * (on a second connection) credits that go backwards. Each ends that one
+ * connection: the endpoint's receive fails, the server says why, and a
+ * real client is served next.
+ */
+static void lying_counts_client(struct api_peer *p)
+{
+	const uint64_t t = 0x7e57ab1e0100ull;
+	int port = api_client_read_port(p);
+	struct rmca_hello answer;
+
+	(void)api_get_u64(p, 0); /* the server's pid */
+	for (int round = 0; round < 2; round++) {
+		int bfd = atk_connect(api_host(), port), c;
+
+		API_CHECK(!atk_hello(bfd, t + round, RMCA_ROLE_ACTIVE,
+				     ATOMIC_CPU, &answer));
+		c = atk_connect(api_host(), atk_data_port(&answer));
+		atk_frame_hello(c, t + round);
+		atk_frame_ack(c, t + round);
+		if (round == 0) {
+			atk_frame_counts(c, 1, 0);
+		} else {
+			atk_frame_counts(c, 0, 5);
+			atk_frame_counts(c, 0, 4);
+		}
+		API_CHECK_MSG(atk_closed(c, API_TIMEOUT_MS),
+			      "a lying peer's data connection stayed open");
+		close(c);
+		close(bfd);
+	}
+	real_client(p, port);
+}
+
+static void test_lying_counts_end_their_connection(void **state)
+{
+	char path[] = "/tmp/rmca-api-counts-XXXXXX";
+	const struct api_test t = {.server = serve,
+				   .client = lying_counts_client,
+				   .manual = true,
+				   .server_stderr = path};
+	char log[16384];
+	ssize_t n;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	api_run(&t);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	n = read(fd, log, sizeof(log) - 1);
+	close(fd);
+	unlink(path);
+	log[n > 0 ? n : 0] = '\0';
+	if (!strstr(log, "acknowledges more than was sent") ||
+	    !strstr(log, "credit count went backwards"))
+		fail_msg("the server did not say why: %s", log);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -475,6 +539,7 @@ int main(void)
 		cmocka_unit_test(test_parked_sockets_time_out),
 		cmocka_unit_test(test_fd_limit_sheds_new_peers),
 		cmocka_unit_test(test_refused_peers_do_not_flood_the_log),
+		cmocka_unit_test(test_lying_counts_end_their_connection),
 	};
 
 	setenv("RMCA_transports", "tcp", 1);
