@@ -18,6 +18,7 @@
 #include <rmca/info.h>
 
 #include "ep.h"
+#include "wire.h"
 #include "job.h"
 #include "route.h"
 #include "self.h"
@@ -256,6 +257,13 @@ static const struct rmca_param_def framework_params[] = {
 	{ .name = "ctrl_max_queued", .type = RMCA_PARAM_INT, .def = "4194304",
 	  .min = 65536, .max = 1 << 30,
 	  .help = "Bytes of answers queued for a peer on its control channel before rmca stops reading from it (an honest peer at the default ep_max_core_ops needs under 4 MiB)" },
+	{ .name = "max_rails", .type = RMCA_PARAM_INT, .def = "4", .min = 1,
+	  .max = 1 + RMCA_WIRE_MAX_RAILS,
+	  .help = "Pairs of devices of one transport an endpoint uses together when several reach the peer at the same priority (rails); 1: one pair" },
+	{ .name = "rail_min_size", .type = RMCA_PARAM_SIZE, .def = "256k",
+	  .help = "Puts and gets of this many bytes or more are split across an endpoint's rails; smaller ones go on its first rail" },
+	{ .name = "rail_transports", .type = RMCA_PARAM_LIST, .def = "ib,iwarp",
+	  .help = "Transports whose devices are used together as rails (tcp's interfaces share one host stack)" },
 	{ .name = "param_file", .type = RMCA_PARAM_STRING, .def = "",
 	  .help = "File of name = value lines read before the user and system files (environment only)" },
 };
@@ -518,6 +526,11 @@ static int framework_params_read(struct rmca_context *ctx)
 	ctx->ctrl_max_queued = p ? (size_t)p->v.i : 4u << 20;
 	p = rmca_params_find(ctx->params, "handshake_max");
 	ctx->handshake_max = p ? (int)p->v.i : 64;
+	p = rmca_params_find(ctx->params, "max_rails");
+	ctx->max_rails = p ? (int)p->v.i : 4;
+	p = rmca_params_find(ctx->params, "rail_min_size");
+	ctx->rail_min_size = p ? p->v.size : 256u << 10;
+	ctx->rail_transports = core_param_string(&ctx->core, "rail_transports");
 	p = rmca_params_find(ctx->params, "atomic_mode");
 	ctx->atomic_mode = p ? (enum rmca_atomic_mode)p->v.e : RMCA_ATOMIC_MODE_AUTO;
 	ctx->transports = core_param_string(&ctx->core, "transports");

@@ -7,6 +7,7 @@
 #include "ctrl.h"
 #include "ep.h"
 #include "paths.h"
+#include "rails.h"
 
 int rmca_emul_ctrl_msg(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 {
@@ -26,6 +27,9 @@ int rmca_emul_ctrl_msg(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 		return 0;
 	case RMCA_CTRL_VERIFY_RESP:
 		return rmca_verify_answered(ep, m);
+	case RMCA_CTRL_RAIL_KEY:
+	case RMCA_CTRL_RAIL_KEY_ACK:
+		return rmca_rails_ctrl_msg(ep, m);
 	}
 	return RMCA_ERR_PROTOCOL;
 }

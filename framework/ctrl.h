@@ -13,6 +13,9 @@
  *   REVOKE_ACK   u64 seq, u16 -status
  *   VERIFY       u64 id, u64 rkey, u64 raddr, u64 len, u8 access needed
  *   VERIFY_RESP  u64 id, u16 -status
+ *   RAIL_KEY     u64 key, u64 rail's key, u64 addr, u64 len, u8 rail
+ *                (rail 0: key names no region any more; see rails.c)
+ *   RAIL_KEY_ACK u64 key, u16 -status
  */
 #ifndef RMCA_CTRL_H
 #define RMCA_CTRL_H
@@ -31,6 +34,8 @@ enum rmca_ctrl_type {
 	RMCA_CTRL_REVOKE_ACK = 4,
 	RMCA_CTRL_VERIFY = 5, /* was this access of mine valid at your end? */
 	RMCA_CTRL_VERIFY_RESP = 6,
+	RMCA_CTRL_RAIL_KEY = 7, /* key's counterpart on another rail */
+	RMCA_CTRL_RAIL_KEY_ACK = 8,
 };
 
 struct rmca_ctrl_msg {
@@ -40,7 +45,8 @@ struct rmca_ctrl_msg {
 	uint64_t old; /* ATOMIC_RESP */
 	uint64_t rkey; /* REVOKE, VERIFY */
 	uint64_t raddr, len; /* VERIFY */
-	uint8_t access; /* VERIFY: RMCA_ACCESS_REMOTE_READ or _WRITE */
+	uint8_t access;	     /* VERIFY: RMCA_ACCESS_REMOTE_READ or _WRITE;
+			      * RAIL_KEY: the rail */
 	struct rmca_atomic op; /* ATOMIC_REQ */
 };
 

@@ -31,8 +31,10 @@ static size_t body_len(uint8_t type)
 		return 8 + 8;
 	case RMCA_CTRL_REVOKE_ACK:
 	case RMCA_CTRL_VERIFY_RESP:
+	case RMCA_CTRL_RAIL_KEY_ACK:
 		return 8 + 2;
 	case RMCA_CTRL_VERIFY:
+	case RMCA_CTRL_RAIL_KEY:
 		return 8 + 3 * 8 + 1;
 	}
 	return 0;
@@ -70,9 +72,11 @@ int rmca_ctrl_encode(const struct rmca_ctrl_msg *m, uint8_t *buf, size_t len)
 		break;
 	case RMCA_CTRL_REVOKE_ACK:
 	case RMCA_CTRL_VERIFY_RESP:
+	case RMCA_CTRL_RAIL_KEY_ACK:
 		le(&p, (uint16_t)-m->status, 2);
 		break;
 	case RMCA_CTRL_VERIFY:
+	case RMCA_CTRL_RAIL_KEY:
 		le(&p, m->rkey, 8);
 		le(&p, m->raddr, 8);
 		le(&p, m->len, 8);
@@ -136,7 +140,19 @@ int rmca_ctrl_decode(const uint8_t *buf, size_t len, struct rmca_ctrl_msg *m,
 		break;
 	case RMCA_CTRL_REVOKE_ACK:
 	case RMCA_CTRL_VERIFY_RESP:
+	case RMCA_CTRL_RAIL_KEY_ACK:
 		m->status = -(int)get(&p, 2);
+		break;
+	case RMCA_CTRL_RAIL_KEY:
+		m->rkey = get(&p, 8);
+		m->raddr = get(&p, 8);
+		m->len = get(&p, 8);
+		m->access = *p++; /* the rail */
+		if (!m->id ||
+		    (m->access && (!m->len || m->raddr + m->len < m->raddr))) {
+			snprintf(why, why_len, "rail key of a bad region");
+			return RMCA_ERR_PROTOCOL;
+		}
 		break;
 	case RMCA_CTRL_VERIFY:
 		m->rkey = get(&p, 8);

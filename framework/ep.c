@@ -22,6 +22,7 @@
 #include "bootstrap.h"
 #include "ctrl.h"
 #include "ep.h"
+#include "rails.h"
 #include "select.h"
 #include "wire.h"
 
@@ -114,6 +115,8 @@ static void hello_fill(struct rmca_context *ctx, struct rmca_hello *h,
 	h->role = role;
 	h->atomic_mode = (uint8_t)ctx->atomic_resolved;
 	h->choice_a = h->choice_p = RMCA_WIRE_NO_CHOICE;
+	if (role != RMCA_ROLE_PASSIVE)
+		h->nrails = (uint8_t)(ctx->max_rails - 1);
 	h->netns = ctx->netns;
 	snprintf(h->boot_id, sizeof(h->boot_id), "%s", ctx->boot_id);
 	for (size_t i = 0; i < ctx->nmods && h->nmods < RMCA_HELLO_MAX_MODS; i++) {
@@ -219,6 +222,8 @@ static struct rmca_ep *ep_new(struct rmca_context *ctx, struct rmca_mod *mod,
 	ep->mod = mod;
 	ep->token = token;
 	ep->peer_caps = peer_mod->caps;
+	snprintf(ep->peer_device, sizeof(ep->peer_device), "%s",
+		 peer_mod->device);
 	/* Named once, while the peer is there to be named. */
 	snprintf(ep->peer, sizeof(ep->peer), "%s", who);
 	return ep;
@@ -265,16 +270,35 @@ static int ep_connect_poll(struct rmca_ep *ep, struct rmca_connecting **h)
 	int rc;
 
 	if (!*h)
-		return 0;
+		return rmca_rails_connect_poll(ep);
 	rc = ep->mod->m->ops->connect_poll(*h, &ep->conn);
 	if (rc == RMCA_ERR_AGAIN)
 		return rc;
 	*h = NULL;
-	if (rc)
+	if (rc) {
 		rmca_log(0, "%s: %s %s could not connect: %s", ep->peer,
 			 ep->mod->comp->comp->name, ep->mod->m->device,
 			 rmca_strerror(rc));
-	return rc;
+		return rc;
+	}
+	return rmca_rails_connect_poll(ep);
+}
+
+/* The deadline passed: with rail 0 up the endpoint is made of the rails
+ * that are (true), else it failed. */
+static bool ep_connect_late(struct rmca_ep *ep, struct rmca_connecting *h)
+{
+	if (h || !ep->conn)
+		return false;
+	rmca_rails_connect_drop(ep);
+	return true;
+}
+
+/* An endpoint that never became one: its rails' connections go too. */
+static void ep_free_unmade(struct rmca_ep *ep)
+{
+	rmca_rails_destroy(ep);
+	free(ep);
 }
 
 static void ep_connect_abort(struct rmca_ep *ep, struct rmca_connecting **h)
@@ -297,7 +321,7 @@ static int ep_finish(struct rmca_ep *ep, int fd, int peer_is_local)
 	rc = rmca_ctrl_open(ep, fd);
 	if (rc) {
 		ep->mod->m->ops->disconnect(ep->conn);
-		free(ep);
+		ep_free_unmade(ep);
 		return rc;
 	}
 	rmca_list_add(&ctx->eps, &ep->link);
@@ -310,6 +334,7 @@ static int ep_finish(struct rmca_ep *ep, int fd, int peer_is_local)
 		rmca_paths_describe(ep, paths, sizeof(paths));
 		log_lines("paths", ep->peer, paths);
 	}
+	rmca_rails_ready(ep);
 	return 0;
 }
 
@@ -340,6 +365,7 @@ struct hs_result {
 	struct rmca_wire_mod peer_mod;
 	uint64_t token;
 	int local;
+	struct rmca_rail_plan plan;
 };
 
 static uint8_t *reject_msg(int status, const char *reason, size_t *alen)
@@ -448,6 +474,22 @@ static uint8_t *hello_answer(struct rmca_context *ctx, struct rmca_listener *l,
 	}
 	mine->choice_a = (uint8_t)sel.a;
 	mine->choice_p = (uint8_t)sel.p;
+	if (ctx->max_rails > 1 && peer->nrails &&
+	    ctx->core.ops->list_selects(ctx->rail_transports,
+					mine->mods[sel.p].component)) {
+		int max = ctx->max_rails < 1 + peer->nrails ? ctx->max_rails
+							    : 1 + peer->nrails;
+
+		mine->nrails = (uint8_t)rmca_select_rails(
+			peer->mods, peer->nmods, mine->mods, mine->nmods, 0,
+			res->local, reach_cb, &ra, max, &sel, mine->rail_a,
+			mine->rail_p);
+		for (unsigned i = 0; i < mine->nrails; i++)
+			rmca_log(1, "select %s: rail %u: %s %s<->%s", who,
+				 i + 1, mine->mods[mine->rail_p[i]].component,
+				 peer->mods[mine->rail_a[i]].device,
+				 mine->mods[mine->rail_p[i]].device);
+	}
 	buf = malloc(4 + RMCA_HELLO_MAX);
 	rc = buf ? rmca_hello_encode(mine, buf + 4, RMCA_HELLO_MAX)
 		 : RMCA_ERR_NO_MEMORY;
@@ -468,6 +510,11 @@ static uint8_t *hello_answer(struct rmca_context *ctx, struct rmca_listener *l,
 	}
 	res->mod = offered_mod(ctx, mine, (unsigned)sel.p);
 	res->peer_mod = peer->mods[sel.a];
+	for (unsigned i = 0; i < mine->nrails; i++) {
+		res->plan.mod[i] = offered_mod(ctx, mine, mine->rail_p[i]);
+		res->plan.peer[i] = peer->mods[mine->rail_a[i]];
+	}
+	res->plan.n = mine->nrails;
 	res->token = peer->token;
 	res->counts = false;
 out:
@@ -538,7 +585,7 @@ static void incoming_drop(struct rmca_listener *l, struct rmca_incoming *in)
 		ep_connect_abort(in->ep, &in->h);
 		if (in->ep->conn)
 			in->ep->mod->m->ops->disconnect(in->ep->conn);
-		free(in->ep);
+		ep_free_unmade(in->ep);
 	}
 	if (in->fd >= 0)
 		close(in->fd);
@@ -705,6 +752,10 @@ static void incoming_answered(struct rmca_incoming *in)
 	ctx->core.ops->fd_mod(&ctx->core, in->fd, 0);
 	in->ep = ep_new(ctx, in->res.mod, &in->res.peer_mod, in->res.token,
 			in->who);
+	if (in->ep && rmca_rails_new(in->ep, &in->res.plan)) {
+		free(in->ep);
+		in->ep = NULL;
+	}
 	if (!in->ep) {
 		incoming_fail(in, 0, 0, "out of memory");
 		return;
@@ -712,6 +763,9 @@ static void incoming_answered(struct rmca_incoming *in)
 	in->state = IN_CONNECT;
 	rc = ep_connect(in->ep, &in->res.peer_mod, 0, in->res.local, in->host,
 			in->deadline, &in->h);
+	if (!rc)
+		rmca_rails_connect(in->ep, 0, in->res.local, in->host,
+				   in->deadline);
 	if (!rc)
 		rc = ep_connect_poll(in->ep, &in->h);
 	if (rc == RMCA_ERR_AGAIN)
@@ -871,6 +925,11 @@ void rmca_listeners_progress(struct rmca_context *ctx)
 				if (rc != RMCA_ERR_AGAIN)
 					continue;
 			}
+			if (now >= in->deadline && in->state == IN_CONNECT &&
+			    ep_connect_late(in->ep, in->h)) {
+				incoming_ready(in);
+				continue;
+			}
 			if (now >= in->deadline) {
 				char why[96];
 
@@ -939,6 +998,7 @@ struct active_hs {
 	struct rmca_hello *peer, *mine;
 	struct rmca_selection sel;
 	struct rmca_mod *mod;
+	struct rmca_rail_plan plan;
 	char host[64]; /* numeric address of the listener */
 	char who[96];
 	char why[320]; /* on failure: the reason, for the log line */
@@ -990,6 +1050,9 @@ static int wait_readable(struct rmca_context *ctx, int fd, int64_t deadline)
 	ctx->core.ops->fd_del(&ctx->core, fd);
 	return ready ? 0 : RMCA_ERR_TIMEOUT;
 }
+
+static int rails_plan(struct rmca_context *ctx, struct active_hs *hs,
+		      struct reach_arg *ra);
 
 /* fd >= 0: a bootstrap connection already open (jobs), host_port unused. */
 static int handshake_active(struct rmca_context *ctx, const char *host_port,
@@ -1119,12 +1182,71 @@ connected:
 			 "the peer chose a module this side did not offer");
 		rc = RMCA_ERR_PROTOCOL;
 	}
+	if (!rc)
+		rc = rails_plan(ctx, hs, &ra);
 out:
 	free(buf);
 fail:
 	if (rc && !hs->why[0])
 		snprintf(hs->why, sizeof(hs->why), "%s", rmca_strerror(rc));
 	return rc;
+}
+
+/* Are the peer's rails pairs that this side offered, of the chosen
+ * transport, no module of either side in two? */
+static bool rails_valid(const struct rmca_hello *mine,
+			const struct rmca_hello *peer, int max)
+{
+	const char *comp = mine->mods[peer->choice_a].component;
+
+	if (peer->nrails > max - 1)
+		return false;
+	for (unsigned i = 0; i < peer->nrails; i++) {
+		unsigned a = peer->rail_a[i], p = peer->rail_p[i];
+
+		if (a >= mine->nmods || p >= peer->nmods ||
+		    a == peer->choice_a || p == peer->choice_p ||
+		    strcmp(mine->mods[a].component, comp) ||
+		    strcmp(peer->mods[p].component, comp))
+			return false;
+		for (unsigned j = 0; j < i; j++)
+			if (peer->rail_a[j] == a || peer->rail_p[j] == p)
+				return false;
+	}
+	return true;
+}
+
+/* The active side's plan of the rails the peer listed. A pair this side
+ * cannot use (its route leaves through another device) keeps its index,
+ * without a module: the rails are numbered alike on both sides. */
+static int rails_plan(struct rmca_context *ctx, struct active_hs *hs,
+		      struct reach_arg *ra)
+{
+	const struct rmca_hello *peer = hs->peer;
+
+	if (!rails_valid(hs->mine, peer, ctx->max_rails)) {
+		snprintf(hs->why, sizeof(hs->why),
+			 "the peer's answer names rails that are no pairs of "
+			 "the chosen transport");
+		return RMCA_ERR_PROTOCOL;
+	}
+	hs->plan.n = peer->nrails;
+	for (unsigned i = 0; i < peer->nrails; i++) {
+		char why[256];
+
+		hs->plan.peer[i] = peer->mods[peer->rail_p[i]];
+		if (!reach_cb(ra, peer->rail_a[i], peer->rail_p[i], why,
+			      sizeof(why))) {
+			rmca_log(0,
+				 "connect %s: rail %u (%s<->%s) left out: %s",
+				 hs->who, i + 1,
+				 hs->mine->mods[peer->rail_a[i]].device,
+				 peer->mods[peer->rail_p[i]].device, why);
+			continue;
+		}
+		hs->plan.mod[i] = offered_mod(ctx, hs->mine, peer->rail_a[i]);
+	}
+	return 0;
 }
 
 /* The module connects while the context progresses (its other endpoints
@@ -1138,14 +1260,24 @@ static int establish_active(struct rmca_context *ctx, struct active_hs *hs,
 	int rc;
 
 	ep = ep_new(ctx, hs->mod, pm, hs->token, hs->who);
+	if (ep && rmca_rails_new(ep, &hs->plan)) {
+		free(ep);
+		ep = NULL;
+	}
 	if (!ep)
 		return RMCA_ERR_NO_MEMORY;
 	rc = ep_connect(ep, pm, 1, hs->local, hs->host, hs->deadline, &h);
+	if (!rc)
+		rmca_rails_connect(ep, 1, hs->local, hs->host, hs->deadline);
 	if (!rc)
 		rc = ep_connect_poll(ep, &h);
 	while (rc == RMCA_ERR_AGAIN) {
 		int left = rmca_ms_left(hs->deadline);
 
+		if (!left && ep_connect_late(ep, h)) {
+			rc = 0;
+			break;
+		}
 		if (!left) {
 			ep_connect_abort(ep, &h);
 			rmca_log(0, "%s: %s %s could not connect: %s", ep->peer,
@@ -1158,7 +1290,9 @@ static int establish_active(struct rmca_context *ctx, struct active_hs *hs,
 		rc = ep_connect_poll(ep, &h);
 	}
 	if (rc) {
-		free(ep);
+		if (ep->conn)
+			ep->mod->m->ops->disconnect(ep->conn);
+		ep_free_unmade(ep);
 		return rc;
 	}
 	rc = ep_finish(ep, hs->fd, hs->local);
@@ -1243,16 +1377,26 @@ int rmca_ep_accept_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 		rc = res.status == RMCA_ERR_AGAIN ? RMCA_ERR_PROTOCOL :
 						    res.status;
 	ep = rc ? NULL : ep_new(ctx, res.mod, &res.peer_mod, res.token, who);
+	if (ep && rmca_rails_new(ep, &res.plan)) {
+		free(ep);
+		ep = NULL;
+	}
 	if (!rc && !ep)
 		rc = RMCA_ERR_NO_MEMORY;
 	if (!rc)
 		rc = ep_connect(ep, &res.peer_mod, 0, res.local, host, deadline,
 				&h);
 	if (!rc)
+		rmca_rails_connect(ep, 0, res.local, host, deadline);
+	if (!rc)
 		rc = ep_connect_poll(ep, &h);
 	while (rc == RMCA_ERR_AGAIN) {
 		int left = rmca_ms_left(deadline);
 
+		if (!left && ep_connect_late(ep, h)) {
+			rc = 0;
+			break;
+		}
 		if (!left) {
 			ep_connect_abort(ep, &h);
 			rc = RMCA_ERR_TIMEOUT;
@@ -1261,10 +1405,13 @@ int rmca_ep_accept_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 		rmca_progress(ctx, left > 100 ? 100 : left);
 		rc = ep_connect_poll(ep, &h);
 	}
-	if (!rc)
+	if (!rc) {
 		rc = ep_finish(ep, fd, res.local); /* frees ep on failure */
-	else
-		free(ep);
+	} else if (ep) {
+		if (ep->conn)
+			ep->mod->m->ops->disconnect(ep->conn);
+		ep_free_unmade(ep);
+	}
 	if (rc) {
 		close(fd);
 		return rc;
@@ -1305,6 +1452,13 @@ int rmca_info_explain(rmca_context_t *ctx, const char *host_port,
 			 probe.attr.transport, probe.attr.device,
 			 hs.peer->mods[hs.peer->choice_p].device);
 		used = strlen(out);
+		for (unsigned i = 0; i < hs.peer->nrails; i++) {
+			snprintf(out + used, out_len - used,
+				 "rail %u: device %s <-> %s\n", i + 1,
+				 hs.mine->mods[hs.peer->rail_a[i]].device,
+				 hs.peer->mods[hs.peer->rail_p[i]].device);
+			used = strlen(out);
+		}
 		rmca_paths_describe(&probe, out + used, out_len - used);
 		used = strlen(out);
 		snprintf(out + used, out_len - used, "selection:\n%s",
@@ -1319,6 +1473,7 @@ void rmca_ep_destroy(struct rmca_ep *ep)
 	rmca_ctrl_close(ep);
 	ep->mod->m->ops->disconnect(ep->conn);
 	ep->conn = NULL;
+	rmca_rails_destroy(ep); /* their parts complete into requests */
 	/* What waited on the peer's core is in the request list too. */
 	for (struct rmca_req *r = ep->am_wait, *n; r; r = n) {
 		n = r->am_next;

@@ -13,8 +13,10 @@
 #include "internal.h"
 
 enum rmca_req_kind {
-	RMCA_REQ_USER, /* owes the user one completion */
+	RMCA_REQ_USER,		 /* owes the user one completion */
 	RMCA_REQ_DELIVERY_FLUSH, /* internal: proves the puts it covers */
+	RMCA_REQ_RAIL_PART,	 /* internal: one rail's part of a request
+				  * (rails.c); on no list of the endpoint */
 };
 
 struct rmca_req {
@@ -39,6 +41,11 @@ struct rmca_req {
 	struct rmca_req *cover_next;
 	struct rmca_req *covers;
 	struct rmca_req *flush;
+
+	/* split across rails (rails.c): parts not yet completed, and the
+	 * first error among them */
+	unsigned rail_parts;
+	int rail_status;
 
 	enum rmca_path path; /* RMCA_PATH_CAS_LOOP: an atomic the core builds */
 	bool verifying; /* a put or get being verified (below) */
@@ -78,6 +85,17 @@ struct rmca_req {
 			int64_t verify_deadline;
 			struct rmca_req *verify_next;
 		};
+		/* one rail's part of a put, get or flush (RMCA_REQ_RAIL_PART)
+		 */
+		struct {
+			struct rmca_req *parent;
+			const void *part_buf;
+			size_t part_len;
+			struct rmca_module_mr *part_mmr;
+			uint64_t part_raddr, part_rkey;
+			int rail; /* 0: ep->conn, else rails->r[rail - 1] */
+			struct rmca_req *part_next; /* rails->pending */
+		};
 	};
 };
 
@@ -96,6 +114,7 @@ struct rmca_ep {
 	int fail_status;
 	struct rmca_ep_attr attr;
 	char peer[96]; /* host:port, for logs */
+	char peer_device[64]; /* the peer's module's device */
 
 	/* outstanding, in post order: every op a flush waits for, and apart
 	 * the receives, which never hold a flush back */
@@ -119,6 +138,8 @@ struct rmca_ep {
 	 * the modules' own limit of outstanding operations), then AGAIN */
 	unsigned nheld;
 	struct rmca_req *verify_wait; /* failed accesses being checked */
+	struct rmca_rails *rails;     /* more pairs used beside mod (rails.c) */
+	uint64_t rma_bytes, rma_ops;  /* puts and gets posted on mod */
 };
 
 struct rmca_listener {

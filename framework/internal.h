@@ -71,6 +71,9 @@ struct rmca_context {
 	unsigned ep_max_core_ops; /* RMCA_ep_max_core_ops */
 	size_t ctrl_max_queued; /* RMCA_ctrl_max_queued */
 	int handshake_max; /* incoming handshakes per listener, at once */
+	int max_rails;	   /* RMCA_max_rails: pairs an endpoint uses at most */
+	size_t rail_min_size; /* RMCA_rail_min_size: split from this size */
+	const char *rail_transports;	   /* RMCA_rail_transports */
 	enum rmca_atomic_mode atomic_mode; /* as set */
 	enum rmca_atomic_mode atomic_resolved; /* device or cpu */
 

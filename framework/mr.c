@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "ep.h"
+#include "rails.h"
 
 #define RMCA_ACCESS_ALL                                                   \
 	(RMCA_ACCESS_LOCAL | RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE | \
@@ -81,17 +82,22 @@ int rmca_mr_reg(rmca_context_t *ctx, void *addr, size_t len, unsigned access,
 uint64_t rmca_mr_rkey(rmca_mr_t *mr, rmca_ep_t *ep)
 {
 	struct rmca_module_mr *mmr;
+	uint64_t key;
 
 	if (!mr || !ep || mr->ctx != ep->ctx)
 		return 0;
 	mmr = mr->mmr[ep->mod->index];
-	return mmr ? ep->mod->m->ops->mr_rkey(mmr, ep->conn) : 0;
+	key = mmr ? ep->mod->m->ops->mr_rkey(mmr, ep->conn) : 0;
+	if (key && ep->rails)
+		rmca_rails_announce(mr, ep, key);
+	return key;
 }
 
 void rmca_mr_destroy(struct rmca_mr *mr)
 {
 	struct rmca_context *ctx = mr->ctx;
 
+	rmca_rails_mr_gone(mr);
 	for (size_t i = 0; i <= ctx->nmods; i++) /* the self module too */
 		if (mr->mmr[i])
 			ctx->mods[i].m->ops->mr_dereg(mr->mmr[i]);

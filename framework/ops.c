@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ep.h"
+#include "rails.h"
 
 /* The list r belongs on: receives apart from what a flush orders. */
 static struct rmca_list *req_list(struct rmca_ep *ep, enum rmca_op op)
@@ -153,6 +154,14 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 {
 	struct rmca_ep *ep = r->ep;
 
+	if (r->kind == RMCA_REQ_RAIL_PART) {
+		rmca_rails_part_done(r, status);
+		return;
+	}
+	/* One rail failed, the others did not: what completes on them
+	 * after it completes as on a failed connection. */
+	if (ep->rails && ep->failed && !status && r->op != RMCA_OP_RECV)
+		status = RMCA_ERR_CONNECTION;
 	if (r->done) {
 		/* A module broke the exactly-once rule; keep ours. */
 		rmca_log(0, "%s: operation completed twice (ignored)",
@@ -209,7 +218,7 @@ void rmca_ep_flush_delivered(struct rmca_ep *ep)
 		f->covers = p;
 	}
 	ep->unflushed = NULL;
-	rc = ep->mod->m->ops->flush(ep->conn, f);
+	rc = rmca_rails_flush(ep, f);
 	if (rc == RMCA_ERR_AGAIN) {
 		/* Put them back: the next progress tries again. */
 		for (p = f->covers; p; p = p->cover_next) {
@@ -330,6 +339,16 @@ static int op_begin(struct rmca_ep *ep, enum rmca_op op, const void *buf,
 	return *r ? 1 : RMCA_ERR_NO_MEMORY;
 }
 
+/* A put or get the module took whole: counted for rmca_ep_query_rail. */
+static int rma_count(struct rmca_ep *ep, size_t len, int rc)
+{
+	if (!rc) {
+		ep->rma_bytes += len;
+		ep->rma_ops++;
+	}
+	return rc;
+}
+
 /* The module's answer to a post: refused, the request never existed. */
 static int op_end(struct rmca_req *r, int rc)
 {
@@ -347,7 +366,7 @@ int rmca_send(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 
 	if (rc != 1)
 		return rc;
-	if (!rmca_list_empty(&ep->deferred))
+	if (!rmca_list_empty(&ep->deferred) || rmca_rails_holding(ep))
 		return op_end(r, send_defer(ep, r, buf, len, mmr));
 	rc = op_end(r, ep_ops(ep)->send(ep->conn, buf, len, mmr, r));
 	if (!rc)
@@ -376,7 +395,7 @@ int rmca_send_inv(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 		r->inv_rkey = rkey_to_revoke;
 		return op_end(r, send_defer(ep, r, buf, len, mmr));
 	}
-	if (!rmca_list_empty(&ep->deferred)) {
+	if (!rmca_list_empty(&ep->deferred) || rmca_rails_holding(ep)) {
 		/* native, but behind held sends: keep the order */
 		r->native_inv = rkey_to_revoke;
 		return op_end(r, send_defer(ep, r, buf, len, mmr));
@@ -425,7 +444,11 @@ int rmca_put(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 	r->raddr = raddr;
 	r->rkey = rkey;
 	r->rlen = len;
-	rc = ep_ops(ep)->put(ep->conn, buf, len, mmr, raddr, rkey, r);
+	rc = rmca_rails_rma(ep, r, buf, len, mmr, mr, raddr, rkey);
+	if (rc == 1)
+		rc = rma_count(ep, len,
+			       ep_ops(ep)->put(ep->conn, buf, len, mmr, raddr,
+					       rkey, r));
 	if (rc && r->needs_flush)
 		ep->unflushed = r->cover_next;
 	return op_end(r, rc);
@@ -443,8 +466,12 @@ int rmca_get(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
 	r->raddr = raddr;
 	r->rkey = rkey;
 	r->rlen = len;
-	return op_end(r, ep_ops(ep)->get(ep->conn, buf, len, mmr, raddr, rkey,
-					 r));
+	rc = rmca_rails_rma(ep, r, buf, len, mmr, mr, raddr, rkey);
+	if (rc == 1)
+		rc = rma_count(ep, len,
+			       ep_ops(ep)->get(ep->conn, buf, len, mmr, raddr,
+					       rkey, r));
+	return op_end(r, rc);
 }
 
 int rmca_atomic(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
@@ -510,5 +537,5 @@ int rmca_flush(rmca_ep_t *ep, void *user_ctx)
 	r = rmca_req_new(ep, RMCA_OP_FLUSH, RMCA_REQ_USER, user_ctx);
 	if (!r)
 		return RMCA_ERR_NO_MEMORY;
-	return op_end(r, ep_ops(ep)->flush(ep->conn, r));
+	return op_end(r, rmca_rails_flush(ep, r));
 }

@@ -26,6 +26,7 @@
 #include <rmca/support/clock.h>
 
 #include "ep.h"
+#include "rails.h"
 
 /* Requests kept for reuse, so that a post does not allocate: as many as
  * were ever outstanding at once, up to this many. */
@@ -182,6 +183,7 @@ static void core_work(struct rmca_context *ctx)
 			rmca_verify_expire(ep);
 		more |= ep->unflushed || !rmca_list_empty(&ep->deferred) ||
 			ep->verify_wait;
+		more |= ep->rails && rmca_rails_work(ep);
 	}
 	ctx->cq->work_due = more;
 }

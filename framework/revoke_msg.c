@@ -11,6 +11,7 @@
 #include "ctrl.h"
 #include "ep.h"
 #include "paths.h"
+#include "rails.h"
 
 int rmca_revoke_send(struct rmca_ep *ep, struct rmca_req *r)
 {
@@ -62,6 +63,8 @@ void rmca_deferred_post(struct rmca_ep *ep)
 {
 	struct rmca_req *r;
 
+	if (rmca_rails_holding(ep))
+		return; /* keys announced first (rails.c) */
 	while ((r = rmca_list_first(&ep->deferred, struct rmca_req,
 				    defer_link)) &&
 	       (!r->inv_rkey || r->acked)) {

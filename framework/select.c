@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,6 +8,8 @@
 #include <rmca/component.h>
 
 #include "select.h"
+
+#define RMCA_ARRAY_LEN(x) (sizeof(x) / sizeof((x)[0]))
 
 static void note(struct rmca_selection *sel, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -129,4 +132,81 @@ int rmca_select(const struct rmca_wire_mod *amods, int na,
 	     pmods[sel->p].device, amods[sel->a].priority,
 	     pmods[sel->p].priority, sel->route[0] ? "; " : "", sel->route);
 	return 0;
+}
+
+/* A candidate pair for a rail, before pairs are taken. */
+struct rail_cand {
+	int a, p, r;
+};
+
+int rmca_select_rails(const struct rmca_wire_mod *amods, int na,
+		      const struct rmca_wire_mod *pmods, int np,
+		      int local_is_active, int peer_is_local,
+		      rmca_reach_fn reach, void *arg, int max,
+		      struct rmca_selection *sel, uint8_t *rail_a,
+		      uint8_t *rail_p)
+{
+	struct rail_cand cand[64];
+	long long want;
+	int ncand = 0, n = 0;
+
+	if (sel->a < 0 || max <= 1)
+		return 0;
+	want = (long long)amods[sel->a].priority + pmods[sel->p].priority;
+	for (int a = 0; a < na; a++) {
+		for (int p = 0; p < np; p++) {
+			const struct rmca_wire_mod *am = &amods[a],
+						   *pm = &pmods[p];
+			uint32_t both = am->caps & pm->caps;
+			char why[256] = "";
+			int r, i;
+
+			if (a == sel->a || p == sel->p ||
+			    strcmp(am->component, amods[sel->a].component) ||
+			    strcmp(pm->component, am->component) ||
+			    (long long)am->priority + pm->priority != want ||
+			    (peer_is_local && !(both & RMCA_CAP_LOOPBACK)))
+				continue;
+			r = reach ? reach(arg, local_is_active ? a : p,
+					  local_is_active ? p : a, why,
+					  sizeof(why))
+				  : 1;
+			if (r <= 0)
+				continue;
+			/* kept in the order of the rule; the worst falls
+			 * off when there are more than can be used */
+			for (i = ncand; i > 0; i--) {
+				struct rmca_selection s = {
+					.a = cand[i - 1].a,
+					.p = cand[i - 1].p,
+					.rank = cand[i - 1].r};
+
+				if (!better(amods, pmods, a, p, r, &s))
+					break;
+				if (i < (int)RMCA_ARRAY_LEN(cand))
+					cand[i] = cand[i - 1];
+			}
+			if (i < (int)RMCA_ARRAY_LEN(cand)) {
+				cand[i] = (struct rail_cand){a, p, r};
+				if (ncand < (int)RMCA_ARRAY_LEN(cand))
+					ncand++;
+			}
+		}
+	}
+	for (int i = 0; i < ncand && n < max - 1; i++) {
+		bool used = false;
+
+		for (int j = 0; j < n; j++)
+			used |= rail_a[j] == cand[i].a ||
+				rail_p[j] == cand[i].p;
+		if (used)
+			continue;
+		rail_a[n] = (uint8_t)cand[i].a;
+		rail_p[n] = (uint8_t)cand[i].p;
+		n++;
+		note(sel, "rail %d: %s %s<->%s beside the chosen pair", n,
+		     amods[cand[i].a].component, amods[cand[i].a].device,
+		     pmods[cand[i].p].device);
+	}
+	return n;
 }

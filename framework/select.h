@@ -41,4 +41,19 @@ int rmca_select(const struct rmca_wire_mod *amods, int na,
 		int peer_is_local, uint32_t required_caps, rmca_reach_fn reach,
 		void *arg, struct rmca_selection *sel);
 
+/*
+ * Rails: more pairs of modules to use beside the chosen one (sel, filled
+ * by rmca_select): pairs of the chosen pair's component whose priorities
+ * sum to the chosen pair's, that pass the same filters, taken in the
+ * order of the selection rule so that no module of either side is in two
+ * pairs. At most max - 1 pairs, into rail_a[] and rail_p[]; returns how
+ * many. Each pair taken is noted in sel->reasons.
+ */
+int rmca_select_rails(const struct rmca_wire_mod *amods, int na,
+		      const struct rmca_wire_mod *pmods, int np,
+		      int local_is_active, int peer_is_local,
+		      rmca_reach_fn reach, void *arg, int max,
+		      struct rmca_selection *sel, uint8_t *rail_a,
+		      uint8_t *rail_p);
+
 #endif

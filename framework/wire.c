@@ -84,6 +84,14 @@ int rmca_hello_encode(const struct rmca_hello *h, uint8_t *buf, size_t len)
 			put_le(&w, m->addr_len, 2);
 			put_bytes(&w, m->addr, m->addr_len);
 		}
+		if (h->nrails > RMCA_WIRE_MAX_RAILS)
+			return RMCA_ERR_INVALID;
+		put_u8(&w, h->nrails);
+		for (unsigned i = 0;
+		     h->role == RMCA_ROLE_PASSIVE && i < h->nrails; i++) {
+			put_u8(&w, h->rail_a[i]);
+			put_u8(&w, h->rail_p[i]);
+		}
 	}
 	return w.overflow ? RMCA_ERR_NO_MEMORY : (int)w.off;
 }
@@ -203,6 +211,29 @@ int rmca_hello_decode(const uint8_t *buf, size_t len, struct rmca_hello *h,
 		if (h->choice_a != RMCA_WIRE_NO_CHOICE &&
 		    h->choice_p == RMCA_WIRE_NO_CHOICE)
 			BAD("half a transport choice");
+		h->nrails = (uint8_t)get_le(&r, 1);
+		if (r.short_read)
+			BAD("truncated hello (no rail count)");
+		if (h->nrails > RMCA_WIRE_MAX_RAILS)
+			BAD("%u rails, at most %u", h->nrails,
+			    RMCA_WIRE_MAX_RAILS);
+		if (h->role == RMCA_ROLE_PASSIVE && h->nrails &&
+		    h->choice_p == RMCA_WIRE_NO_CHOICE)
+			BAD("rails without a transport choice");
+		/* the active side says how many it takes; the passive's
+		 * answer lists them */
+		for (unsigned i = 0;
+		     h->role == RMCA_ROLE_PASSIVE && i < h->nrails; i++) {
+			h->rail_a[i] = (uint8_t)get_le(&r, 1);
+			h->rail_p[i] = (uint8_t)get_le(&r, 1);
+			if (r.short_read)
+				BAD("truncated rail %u", i);
+			/* the active's indexes are checked by the active side,
+			 * which knows what it offered */
+			if (h->rail_p[i] >= h->nmods)
+				BAD("rail %u names module %u of %u", i,
+				    h->rail_p[i], h->nmods);
+		}
 		break;
 	default:
 		BAD("unknown message kind %u", h->kind);

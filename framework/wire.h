@@ -7,9 +7,14 @@
  *   u32 length of what follows (<= RMCA_HELLO_MAX)
  *   u32 magic "RMCA"   u16 version   u8 kind   u8 reserved
  *   kind HELLO:  u64 token, u8 role, u8 atomic_mode, u8 choice_a, u8 choice_p,
- *                u64 netns, str boot_id, u8 nmods, nmods x module
+ *                u64 netns, str boot_id, u8 nmods, nmods x module,
+ *                u8 nrails, nrails x rail
  *       module:  str component, str device, u32 caps, i32 priority,
  *                u16 addr_len, addr bytes
+ *       rail:    u8 active's module, u8 passive's module
+ *       (version 2: nrails in an active or probe hello is how many pairs
+ *       it takes beside the choice, and no rail follows; the passive's
+ *       answer lists that many at most, framework/rails.c)
  *   kind REJECT: u16 status (negated rmca_status), str reason
  *   str: u8 length, bytes (no NUL)
  */
@@ -20,11 +25,13 @@
 #include <stdint.h>
 
 #define RMCA_WIRE_MAGIC 0x41434d52u /* "RMCA" little-endian */
-#define RMCA_WIRE_VERSION 1
+#define RMCA_WIRE_VERSION   2
 #define RMCA_HELLO_MAX 16384
 #define RMCA_HELLO_MAX_MODS 32
 #define RMCA_WIRE_ADDR_MAX 256
 #define RMCA_WIRE_NO_CHOICE 0xff
+/* pairs beside the chosen one: RMCA_max_rails is at most 1 + this */
+#define RMCA_WIRE_MAX_RAILS 7
 
 enum rmca_wire_kind {
 	RMCA_WIRE_HELLO = 1,
@@ -58,6 +65,10 @@ struct rmca_hello {
 	char boot_id[40];
 	uint8_t nmods;
 	struct rmca_wire_mod mods[RMCA_HELLO_MAX_MODS];
+	/* active: how many more pairs it takes beside the choice; passive's
+	 * answer: those pairs, used together with the choice (rails) */
+	uint8_t nrails;
+	uint8_t rail_a[RMCA_WIRE_MAX_RAILS], rail_p[RMCA_WIRE_MAX_RAILS];
 	/* REJECT */
 	int status;
 	char reason[256];

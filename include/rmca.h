@@ -157,6 +157,23 @@ int rmca_job_fence(rmca_context_t *ctx, int timeout_ms);
 /* The library's version string ("0.1.0"). */
 const char *rmca_version(void);
 
+/* One rail of an endpoint: a pair of devices of one transport that carries
+ * its operations beside the others (RMCA_max_rails). Rail 0 is the pair
+ * rmca_ep_query names; it carries messages, atomics and every operation
+ * that is not split. */
+struct rmca_ep_rail {
+	char transport[16];   /* "ib", "iwarp", ... */
+	char device[64];      /* this side's device */
+	char peer_device[64]; /* the peer's */
+	int up;		      /* connected; 0: it failed to connect or failed */
+	uint64_t bytes;	      /* bytes of puts and gets posted on it */
+	uint64_t ops; /* puts and gets, or parts of them, posted on it */
+};
+/* Fills *rail for rail index (0 first). RMCA_ERR_NOT_FOUND past the last
+ * rail of ep: an endpoint on one pair has rail 0 only. */
+int rmca_ep_query_rail(const rmca_ep_t *ep, int index,
+		       struct rmca_ep_rail *rail);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

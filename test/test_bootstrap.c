@@ -115,7 +115,7 @@ static void listener_refuses_another_protocol_version(void **state)
 	capture_start(&saved, &f);
 	assert_int_equal(rmca_accept(l, 2000, &ep), RMCA_ERR_PROTOCOL);
 	log = capture_end(saved, f);
-	if (!strstr(log, "protocol version 2, expected 1"))
+	if (!strstr(log, "protocol version 3, expected 2"))
 		fail_msg("no reason logged: '%s'", log);
 
 	/* the odd peer is told why, in a reject it can read */
@@ -187,7 +187,7 @@ static void connect_refuses_a_listener_of_another_version(void **state)
 	rmca_finalize(ctx);
 	pthread_join(t, NULL);
 	close(lfd);
-	if (!strstr(log, "protocol version 9, expected 1"))
+	if (!strstr(log, "protocol version 9, expected 2"))
 		fail_msg("no reason logged: '%s'", log);
 }
 

@@ -177,6 +177,44 @@ static void the_addressed_route_wins_among_equal_priorities(void **state)
 	assert_int_equal(s.p, 0);
 }
 
+/* Rails: the other pairs of the chosen transport at the chosen priority,
+ * no device of either side in two pairs, other transports and lower
+ * priorities never, and at most max - 1 of them. */
+static void rails_pair_distinct_devices_of_equal_priority(void **state)
+{
+	struct rmca_wire_mod a[] = {
+		mod("ib", "rxe0", ALL, 50), mod("ib", "rxe1", ALL, 50),
+		mod("ib", "rxe2", ALL, 40), mod("tcp", "lo", ALL, 50)};
+	struct rmca_wire_mod p[] = {
+		mod("ib", "rxe0", ALL, 50), mod("ib", "rxe1", ALL, 50),
+		mod("ib", "rxe2", ALL, 40), mod("tcp", "lo", ALL, 50)};
+	uint8_t ra[8], rp[8];
+	struct rmca_selection s;
+
+	(void)state;
+	assert_int_equal(rmca_select(a, 4, p, 4, 0, 1, 0, route_of, p, &s), 0);
+	assert_int_equal(s.a, 1);
+	assert_int_equal(
+		rmca_select_rails(a, 4, p, 4, 0, 1, route_of, p, 4, &s, ra, rp),
+		1);
+	/* rxe0<->rxe1 is unreachable, rxe2 is of a lower priority, tcp is
+	 * another transport: rxe0<->rxe0 alone */
+	assert_int_equal(ra[0], 0);
+	assert_int_equal(rp[0], 0);
+	assert_non_null(strstr(s.reasons, "rail 1: ib rxe0<->rxe0"));
+	/* max 1: none */
+	assert_int_equal(
+		rmca_select_rails(a, 4, p, 4, 0, 1, route_of, p, 1, &s, ra, rp),
+		0);
+	/* every pair reaches: still each device once */
+	assert_int_equal(rmca_select(a, 2, p, 2, 0, 1, 0, NULL, NULL, &s), 0);
+	assert_int_equal(
+		rmca_select_rails(a, 2, p, 2, 0, 1, NULL, NULL, 4, &s, ra, rp),
+		1);
+	assert_int_equal(ra[0], s.a == 0 ? 1 : 0);
+	assert_int_equal(rp[0], s.p == 0 ? 1 : 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -185,8 +223,11 @@ int main(void)
 		cmocka_unit_test(local_peer_skips_module_without_loopback),
 		cmocka_unit_test(missing_component_on_one_side_is_explained),
 		cmocka_unit_test(required_caps_filter_pairs),
-		cmocka_unit_test(unreachable_pairs_are_skipped_with_the_modules_reason),
-		cmocka_unit_test(the_addressed_route_wins_among_equal_priorities),
+		cmocka_unit_test(
+			unreachable_pairs_are_skipped_with_the_modules_reason),
+		cmocka_unit_test(
+			the_addressed_route_wins_among_equal_priorities),
+		cmocka_unit_test(rails_pair_distinct_devices_of_equal_priority),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

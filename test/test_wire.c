@@ -72,6 +72,56 @@ static void hello_round_trip_keeps_every_field(void **state)
 	assert_int_equal(d.mods[1].priority, -1);
 }
 
+/* Version 2: the active side says how many rails it takes, the passive's
+ * answer lists them; a rail naming a module the answer lacks, or more
+ * rails than allowed, is refused. */
+static void rails_round_trip_and_bad_rails_are_refused(void **state)
+{
+	struct rmca_hello h, d;
+	uint8_t buf[RMCA_HELLO_MAX];
+	char why[128];
+	int n;
+
+	(void)state;
+	sample(&h);
+	h.nrails = 3;
+	n = encode(&h, buf);
+	assert_int_equal(
+		rmca_hello_decode(buf, (size_t)n, &d, why, sizeof(why)), 0);
+	assert_int_equal(d.nrails, 3);
+
+	h.role = RMCA_ROLE_PASSIVE;
+	h.choice_a = 0;
+	h.choice_p = 0;
+	h.nrails = 1;
+	h.rail_a[0] = 5; /* the active's: checked by the active side */
+	h.rail_p[0] = 1;
+	n = encode(&h, buf);
+	assert_int_equal(
+		rmca_hello_decode(buf, (size_t)n, &d, why, sizeof(why)), 0);
+	assert_int_equal(d.nrails, 1);
+	assert_int_equal(d.rail_a[0], 5);
+	assert_int_equal(d.rail_p[0], 1);
+
+	h.rail_p[0] = 2; /* the answer has two modules */
+	n = encode(&h, buf);
+	assert_int_equal(
+		rmca_hello_decode(buf, (size_t)n, &d, why, sizeof(why)),
+		RMCA_ERR_PROTOCOL);
+	assert_non_null(strstr(why, "rail 0 names module 2 of 2"));
+
+	h.rail_p[0] = 1;
+	n = encode(&h, buf);
+	buf[n - 3] = RMCA_WIRE_MAX_RAILS + 1; /* the rail count */
+	assert_int_equal(
+		rmca_hello_decode(buf, (size_t)n, &d, why, sizeof(why)),
+		RMCA_ERR_PROTOCOL);
+	assert_non_null(strstr(why, "rails, at most"));
+
+	h.nrails = RMCA_WIRE_MAX_RAILS + 1;
+	assert_true(rmca_hello_encode(&h, buf, RMCA_HELLO_MAX) < 0);
+}
+
 static void reject_round_trip_keeps_status_and_reason(void **state)
 {
 	struct rmca_hello h = { .version = RMCA_WIRE_VERSION,
@@ -253,6 +303,20 @@ static void ctrl_messages_round_trip(void **state)
 	m = (struct rmca_ctrl_msg){ .type = RMCA_CTRL_REVOKE_ACK, .id = 3 };
 	ctrl_round_trip(&m, &d);
 	assert_int_equal(d.status, 0);
+
+	m = (struct rmca_ctrl_msg){.type = RMCA_CTRL_RAIL_KEY,
+				   .id = 0x1aa,
+				   .rkey = 0x1bb,
+				   .raddr = 0x7f0000001000,
+				   .len = 4096,
+				   .access = 2};
+	ctrl_round_trip(&m, &d);
+	assert_true(d.id == 0x1aa && d.rkey == 0x1bb &&
+		    d.raddr == 0x7f0000001000 && d.len == 4096 &&
+		    d.access == 2);
+	m = (struct rmca_ctrl_msg){.type = RMCA_CTRL_RAIL_KEY_ACK, .id = 5};
+	ctrl_round_trip(&m, &d);
+	assert_true(d.id == 5);
 }
 
 static void malformed_ctrl_messages_are_refused(void **state)
@@ -287,6 +351,23 @@ static void malformed_ctrl_messages_are_refused(void **state)
 	assert_int_equal(rmca_ctrl_decode(buf + 4, (size_t)n - 4, &d, why,
 					  sizeof(why)),
 			 RMCA_ERR_PROTOCOL);
+	/* a rail key of no region, or of one that wraps around */
+	m = (struct rmca_ctrl_msg){.type = RMCA_CTRL_RAIL_KEY,
+				   .id = 1,
+				   .rkey = 2,
+				   .raddr = ~0ull - 10,
+				   .len = 64,
+				   .access = 1};
+	n = rmca_ctrl_encode(&m, buf, sizeof(buf));
+	assert_int_equal(
+		rmca_ctrl_decode(buf + 4, (size_t)n - 4, &d, why, sizeof(why)),
+		RMCA_ERR_PROTOCOL);
+	m.raddr = 4096;
+	m.len = 0;
+	n = rmca_ctrl_encode(&m, buf, sizeof(buf));
+	assert_int_equal(
+		rmca_ctrl_decode(buf + 4, (size_t)n - 4, &d, why, sizeof(why)),
+		RMCA_ERR_PROTOCOL);
 }
 
 int main(void)
@@ -294,6 +375,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(hello_round_trip_keeps_every_field),
 		cmocka_unit_test(reject_round_trip_keeps_status_and_reason),
+		cmocka_unit_test(rails_round_trip_and_bad_rails_are_refused),
 		cmocka_unit_test(every_truncation_is_refused),
 		cmocka_unit_test(trailing_bytes_are_refused),
 		cmocka_unit_test(other_version_is_refused_and_named),

@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Rails (issue 14): where two device pairs of one transport reach a peer
+ * at the same priority, the endpoint uses both. Same host: rxe0 and rxe1
+ * (or siw0 and siw1) on two subnets; on iwarp also two hosts, two network
+ * namespaces joined by two veth pairs, two siw devices each
+ * (contrib/vm/two-hosts.sh). Checked on both sides: rmca_ep_query_rail
+ * names both pairs; a 4 MiB put and get, whose key the target sent in a
+ * message, are split across both rails (each rail's byte count grows)
+ * and arrive byte for byte; a small put stays on rail 0; RMCA_max_rails=1
+ * makes one rail. Runs in the check-vm guest as root, like
+ * test_verbs_route; skips elsewhere.
+ */
+#define _GNU_SOURCE /* setns */
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "api_util.h"
+#include "tap_skip.h"
+
+struct dev {
+	const char *name, *addr;
+};
+
+static char transport[16];
+static struct dev first, second;
+static char why_skip[160];
+static bool added, hosts_added;
+
+/* contrib/vm/SCRIPT VERB [transport] */
+static int helper(const char *script, const char *verb)
+{
+	const char *src = getenv("RMCATEST_SRCDIR");
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "sh '%s/../contrib/vm/%s' %s %s >/dev/null",
+		 src ? src : ".", script, verb, transport);
+	return system(cmd);
+}
+
+static int group_setup(void **state)
+{
+	const char *t = getenv("RMCA_transports");
+	char path[128];
+
+	(void)state;
+	snprintf(transport, sizeof(transport), "%s", t && *t ? t : "ib");
+	if (!strcmp(transport, "ib")) {
+		first = (struct dev){"rxe0", "10.0.0.1"};
+		second = (struct dev){"rxe1", "10.0.2.1"};
+	} else if (!strcmp(transport, "iwarp")) {
+		first = (struct dev){"siw0", "10.0.1.1"};
+		second = (struct dev){"siw1", "10.0.3.1"};
+	} else {
+		snprintf(why_skip, sizeof(why_skip),
+			 "RMCA_transports=%s: ib or iwarp only", transport);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s", first.name);
+	if (access(path, F_OK)) {
+		snprintf(why_skip, sizeof(why_skip),
+			 "no %s: not in the check-vm guest", first.name);
+		return 0;
+	}
+	if (geteuid()) {
+		snprintf(why_skip, sizeof(why_skip), "adding %s needs root",
+			 second.name);
+		return 0;
+	}
+	/* In the guest as root, the second device must come up. */
+	if (helper("second-device.sh", "add")) {
+		print_error("cannot add %s (%s)\n", second.name, second.addr);
+		return -1;
+	}
+	added = true;
+	if (!strcmp(transport, "iwarp")) {
+		if (helper("two-hosts.sh", "add")) {
+			print_error("cannot set up the two hosts\n");
+			return -1;
+		}
+		hosts_added = true;
+	}
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	if (added && helper("second-device.sh", "del"))
+		print_error("cannot remove %s\n", second.name);
+	if (hosts_added && helper("two-hosts.sh", "del"))
+		print_error("cannot remove the two hosts\n");
+	return 0;
+}
+
+static void need_devices(void)
+{
+	if (why_skip[0])
+		TAP_SKIP("%s", why_skip);
+}
+
+/* This process into network namespace ns (made by ip netns add). */
+static void enter(const char *ns)
+{
+	char path[128];
+	int fd;
+
+	if (!ns)
+		return;
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	API_CHECK_MSG(fd >= 0 && !setns(fd, CLONE_NEWNET),
+		      "cannot enter network namespace %s", ns);
+	close(fd);
+}
+
+#define BIG   (4u << 20)
+#define SMALL 4096u
+
+struct want {
+	const char *addr; /* the listener's */
+	const char *server_ns, *client_ns;
+	const char *dev0[2], *dev1[2]; /* rails 0 and 1: server's, client's */
+	int rails;		       /* expected */
+};
+
+/* The endpoint's rails are the expected pairs, on this side. */
+static void check_rails(struct api_peer *p, const struct want *w)
+{
+	int side = p->is_server ? 0 : 1;
+	struct rmca_ep_rail r;
+
+	for (int i = 0; i < w->rails; i++) {
+		const char *dev = i ? w->dev1[side] : w->dev0[side];
+		const char *peer = i ? w->dev1[!side] : w->dev0[!side];
+
+		API_CHECK_OK(rmca_ep_query_rail(p->ep, i, &r));
+		API_CHECK_MSG(!strcmp(r.transport, transport) &&
+				      !strcmp(r.device, dev) &&
+				      !strcmp(r.peer_device, peer) && r.up,
+			      "%s: rail %d is %s %s<->%s (up %d), expected %s "
+			      "%s<->%s",
+			      p->is_server ? "listener" : "connecting side", i,
+			      r.transport, r.device, r.peer_device, r.up,
+			      transport, dev, peer);
+	}
+	API_CHECK_RC(rmca_ep_query_rail(p->ep, w->rails, &r),
+		     RMCA_ERR_NOT_FOUND);
+	API_CHECK_RC(rmca_ep_query_rail(p->ep, -1, &r), RMCA_ERR_INVALID);
+}
+
+static uint64_t rail_bytes(struct api_peer *p, int i)
+{
+	struct rmca_ep_rail r;
+
+	API_CHECK_OK(rmca_ep_query_rail(p->ep, i, &r));
+	return r.bytes;
+}
+
+/* The target: a region, its key sent in a message on the endpoint (the
+ * way middleware hands keys out), then it checks what was put and serves
+ * what is got. */
+static void target(struct api_peer *p, const struct want *w)
+{
+	unsigned char *buf = api_alloc(BIG), *msg = api_alloc(64);
+	rmca_mr_t *mr, *mmr;
+	uint64_t reg[2];
+
+	API_CHECK_OK(rmca_mr_reg(
+		p->ctx, buf, BIG,
+		RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE, &mr));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, msg, 64, RMCA_ACCESS_LOCAL, &mmr));
+	memset(buf, 0, BIG);
+	reg[0] = (uint64_t)(uintptr_t)buf;
+	reg[1] = rmca_mr_rkey(mr, p->ep);
+	API_CHECK(reg[1] != 0);
+	memcpy(msg, reg, sizeof(reg));
+	api_send_wait(p, p->ep, msg, sizeof(reg), mmr);
+	/* the put is flushed: it is all there */
+	api_expect_token(p, 0, API_TOKEN_GO);
+	API_CHECK_MSG(api_pattern_check(buf, BIG, 21) < 0,
+		      "the striped put arrived changed at byte %ld",
+		      api_pattern_check(buf, BIG, 21));
+	api_pattern(buf, BIG, 22);
+	api_token(p, 0, API_TOKEN_GO);
+	/* the peer gets it, then a small put; then both close */
+	api_expect_token(p, 0, API_TOKEN_GO);
+	(void)w;
+	API_CHECK_OK(rmca_mr_dereg(mmr));
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(msg);
+	free(buf);
+}
+
+static void initiator(struct api_peer *p, const struct want *w)
+{
+	unsigned char *buf = api_alloc(BIG), *msg = api_alloc(64);
+	uint64_t reg[2], b0, b1;
+	rmca_mr_t *mr, *mmr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, BIG, RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, msg, 64, RMCA_ACCESS_LOCAL, &mmr));
+	API_CHECK(api_recv_wait(p, p->ep, msg, 64, mmr) == sizeof(reg));
+	memcpy(reg, msg, sizeof(reg));
+	b0 = rail_bytes(p, 0);
+	b1 = w->rails > 1 ? rail_bytes(p, 1) : 0;
+
+	api_pattern(buf, BIG, 21);
+	API_CHECK_OK(API_POST(p, rmca_put(p->ep, buf, BIG, mr, reg[0], reg[1],
+					  RMCA_DELIVERED, API_CTX(1))));
+	api_wait_status(p, API_CTX(1), RMCA_OK);
+	API_CHECK_OK(API_POST(p, rmca_flush(p->ep, API_CTX(2))));
+	api_wait_status(p, API_CTX(2), RMCA_OK);
+	if (w->rails > 1)
+		API_CHECK_MSG(rail_bytes(p, 0) > b0 && rail_bytes(p, 1) > b1 &&
+				      rail_bytes(p, 0) - b0 + rail_bytes(p, 1) -
+						      b1 ==
+					      BIG,
+			      "the 4 MiB put was not split: rail 0 carried "
+			      "%llu bytes, rail 1 %llu",
+			      (unsigned long long)(rail_bytes(p, 0) - b0),
+			      (unsigned long long)(rail_bytes(p, 1) - b1));
+	else
+		API_CHECK(rail_bytes(p, 0) - b0 == BIG);
+	api_token(p, 0, API_TOKEN_GO);
+
+	api_expect_token(p, 0, API_TOKEN_GO);
+	memset(buf, 0, BIG);
+	b0 = rail_bytes(p, 0);
+	b1 = w->rails > 1 ? rail_bytes(p, 1) : 0;
+	API_CHECK_OK(API_POST(
+		p, rmca_get(p->ep, buf, BIG, mr, reg[0], reg[1], API_CTX(3))));
+	api_wait_status(p, API_CTX(3), RMCA_OK);
+	API_CHECK_MSG(api_pattern_check(buf, BIG, 22) < 0,
+		      "the striped get arrived changed at byte %ld",
+		      api_pattern_check(buf, BIG, 22));
+	if (w->rails > 1)
+		API_CHECK_MSG(rail_bytes(p, 0) > b0 && rail_bytes(p, 1) > b1,
+			      "the 4 MiB get was not split: rail 0 carried "
+			      "%llu bytes, rail 1 %llu",
+			      (unsigned long long)(rail_bytes(p, 0) - b0),
+			      (unsigned long long)(rail_bytes(p, 1) - b1));
+
+	/* below RMCA_rail_min_size: rail 0 alone */
+	b0 = rail_bytes(p, 0);
+	b1 = w->rails > 1 ? rail_bytes(p, 1) : 0;
+	API_CHECK_OK(API_POST(p, rmca_put(p->ep, buf, SMALL, mr, reg[0], reg[1],
+					  0, API_CTX(4))));
+	api_wait_status(p, API_CTX(4), RMCA_OK);
+	API_CHECK(rail_bytes(p, 0) - b0 == SMALL);
+	if (w->rails > 1)
+		API_CHECK(rail_bytes(p, 1) == b1);
+	API_CHECK_OK(API_POST(p, rmca_flush(p->ep, API_CTX(5))));
+	api_wait_status(p, API_CTX(5), RMCA_OK);
+	api_token(p, 0, API_TOKEN_GO);
+	API_CHECK_OK(rmca_mr_dereg(mmr));
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(msg);
+	free(buf);
+}
+
+static void both(struct api_peer *p)
+{
+	const struct want *w = p->arg;
+
+	enter(p->is_server ? w->server_ns : w->client_ns);
+	if (p->is_server) {
+		api_server_listen(p, w->addr);
+		api_server_accept_all(p);
+	} else {
+		api_client_connect(p, w->addr);
+	}
+	check_rails(p, w);
+	if (p->is_server)
+		target(p, w);
+	else
+		initiator(p, w);
+}
+
+static void run(const struct want *w)
+{
+	struct api_test t = {.server = both,
+			     .client = both,
+			     .manual = true,
+			     .arg = (void *)w};
+
+	api_run(&t);
+}
+
+/* Same host, addressed on the second subnet: rail 0 is the second
+ * device's pair (the route), rail 1 the first's. */
+static void test_same_host_two_rails(void **state)
+{
+	struct want w = {.addr = second.addr, .rails = 2};
+
+	(void)state;
+	need_devices();
+	w.dev0[0] = w.dev0[1] = second.name;
+	w.dev1[0] = w.dev1[1] = first.name;
+	run(&w);
+}
+
+static void test_max_rails_1_makes_one_rail(void **state)
+{
+	struct want w = {.addr = second.addr, .rails = 1};
+
+	(void)state;
+	need_devices();
+	w.dev0[0] = w.dev0[1] = second.name;
+	setenv("RMCA_max_rails", "1", 1);
+	run(&w);
+	unsetenv("RMCA_max_rails");
+}
+
+static void test_two_hosts_two_rails(void **state)
+{
+	const struct want w = {.addr = "10.5.1.2",
+			       .server_ns = "rmca-b",
+			       .client_ns = "rmca-a",
+			       .dev0 = {"siwb1", "siwa1"},
+			       .dev1 = {"siwb0", "siwa0"},
+			       .rails = 2};
+
+	(void)state;
+	need_devices();
+	if (!hosts_added)
+		TAP_SKIP("iwarp only: rxe's rdma_cm does not cross network "
+			 "namespaces");
+	run(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_same_host_two_rails),
+		cmocka_unit_test(test_max_rails_1_makes_one_rail),
+		cmocka_unit_test(test_two_hosts_two_rails),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
