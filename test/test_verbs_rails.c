@@ -8,8 +8,11 @@
  * names both pairs; a 4 MiB put and get, whose key the target sent in a
  * message, are split across both rails (each rail's byte count grows)
  * and arrive byte for byte; a small put stays on rail 0; RMCA_max_rails=1
- * makes one rail. Runs in the check-vm guest as root, like
- * test_verbs_route; skips elsewhere.
+ * makes one rail. A rail whose link goes down mid-run (its netdev set
+ * down on both ends) fails the endpoint: every operation outstanding, or
+ * posted after, completes once with RMCA_ERR_CONNECTION, and a new
+ * endpoint is made of the rail that remains and moves data. Runs in the
+ * check-vm guest as root, like test_verbs_route; skips elsewhere.
  */
 #define _GNU_SOURCE /* setns */
 #include <fcntl.h>
@@ -338,12 +341,185 @@ static void test_two_hosts_two_rails(void **state)
 	run(&w);
 }
 
+/* ---- a rail's link goes down ---- */
+
+#define NPUT 4
+
+struct fault {
+	struct want w;	       /* two rails; rail 1's link goes down */
+	const char *down, *up; /* shell commands */
+	/* Ops posted right after the link went down are still outstanding
+	 * when the port's failure is read (siw: 2 MiB cannot leave through a
+	 * link that is down); rxe on one host loops back without the link,
+	 * so there the failure is waited for first. */
+	bool outstanding;
+	struct want after; /* the endpoint made after it */
+};
+
+static void sh(const char *cmd)
+{
+	API_CHECK_MSG(system(cmd) == 0, "'%s' failed", cmd);
+}
+
+static void fault_server(struct api_peer *p)
+{
+	const struct fault *f = p->arg;
+	unsigned char *buf = api_alloc(BIG), *msg = api_alloc(64);
+	rmca_mr_t *mr, *mmr;
+	uint64_t reg[2];
+
+	enter(f->w.server_ns);
+	api_server_listen(p, f->w.addr);
+	api_server_accept_all(p);
+	check_rails(p, &f->w);
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, BIG, RMCA_ACCESS_REMOTE_WRITE, &mr));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, msg, 64, RMCA_ACCESS_LOCAL, &mmr));
+	reg[0] = (uint64_t)(uintptr_t)buf;
+	reg[1] = rmca_mr_rkey(mr, p->ep);
+	memcpy(msg, reg, sizeof(reg));
+	api_send_wait(p, p->ep, msg, sizeof(reg), mmr);
+	/* the client saw its operations fail and closed its endpoint */
+	api_expect_token(p, 0, API_TOKEN_GO);
+	rmca_ep_close(p->ep);
+	API_CHECK_OK(rmca_mr_dereg(mmr));
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(msg);
+	free(buf);
+	/* the next endpoint: the rail that remains */
+	api_server_accept_all(p);
+	check_rails(p, &f->after);
+	target(p, &f->after);
+}
+
+static void fault_client(struct api_peer *p)
+{
+	const struct fault *f = p->arg;
+	unsigned char *buf = api_alloc(BIG), *msg = api_alloc(64);
+	struct rmca_completion c;
+	struct rmca_ep_rail r;
+	rmca_mr_t *mr, *mmr;
+	uint64_t reg[2];
+	long t0;
+	int i;
+
+	enter(f->w.client_ns);
+	api_client_connect(p, f->w.addr);
+	check_rails(p, &f->w);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, BIG, RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, msg, 64, RMCA_ACCESS_LOCAL, &mmr));
+	API_CHECK(api_recv_wait(p, p->ep, msg, 64, mmr) == sizeof(reg));
+	memcpy(reg, msg, sizeof(reg));
+
+	sh(f->down);
+	if (!f->outstanding) {
+		t0 = api_now_ms();
+		do {
+			api_progress(p);
+			API_CHECK_OK(rmca_ep_query_rail(p->ep, 1, &r));
+		} while (r.up && api_now_ms() - t0 < API_TIMEOUT_MS);
+		API_CHECK_MSG(!r.up,
+			      "rail 1 still up after its link went down");
+	}
+	/* no progress between: these are outstanding when the port's
+	 * failure is read */
+	for (i = 0; i < NPUT; i++)
+		API_CHECK_OK(rmca_put(p->ep, buf, BIG, mr, reg[0], reg[1], 0,
+				      API_CTX(10 + i)));
+	API_CHECK_OK(rmca_flush(p->ep, API_CTX(10 + NPUT)));
+	for (i = 0; i <= NPUT; i++) {
+		api_wait(p, API_CTX(10 + i), &c);
+		API_CHECK_MSG(c.status == RMCA_ERR_CONNECTION,
+			      "operation %d completed %s, expected "
+			      "RMCA_ERR_CONNECTION",
+			      i, api_strerror(c.status));
+	}
+	/* exactly once each */
+	api_progress_for(p, 200);
+	API_CHECK_MSG(api_stashed() == 0, "%d more completions", api_stashed());
+	API_CHECK_OK(rmca_ep_query_rail(p->ep, 1, &r));
+	API_CHECK(!r.up);
+	rmca_ep_close(p->ep);
+	p->ep = NULL;
+	API_CHECK_OK(rmca_mr_dereg(mmr));
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(msg);
+	free(buf);
+	api_token(p, 0, API_TOKEN_GO);
+
+	api_client_connect(p, f->after.addr);
+	check_rails(p, &f->after);
+	initiator(p, &f->after);
+}
+
+static void run_fault(const struct fault *f)
+{
+	struct api_test t = {.server = fault_server,
+			     .client = fault_client,
+			     .manual = true,
+			     .arg = (void *)f};
+
+	api_run(&t);
+	sh(f->up);
+}
+
+/* Same host, addressed on the first subnet: rail 1 is the second
+ * device's pair; its netdev goes down. */
+static void test_same_host_rail_link_down(void **state)
+{
+	struct fault f = {.w = {.addr = first.addr, .rails = 2},
+			  .after = {.addr = first.addr, .rails = 1}};
+	bool ib;
+
+	(void)state;
+	need_devices();
+	ib = !strcmp(transport, "ib");
+	f.w.dev0[0] = f.w.dev0[1] = first.name;
+	f.w.dev1[0] = f.w.dev1[1] = second.name;
+	f.after.dev0[0] = f.after.dev0[1] = first.name;
+	f.down = ib ? "ip link set dummy2 down" : "ip link set dummy3 down";
+	f.up = ib ? "ip link set dummy2 up" : "ip link set dummy3 up";
+	f.outstanding = false;
+	run_fault(&f);
+}
+
+/* Two hosts, addressed on 10.5.1.0/24: rail 1 is siwa0<->siwb0, on the
+ * veth pair va0/vb0, set down on both ends. */
+static void test_two_hosts_rail_link_down(void **state)
+{
+	const struct fault f = {.w = {.addr = "10.5.1.2",
+				      .server_ns = "rmca-b",
+				      .client_ns = "rmca-a",
+				      .dev0 = {"siwb1", "siwa1"},
+				      .dev1 = {"siwb0", "siwa0"},
+				      .rails = 2},
+				.down = "ip -n rmca-a link set va0 down && "
+					"ip -n rmca-b link set vb0 down",
+				.up = "ip -n rmca-a link set va0 up && "
+				      "ip -n rmca-b link set vb0 up",
+				.outstanding = true,
+				.after = {.addr = "10.5.1.2",
+					  .server_ns = "rmca-b",
+					  .client_ns = "rmca-a",
+					  .dev0 = {"siwb1", "siwa1"},
+					  .rails = 1}};
+
+	(void)state;
+	need_devices();
+	if (!hosts_added)
+		TAP_SKIP("iwarp only: rxe's rdma_cm does not cross network "
+			 "namespaces");
+	run_fault(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_host_two_rails),
 		cmocka_unit_test(test_max_rails_1_makes_one_rail),
 		cmocka_unit_test(test_two_hosts_two_rails),
+		cmocka_unit_test(test_same_host_rail_link_down),
+		cmocka_unit_test(test_two_hosts_rail_link_down),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

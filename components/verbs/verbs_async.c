@@ -5,11 +5,31 @@
  * is recorded on the connection so that the operations it flushes complete
  * with that status rather than a bare "connection" error. The fd is drained
  * before the CQ is polled, so the record is there in time.
+ *
+ * A port whose link goes down (IBV_EVENT_PORT_ERR: rxe and siw report it
+ * when their netdev goes down) fails every connection on it, as UCX fails
+ * an interface's endpoints: iWARP would otherwise wait for TCP to give up
+ * (many minutes) with its operations outstanding, and an endpoint using
+ * the port as one of its rails must learn of it to fail and be remade on
+ * the rails that remain.
  */
 #include <fcntl.h>
 #include <sys/epoll.h>
 
 #include "verbs.h"
+
+static void port_down(struct rmca_verbs_dev *dev, uint8_t port)
+{
+	for (int i = 0; i < dev->nmods; i++) {
+		struct rmca_verbs_module *vm = dev->mods[i];
+
+		if (vm->port != port)
+			continue;
+		for (struct rmca_conn *c = vm->conns; c; c = c->next)
+			if (c->state == RMCA_VCONN_UP)
+				rmca_verbs_conn_fail(c, RMCA_ERR_CONNECTION);
+	}
+}
 
 static void handle(struct rmca_verbs_dev *dev, struct ibv_async_event *ev)
 {
@@ -31,6 +51,13 @@ static void handle(struct rmca_verbs_dev *dev, struct ibv_async_event *ev)
 		c = ev->element.qp->qp_context;
 		if (c)
 			rmca_verbs_conn_fail(c, RMCA_ERR_CONNECTION);
+		break;
+	case IBV_EVENT_PORT_ERR:
+		dev->core->ops->log(dev->core, RMCA_LOG_INFO,
+				    "%s port %d: link down, its connections fail",
+				    ibv_get_device_name(dev->ctx->device),
+				    ev->element.port_num);
+		port_down(dev, (uint8_t)ev->element.port_num);
 		break;
 	default:
 		break;

@@ -7,7 +7,9 @@
  *
  * A module's netdev is the interface holding its address (the one rdma_cm
  * bound it to, verbs_device.c); the route's interface comes from the core
- * (core op route: the kernel's routing table).
+ * (core op route: the kernel's routing table). A port that is not active
+ * (its link is down) reaches nobody: a new endpoint is made of the device
+ * pairs that remain (an endpoint using several, rails, among them).
  */
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -91,9 +93,17 @@ int rmca_verbs_reach(struct rmca_module *m, const struct rmca_reach_args *ra,
 	char ip[INET_ADDRSTRLEN], via[96], err[160];
 	unsigned mine, out;
 
+	struct ibv_port_attr pa;
+
 	if (!rmca_verbs_reachable(m, ra->peer_addr, ra->peer_addr_len, why,
 				  why_len))
 		return RMCA_REACH_NO;
+	if (!ibv_query_port(vm->dev->ctx, vm->port, &pa) &&
+	    pa.state != IBV_PORT_ACTIVE) {
+		snprintf(why, why_len, "%s: port %u is %s", m->device, vm->port,
+			 ibv_port_state_str(pa.state));
+		return RMCA_REACH_NO;
+	}
 	/* A core without route lookups: any device may try. */
 	if (!core->ops->route)
 		return RMCA_REACH_YES;
