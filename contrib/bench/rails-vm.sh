@@ -25,7 +25,6 @@ runs=${2:-3}
 iters=${3:-64}
 [ -x "$build/tools/rmca_perf" ] || { echo "rails-vm.sh: no rmca_perf in $build" >&2; exit 1; }
 out=$(mktemp -d "$build/rails-bench.XXXXXX")
-trap 'rm -rf "$out"' EXIT
 cat >"$out/payload.sh" <<PAYLOAD
 set -u
 perf=$build/tools/rmca_perf
@@ -81,6 +80,18 @@ median() { # setup rails size
 			print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 		}'
 }
+# every run's value, then the medians
+runs_of() { # setup rails size
+	cat "$out/$1.$2".*.csv 2>/dev/null | awk -F, -v s="$3" '
+		$1 == "put_bw" && $2 == s && $5 ~ /MB/ { printf "%s ", $4 }'
+}
+for s in rxe siw; do
+	for size in 1048576 16777216; do
+		for r in 1 2; do
+			echo "# $s $size B, $r rail(s), each run: $(runs_of $s $r $size)"
+		done
+	done
+done
 printf "%-28s %9s %12s %12s %7s\n" setup size "1 rail MB/s" "2 rails MB/s" ratio
 for s in rxe siw; do
 	name="rxe1+rxe0, one host"
@@ -92,3 +103,4 @@ for s in rxe siw; do
 		printf "%-28s %9s %12s %12s %7s\n" "$name" "$size" "$one" "$two" "$ratio"
 	done
 done
+echo "# the runs' files: $out"
