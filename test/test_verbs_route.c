@@ -15,9 +15,6 @@
  * Skips where there is no first device (not in the guest). Transport from
  * RMCA_transports (ib or iwarp).
  */
-#define _GNU_SOURCE /* setns */
-#include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,13 +28,10 @@
 #include <rmca/info.h>
 
 #include "api_util.h"
+#include "multi_dev.h"
 #include "tap_skip.h"
 
 #define XFER 65536
-
-struct dev {
-	const char *name, *addr;
-};
 
 /* A connection: the listener's address, and the device each side must
  * use; each side in its network namespace (NULL: the test's own). */
@@ -46,98 +40,6 @@ struct want {
 	const char *server_dev, *client_dev;
 	const char *server_ns, *client_ns;
 };
-
-static char transport[16];
-static struct dev first, second;
-static char why_skip[160];
-static bool added, hosts_added;
-
-/* contrib/vm/SCRIPT VERB [transport] */
-static int helper(const char *script, const char *verb)
-{
-	const char *src = getenv("RMCATEST_SRCDIR");
-	char cmd[1024];
-
-	snprintf(cmd, sizeof(cmd), "sh '%s/../contrib/vm/%s' %s %s >/dev/null",
-		 src ? src : ".", script, verb, transport);
-	return system(cmd);
-}
-
-static int group_setup(void **state)
-{
-	const char *t = getenv("RMCA_transports");
-	char path[128];
-
-	(void)state;
-	snprintf(transport, sizeof(transport), "%s", t && *t ? t : "ib");
-	if (!strcmp(transport, "ib")) {
-		first = (struct dev){"rxe0", "10.0.0.1"};
-		second = (struct dev){"rxe1", "10.0.2.1"};
-	} else if (!strcmp(transport, "iwarp")) {
-		first = (struct dev){"siw0", "10.0.1.1"};
-		second = (struct dev){"siw1", "10.0.3.1"};
-	} else {
-		snprintf(why_skip, sizeof(why_skip),
-			 "RMCA_transports=%s: ib or iwarp only", transport);
-		return 0;
-	}
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s", first.name);
-	if (access(path, F_OK)) {
-		snprintf(why_skip, sizeof(why_skip),
-			 "no %s: not in the check-vm guest", first.name);
-		return 0;
-	}
-	if (geteuid()) {
-		snprintf(why_skip, sizeof(why_skip), "adding %s needs root",
-			 second.name);
-		return 0;
-	}
-	/* In the guest as root, the second device must come up. */
-	if (helper("second-device.sh", "add")) {
-		print_error("cannot add %s (%s)\n", second.name, second.addr);
-		return -1;
-	}
-	added = true;
-	if (!strcmp(transport, "iwarp")) {
-		if (helper("two-hosts.sh", "add")) {
-			print_error("cannot set up the two hosts\n");
-			return -1;
-		}
-		hosts_added = true;
-	}
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	if (added && helper("second-device.sh", "del"))
-		print_error("cannot remove %s\n", second.name);
-	if (hosts_added && helper("two-hosts.sh", "del"))
-		print_error("cannot remove the two hosts\n");
-	return 0;
-}
-
-static void need_devices(void)
-{
-	if (why_skip[0])
-		TAP_SKIP("%s", why_skip);
-}
-
-/* This process into network namespace ns (made by ip netns add). */
-static void enter(const char *ns)
-{
-	char path[128];
-	int fd;
-
-	if (!ns)
-		return;
-	snprintf(path, sizeof(path), "/run/netns/%s", ns);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	API_CHECK_MSG(fd >= 0 && !setns(fd, CLONE_NEWNET),
-		      "cannot enter network namespace %s", ns);
-	close(fd);
-}
 
 /* Both sides: the endpoint is on the device of the addressed subnet, and
  * data goes through it. */
@@ -291,5 +193,6 @@ int main(void)
 			test_two_hosts_the_addressed_subnet_picks_the_devices),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, multi_dev_setup,
+				      multi_dev_teardown);
 }
