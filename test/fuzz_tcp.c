@@ -53,7 +53,7 @@ static char *snapshot;
 static char recv_buf[4][256];
 static char get_buf[128];
 static char put_src[64];
-static struct rmca_conn *conn; /* the data connection under test */
+static struct tcp_conn *conn; /* the data connection under test */
 static char put_tag, recv_tag;
 
 static void fz_log(const struct rmca_core *core, int level, const char *fmt,
@@ -214,16 +214,15 @@ static void feed(int peer, const uint8_t *p, size_t len)
 	}
 }
 
-static struct rmca_module_mr *region_reg(void)
+static struct tcp_mr *region_reg(void)
 {
-	struct rmca_module_mr *mr = NULL;
+	struct tcp_mr *mr = NULL;
 
 	key_seed = 0x10; /* non-use-once key 0x1111111111111111 & ~bit 63 */
-	if (mod->base.ops->mr_reg(&mod->base, region, FZ_REGION_LEN,
-				  RMCA_ACCESS_REMOTE_READ |
-					  RMCA_ACCESS_REMOTE_WRITE |
-					  RMCA_ACCESS_REMOTE_ATOMIC,
-				  &mr))
+	if (rmca_tcp_mr_reg(mod, region, FZ_REGION_LEN,
+			    RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE |
+				    RMCA_ACCESS_REMOTE_ATOMIC,
+			    &mr))
 		__builtin_trap();
 	return mr;
 }
@@ -269,8 +268,8 @@ static void check_decoder(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct rmca_module_mr *mr, *once;
-	struct rmca_conn *c;
+	struct tcp_mr *mr, *once;
+	struct tcp_conn *c;
 	bool dereg_mid;
 	size_t half;
 	int sv[2];
@@ -293,10 +292,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	conn = c;
 	/* A use-once region bound to c: key 0xa222..22 */
 	key_seed = 0x21;
-	if (mod->base.ops->mr_reg(&mod->base, region + FZ_REGION_LEN / 2, 64,
-				  RMCA_ACCESS_REMOTE_WRITE | RMCA_MR_USE_ONCE,
-				  &once) ||
-	    !mod->base.ops->mr_rkey(once, c))
+	if (rmca_tcp_mr_reg(mod, region + FZ_REGION_LEN / 2, 64,
+			    RMCA_ACCESS_REMOTE_WRITE | RMCA_MR_USE_ONCE,
+			    &once) ||
+	    !rmca_tcp_mr_rkey(once, c))
 		__builtin_trap();
 	/* The target also waits for answers (ids 1, 2) and has receives. */
 	rmca_tcp_get(c, get_buf, sizeof(get_buf), NULL, 0x1000, 0x2222, NULL);
@@ -309,7 +308,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	half = dereg_mid ? size / 2 : size;
 	feed(sv[1], data, half);
 	if (dereg_mid) {
-		mod->base.ops->mr_dereg(mr);
+		rmca_tcp_mr_dereg(mr);
 		mr = NULL;
 		memcpy(snapshot, region, FZ_REGION_LEN);
 		feed(sv[1], data + half, size - half);
@@ -332,9 +331,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rmca_tcp_conn_destroy(c);
 	conn = NULL;
 	close(sv[1]);
-	mod->base.ops->mr_dereg(once);
+	rmca_tcp_mr_dereg(once);
 	if (mr)
-		mod->base.ops->mr_dereg(mr);
+		rmca_tcp_mr_dereg(mr);
 	memset(region, 0, FZ_REGION_LEN);
 	return 0;
 }

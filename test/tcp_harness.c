@@ -180,9 +180,9 @@ void th_module_free(struct tcp_module *m)
 	rmca_tcp_module_destroy(m);
 }
 
-struct rmca_conn *th_conn(struct tcp_module *m, int *peer)
+struct tcp_conn *th_conn(struct tcp_module *m, int *peer)
 {
-	struct rmca_conn *c = NULL;
+	struct tcp_conn *c = NULL;
 	int sv[2];
 
 	assert_int_equal(socketpair(AF_UNIX,
@@ -195,7 +195,7 @@ struct rmca_conn *th_conn(struct tcp_module *m, int *peer)
 }
 
 void th_conn_pair(struct tcp_module *a, struct tcp_module *b,
-		  struct rmca_conn **ca, struct rmca_conn **cb)
+		  struct tcp_conn **ca, struct tcp_conn **cb)
 {
 	int sv[2];
 

@@ -36,11 +36,11 @@ struct tcp_module *th_module(void);
 void th_module_free(struct tcp_module *m);
 
 /* A connection of m; *peer is the raw peer's end (non-blocking). */
-struct rmca_conn *th_conn(struct tcp_module *m, int *peer);
+struct tcp_conn *th_conn(struct tcp_module *m, int *peer);
 
 /* Two modules connected to each other. */
 void th_conn_pair(struct tcp_module *a, struct tcp_module *b,
-		  struct rmca_conn **ca, struct rmca_conn **cb);
+		  struct tcp_conn **ca, struct tcp_conn **cb);
 
 /* Run every connection callback that has an event now; true if any ran. */
 bool th_pump(void);

@@ -30,7 +30,7 @@ static int tag_of(void *req)
 }
 
 /* Frames queued on c and not written yet. */
-static int queued(const struct rmca_conn *c)
+static int queued(const struct tcp_conn *c)
 {
 	int n = 0;
 
@@ -50,7 +50,7 @@ static int queued(const struct rmca_conn *c)
 static void one_way_stream_through_a_small_window(void **state)
 {
 	struct tcp_module *a = th_module(), *b = th_module();
-	struct rmca_conn *ca, *cb;
+	struct tcp_conn *ca, *cb;
 	static uint32_t out[NMSG], in[NRECV];
 	int sends_done = 0, recvs_done = 0, next_recv = 0, seen = 0;
 
@@ -117,16 +117,16 @@ static void one_way_stream_through_a_small_window(void **state)
 static void puts_behind_one_in_flight_leave_together(void **state)
 {
 	struct tcp_module *a = th_module(), *b = th_module();
-	struct rmca_conn *ca, *cb;
+	struct tcp_conn *ca, *cb;
 	static char region[64 * 8], src[64 * 8];
-	struct rmca_module_mr *mr = NULL;
+	struct tcp_mr *mr = NULL;
 	uint64_t key;
 
 	th_conn_pair(a, b, &ca, &cb);
-	assert_int_equal(b->base.ops->mr_reg(&b->base, region, sizeof(region),
-					     RMCA_ACCESS_REMOTE_WRITE, &mr),
+	assert_int_equal(rmca_tcp_mr_reg(b, region, sizeof(region),
+					 RMCA_ACCESS_REMOTE_WRITE, &mr),
 			 0);
-	key = b->base.ops->mr_rkey(mr, cb);
+	key = rmca_tcp_mr_rkey(mr, cb);
 	assert_true(key != 0);
 	for (int i = 0; i < 64; i++) {
 		memset(src + 8 * i, i + 1, 8);
@@ -147,7 +147,7 @@ static void puts_behind_one_in_flight_leave_together(void **state)
 
 	rmca_tcp_conn_destroy(ca);
 	rmca_tcp_conn_destroy(cb);
-	assert_int_equal(b->base.ops->mr_dereg(mr), 0);
+	assert_int_equal(rmca_tcp_mr_dereg(mr), 0);
 	th_module_free(a);
 	th_module_free(b);
 }
@@ -160,7 +160,7 @@ static void puts_behind_one_in_flight_leave_together(void **state)
 static void truncation_reaches_the_sender_in_a_batch(void **state)
 {
 	struct tcp_module *a = th_module(), *b = th_module();
-	struct rmca_conn *ca, *cb;
+	struct tcp_conn *ca, *cb;
 	static char in[3][32], out[3][64];
 	int send_status[3] = {1, 1, 1}, recv_status[3] = {1, 1, 1};
 	size_t recv_len[3] = {0};
@@ -217,12 +217,12 @@ static void frames_cut_anywhere_are_read_whole(void **state)
 {
 	struct tcp_module *m = th_module();
 	int peer;
-	struct rmca_conn *c = th_conn(m, &peer);
+	struct tcp_conn *c = th_conn(m, &peer);
 	enum { NPUT = 400, BIG = 1 << 20 };
 	size_t wire_len = (size_t)NPUT * (TCP_HDR_LEN + 8);
 	uint8_t *wire = malloc(wire_len), hdr[TCP_HDR_LEN];
 	char *region = calloc(1, BIG), *big = malloc(BIG);
-	struct rmca_module_mr *mr = NULL;
+	struct tcp_mr *mr = NULL;
 	struct tcp_frame f;
 	uint64_t key;
 	uint64_t id = 1;
@@ -230,10 +230,10 @@ static void frames_cut_anywhere_are_read_whole(void **state)
 	assert_non_null(wire);
 	assert_non_null(region);
 	assert_non_null(big);
-	assert_int_equal(m->base.ops->mr_reg(&m->base, region, BIG,
-					     RMCA_ACCESS_REMOTE_WRITE, &mr),
-			 0);
-	key = m->base.ops->mr_rkey(mr, c);
+	assert_int_equal(
+		rmca_tcp_mr_reg(m, region, BIG, RMCA_ACCESS_REMOTE_WRITE, &mr),
+		0);
+	key = rmca_tcp_mr_rkey(mr, c);
 	/* many small puts in one write */
 	for (int i = 0; i < NPUT; i++, id++) {
 		uint8_t *p = wire + (size_t)i * (TCP_HDR_LEN + 8);
@@ -293,7 +293,7 @@ static void frames_cut_anywhere_are_read_whole(void **state)
 
 	rmca_tcp_conn_destroy(c);
 	close(peer);
-	assert_int_equal(m->base.ops->mr_dereg(mr), 0);
+	assert_int_equal(rmca_tcp_mr_dereg(mr), 0);
 	th_module_free(m);
 	free(wire);
 	free(region);
@@ -318,7 +318,7 @@ static void pump_until_done(int n)
 static void answer_rides_on_the_reply_or_goes_alone(void **state)
 {
 	struct tcp_module *a = th_module(), *b = th_module();
-	struct rmca_conn *ca, *cb;
+	struct tcp_conn *ca, *cb;
 	static char ping[8] = "ping", pong[8] = "pong", ina[8], inb[8];
 
 	th_conn_pair(a, b, &ca, &cb);

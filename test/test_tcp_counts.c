@@ -80,7 +80,7 @@ static void reply_carries_the_acknowledgement(void **state)
 {
 	struct tcp_module *m = th_module();
 	int peer;
-	struct rmca_conn *c = th_conn(m, &peer);
+	struct tcp_conn *c = th_conn(m, &peer);
 	char in[8], out[8] = "pong", ping[8] = "ping";
 	struct tcp_frame f[MAXF],
 		s = {.type = TCP_F_SEND, .id = 1, .len = 8, .credits = 1};
@@ -127,7 +127,7 @@ static void held_count_goes_when_the_answer_cannot(void **state)
 {
 	struct tcp_module *m = th_module();
 	int peer;
-	struct rmca_conn *c = th_conn(m, &peer);
+	struct tcp_conn *c = th_conn(m, &peer);
 	char in[8], out[8] = "pong", ping[8] = "ping";
 	struct tcp_frame f[MAXF], s = {.type = TCP_F_SEND, .id = 1, .len = 8};
 
@@ -160,17 +160,17 @@ static void batch_of_puts_gets_one_ack(void **state)
 	enum { NPUT = 50 };
 	struct tcp_module *m = th_module();
 	int peer;
-	struct rmca_conn *c = th_conn(m, &peer);
+	struct tcp_conn *c = th_conn(m, &peer);
 	static char region[NPUT * 8];
 	uint8_t wire[NPUT * (TCP_HDR_LEN + 8)];
-	struct rmca_module_mr *mr = NULL;
+	struct tcp_mr *mr = NULL;
 	struct tcp_frame f[MAXF];
 	uint64_t key;
 
-	assert_int_equal(m->base.ops->mr_reg(&m->base, region, sizeof(region),
-					     RMCA_ACCESS_REMOTE_WRITE, &mr),
+	assert_int_equal(rmca_tcp_mr_reg(m, region, sizeof(region),
+					 RMCA_ACCESS_REMOTE_WRITE, &mr),
 			 0);
-	key = m->base.ops->mr_rkey(mr, c);
+	key = rmca_tcp_mr_rkey(mr, c);
 	for (int i = 0; i < NPUT; i++) {
 		uint8_t *p = wire + (size_t)i * (TCP_HDR_LEN + 8);
 		struct tcp_frame put = {.type = TCP_F_PUT,
@@ -193,7 +193,7 @@ static void batch_of_puts_gets_one_ack(void **state)
 
 	rmca_tcp_conn_destroy(c);
 	close(peer);
-	assert_int_equal(m->base.ops->mr_dereg(mr), 0);
+	assert_int_equal(rmca_tcp_mr_dereg(mr), 0);
 	th_module_free(m);
 }
 
@@ -206,7 +206,7 @@ static void receives_are_told_in_few_frames(void **state)
 {
 	struct tcp_module *m = th_module();
 	int peer;
-	struct rmca_conn *c = th_conn(m, &peer);
+	struct tcp_conn *c = th_conn(m, &peer);
 	static char in[64][8];
 	struct tcp_frame f[MAXF];
 	int n;
@@ -232,7 +232,7 @@ static void sends_wait_for_credits_counted(void **state)
 {
 	struct tcp_module *m = th_module();
 	int peer;
-	struct rmca_conn *c = th_conn(m, &peer);
+	struct tcp_conn *c = th_conn(m, &peer);
 	char out[3][8] = {"one", "two", "three"};
 	struct tcp_frame f[MAXF];
 
@@ -275,7 +275,7 @@ static void truncation_reaches_the_sender_by_a_refusal(void **state)
 {
 	struct tcp_module *m = th_module();
 	int peer;
-	struct rmca_conn *c = th_conn(m, &peer);
+	struct tcp_conn *c = th_conn(m, &peer);
 	char in[2][32], big[64];
 	struct tcp_frame f[MAXF];
 	struct tcp_frame s1 = {.type = TCP_F_SEND, .id = 1, .len = 8};
@@ -323,7 +323,7 @@ static void refusal_names_the_oldest_unacknowledged(void **state)
 	for (int bad = 0; bad < 2; bad++) {
 		struct tcp_module *m = th_module();
 		int peer;
-		struct rmca_conn *c = th_conn(m, &peer);
+		struct tcp_conn *c = th_conn(m, &peer);
 		char out[2][8] = {"one", "two"};
 		struct tcp_frame f[MAXF], r = {.type = TCP_F_RESP,
 					       .status = RMCA_ERR_TRUNCATED,
@@ -362,7 +362,7 @@ static void refusal_names_the_oldest_unacknowledged(void **state)
 
 /* A count no peer can mean ends the connection with its reason logged;
  * the op it would have completed ends with RMCA_ERR_PROTOCOL. */
-static void expect_refused_count(struct rmca_conn *c, int peer, const char *why)
+static void expect_refused_count(struct tcp_conn *c, int peer, const char *why)
 {
 	assert_true(closed(peer));
 	assert_int_equal(th_nfailed, 1);
@@ -374,7 +374,7 @@ static void ack_beyond_what_was_sent_closes(void **state)
 {
 	struct tcp_module *m = th_module();
 	int peer;
-	struct rmca_conn *c = th_conn(m, &peer);
+	struct tcp_conn *c = th_conn(m, &peer);
 	char src[8] = "data";
 	struct tcp_frame f[MAXF];
 
@@ -395,7 +395,7 @@ static void ack_going_backwards_closes(void **state)
 {
 	struct tcp_module *m = th_module();
 	int peer;
-	struct rmca_conn *c = th_conn(m, &peer);
+	struct tcp_conn *c = th_conn(m, &peer);
 	char src[8] = "data";
 	struct tcp_frame f[MAXF];
 
@@ -428,7 +428,7 @@ static void ack_of_a_put_still_on_its_way_closes(void **state)
 {
 	struct tcp_module *m = th_module();
 	int peer;
-	struct rmca_conn *c = th_conn(m, &peer);
+	struct tcp_conn *c = th_conn(m, &peer);
 	char *src = malloc(8 * MiB);
 	struct tcp_frame f;
 
@@ -454,7 +454,7 @@ static void credits_beyond_receives_close(void **state)
 {
 	struct tcp_module *m = th_module();
 	int peer;
-	struct rmca_conn *c = th_conn(m, &peer);
+	struct tcp_conn *c = th_conn(m, &peer);
 
 	peer_ack(peer, 0, TCP_MAX_OPS + 1);
 	expect_refused_count(c, peer, "more credits than receives");
@@ -468,7 +468,7 @@ static void credits_going_backwards_close(void **state)
 {
 	struct tcp_module *m = th_module();
 	int peer;
-	struct rmca_conn *c = th_conn(m, &peer);
+	struct tcp_conn *c = th_conn(m, &peer);
 
 	peer_ack(peer, 0, 5);
 	th_pump_idle();
@@ -486,7 +486,7 @@ static void a_lying_peer_ends_only_its_connection(void **state)
 {
 	struct tcp_module *m = th_module();
 	int p1, p2;
-	struct rmca_conn *c1 = th_conn(m, &p1), *c2 = th_conn(m, &p2);
+	struct tcp_conn *c1 = th_conn(m, &p1), *c2 = th_conn(m, &p2);
 	char src[8] = "data";
 	struct tcp_frame f[MAXF];
 

@@ -104,11 +104,10 @@ static void zero_key_is_never_handed_out(void **state)
 }
 
 /* A region with one key, bound to c if not NULL. */
-static struct rmca_module_mr *reg(struct tcp_module *m, void *addr, size_t len,
-				  unsigned access, struct rmca_conn *c,
-				  uint64_t *key)
+static struct tcp_mr *reg(struct tcp_module *m, void *addr, size_t len,
+			  unsigned access, struct tcp_conn *c, uint64_t *key)
 {
-	struct rmca_module_mr *mr = calloc(1, sizeof(*mr));
+	struct tcp_mr *mr = calloc(1, sizeof(*mr));
 	struct tcp_rkey *k;
 
 	assert_non_null(mr);
@@ -123,7 +122,7 @@ static struct rmca_module_mr *reg(struct tcp_module *m, void *addr, size_t len,
 	return mr;
 }
 
-static void unreg(struct rmca_module_mr *mr)
+static void unreg(struct tcp_mr *mr)
 {
 	struct tcp_rkey *k;
 
@@ -132,7 +131,7 @@ static void unreg(struct rmca_module_mr *mr)
 	free(mr);
 }
 
-static void conn_init(struct rmca_conn *c)
+static void conn_init(struct tcp_conn *c)
 {
 	memset(c, 0, sizeof(*c));
 	rmca_list_init(&c->keys);
@@ -142,9 +141,9 @@ static void target_checks_key_bounds_and_permission(void **state)
 {
 	static uint64_t buf[64];
 	struct tcp_module m = { 0 };
-	struct rmca_module_mr *rw, *ro;
+	struct tcp_mr *rw, *ro;
 	uint64_t base = (uintptr_t)buf, rwk, rok;
-	struct rmca_conn c;
+	struct tcp_conn c;
 	char *p;
 
 	conn_init(&c);
@@ -207,9 +206,9 @@ static void send_inv_revokes_use_once_keys_only(void **state)
 {
 	static uint64_t buf[8];
 	struct tcp_module m = { 0 };
-	struct rmca_module_mr *once, *plain;
+	struct tcp_mr *once, *plain;
 	uint64_t ok, pk;
-	struct rmca_conn c;
+	struct tcp_conn c;
 	char *p;
 
 	conn_init(&c);
@@ -242,8 +241,8 @@ static void use_once_key_is_bound_to_its_connection(void **state)
 {
 	static uint64_t buf[8];
 	struct tcp_module m = { 0 };
-	struct rmca_module_mr *once, *plain;
-	struct rmca_conn a, b;
+	struct tcp_mr *once, *plain;
+	struct tcp_conn a, b;
 	uint64_t ok, pk;
 	char *p;
 

@@ -68,9 +68,9 @@ struct tcp_module {
 	struct tcp_keytab keys;
 	struct rmca_list pending; /* struct tcp_pending */
 	int npending;
-	struct rmca_list conns; /* struct rmca_conn, for mr_dereg */
+	struct rmca_list conns; /* struct tcp_conn, for mr_dereg */
 	/* Connections with frames held back for the next progress pass, or
-	 * with buffered input to go on with (struct rmca_conn, dirty_link). */
+	 * with buffered input to go on with (struct tcp_conn, dirty_link). */
 	struct rmca_list dirty;
 	/* Frames and ops kept for reuse (at most TCP_SPARE_MAX of each), so
 	 * that a message costs no allocation. */
@@ -89,7 +89,7 @@ struct tcp_module {
 	int nladdrs;
 };
 
-struct rmca_module_mr {
+struct tcp_mr {
 	struct tcp_module *mod;
 	char *addr;
 	size_t len;
@@ -105,8 +105,8 @@ struct rmca_module_mr {
 struct tcp_rkey {
 	struct rmca_list mr_link; /* mr->keys */
 	struct rmca_list conn_link; /* conn->keys, when bound */
-	struct rmca_module_mr *mr;
-	const struct rmca_conn *conn; /* NULL: not bound */
+	struct tcp_mr *mr;
+	const struct tcp_conn *conn; /* NULL: not bound */
 	uint64_t key;
 };
 
@@ -121,7 +121,7 @@ struct tcp_out {
 	bool answer; /* counted in the connection's nanswers */
 	bool by_count; /* a SEND or PUT: answered by the peer's acked count */
 	/* A GET answer: the registered region its payload is read from. */
-	const struct rmca_module_mr *mr;
+	const struct tcp_mr *mr;
 };
 
 enum tcp_op_kind {
@@ -143,7 +143,7 @@ struct tcp_op {
 	size_t len;
 	uint64_t inv_rkey; /* send_inv */
 	uint64_t *result; /* atomic */
-	const struct rmca_module_mr *mr; /* region of buf or result */
+	const struct tcp_mr *mr; /* region of buf or result */
 	struct tcp_out out; /* the request frame */
 };
 
@@ -153,7 +153,7 @@ struct tcp_rx {
 	bool payload; /* reading the payload of f */
 	struct tcp_frame f;
 	char *dst; /* payload destination ... */
-	const struct rmca_module_mr *mr; /* ... in this region (PUT) */
+	const struct tcp_mr *mr; /* ... in this region (PUT) */
 	size_t dst_left; /* ... bytes still to land there */
 	size_t drain_left; /* then bytes to discard */
 	int status; /* outcome of the frame being read */
@@ -161,7 +161,7 @@ struct tcp_rx {
 	struct tcp_op *op; /* RECV or GET being filled */
 };
 
-struct rmca_conn {
+struct tcp_conn {
 	struct tcp_module *mod;
 	struct rmca_list link; /* in mod->conns */
 	struct rmca_list dirty_link; /* in mod->dirty, when linked */
@@ -204,6 +204,34 @@ struct rmca_conn {
 	char peer[80]; /* "host:port", for log lines */
 };
 
+/*
+ * The core holds a connection, a connection being set up and a region as
+ * struct rmca_conn, struct rmca_connecting and struct rmca_module_mr; the
+ * ops table (tcp_module.c) turns them into the module's own objects and
+ * back through these helpers only, and nothing else in tcp sees the core's
+ * types. NULL stays NULL (a send without a region, mr_rkey without a
+ * connection).
+ */
+static inline struct tcp_conn *tcp_conn_from_base(struct rmca_conn *c)
+{
+	return (struct tcp_conn *)(void *)c;
+}
+
+static inline struct rmca_conn *tcp_conn_base(struct tcp_conn *c)
+{
+	return (struct rmca_conn *)(void *)c;
+}
+
+static inline struct tcp_mr *tcp_mr_from_base(struct rmca_module_mr *mr)
+{
+	return (struct tcp_mr *)(void *)mr;
+}
+
+static inline struct rmca_module_mr *tcp_mr_base(struct tcp_mr *mr)
+{
+	return (struct rmca_module_mr *)(void *)mr;
+}
+
 /* tcp_module.c */
 int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
 			   struct tcp_module **out);
@@ -211,6 +239,12 @@ void rmca_tcp_module_destroy(struct tcp_module *m);
 /* 1 if addr is a tcp addr() blob this module speaks to, else 0 and why. */
 int rmca_tcp_addr_check(const void *addr, size_t len, char *why,
 			size_t why_len);
+/* What the mr_* ops do, on tcp's own objects. */
+int rmca_tcp_mr_reg(struct tcp_module *m, void *addr, size_t len,
+		    unsigned access, struct tcp_mr **out);
+int rmca_tcp_mr_dereg(struct tcp_mr *mr);
+/* mr's key for c (NULL: a key any connection may use); 0 without one. */
+uint64_t rmca_tcp_mr_rkey(struct tcp_mr *mr, struct tcp_conn *c);
 
 /* tcp_sock.c */
 int rmca_tcp_sock_setup(struct tcp_module *m, int fd);
@@ -226,27 +260,33 @@ int rmca_tcp_pending_take(struct tcp_module *m, uint64_t token);
 /* Close parked sockets past their deadline (the module's progress op). */
 int rmca_tcp_pending_expire(struct rmca_module *mod);
 
-/* tcp_connect.c: the connect_* ops */
+/* tcp_connect.c: the connect_* ops, on tcp's own objects ... */
+struct tcp_connecting;
 int rmca_tcp_connect_start(struct rmca_module *mod,
 			   const struct rmca_conn_args *a,
-			   struct rmca_connecting **out);
-int rmca_tcp_connect_poll(struct rmca_connecting *h, struct rmca_conn **out);
-void rmca_tcp_connect_abort(struct rmca_connecting *h);
+			   struct tcp_connecting **out);
+int rmca_tcp_connect_poll(struct tcp_connecting *h, struct tcp_conn **out);
+void rmca_tcp_connect_abort(struct tcp_connecting *h);
+/* ... and as the ops table has them */
+int rmca_tcp_op_connect_start(struct rmca_module *mod,
+			      const struct rmca_conn_args *a,
+			      struct rmca_connecting **out);
+int rmca_tcp_op_connect_poll(struct rmca_connecting *h, struct rmca_conn **out);
+void rmca_tcp_op_connect_abort(struct rmca_connecting *h);
 /* A socket presented token: hand it to the connect awaiting it (true). */
 bool rmca_tcp_connecting_claim(struct tcp_module *m, uint64_t token, int fd);
 
 /* tcp_conn.c */
 int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
-			 struct rmca_conn **out);
-void rmca_tcp_conn_destroy(struct rmca_conn *c);
+			 struct tcp_conn **out);
+void rmca_tcp_conn_destroy(struct tcp_conn *c);
 /* Before a disconnect: answers held for a reply go out if they can. */
-void rmca_tcp_conn_close_out(struct rmca_conn *c);
-void rmca_tcp_conn_fail(struct rmca_conn *c, int status,
-			struct tcp_out *final);
-void rmca_tcp_out_queue(struct rmca_conn *c, struct tcp_out *o);
-void rmca_tcp_answer_queue(struct rmca_conn *c, struct tcp_out *o);
+void rmca_tcp_conn_close_out(struct tcp_conn *c);
+void rmca_tcp_conn_fail(struct tcp_conn *c, int status, struct tcp_out *final);
+void rmca_tcp_out_queue(struct tcp_conn *c, struct tcp_out *o);
+void rmca_tcp_answer_queue(struct tcp_conn *c, struct tcp_out *o);
 /* True while c holds off reading: too many answers wait to be written. */
-bool rmca_tcp_rx_held(const struct rmca_conn *c);
+bool rmca_tcp_rx_held(const struct tcp_conn *c);
 struct tcp_out *rmca_tcp_out_new(struct tcp_module *m,
 				 const struct tcp_frame *f, const void *pl,
 				 size_t len);
@@ -254,61 +294,57 @@ void rmca_tcp_out_free(struct tcp_module *m, struct tcp_out *o);
 struct tcp_op *rmca_tcp_op_alloc(struct tcp_module *m);
 void rmca_tcp_op_free(struct tcp_module *m, struct tcp_op *op);
 void rmca_tcp_spares_free(struct tcp_module *m);
-void rmca_tcp_out_flush(struct rmca_conn *c);
+void rmca_tcp_out_flush(struct tcp_conn *c);
 /* Frames were queued by a post: write them now, or (defer) leave them for
  * the next progress pass, which the caller knows is coming. */
-void rmca_tcp_out_kick(struct rmca_conn *c, bool defer);
+void rmca_tcp_out_kick(struct tcp_conn *c, bool defer);
 /* True when a request posted now may wait for the next pass: answers to
  * requests already out will wake the context, or the socket is full. */
-bool rmca_tcp_out_busy(const struct rmca_conn *c);
+bool rmca_tcp_out_busy(const struct tcp_conn *c);
 /* The module's progress op: held-back frames, then parked sockets. */
 int rmca_tcp_progress(struct rmca_module *mod);
-void rmca_tcp_op_done(struct rmca_conn *c, struct tcp_op *op, int status,
+void rmca_tcp_op_done(struct tcp_conn *c, struct tcp_op *op, int status,
 		      size_t len, uint64_t revoked);
-void rmca_tcp_complete_all(struct rmca_conn *c, int status);
-void rmca_tcp_discard(struct rmca_conn *c);
-void rmca_tcp_conn_mr_gone(struct rmca_conn *c,
-			   const struct rmca_module_mr *mr);
+void rmca_tcp_complete_all(struct tcp_conn *c, int status);
+void rmca_tcp_discard(struct tcp_conn *c);
+void rmca_tcp_conn_mr_gone(struct tcp_conn *c, const struct tcp_mr *mr);
 
 /* tcp_rx.c */
-void rmca_tcp_rx(struct rmca_conn *c);
+void rmca_tcp_rx(struct tcp_conn *c);
 /* Complete frames are buffered and c may read them. */
-bool rmca_tcp_rx_ready(const struct rmca_conn *c);
+bool rmca_tcp_rx_ready(const struct tcp_conn *c);
 
 /* tcp_target.c */
-int rmca_tcp_access(struct tcp_module *m, const struct rmca_conn *c,
+int rmca_tcp_access(struct tcp_module *m, const struct tcp_conn *c,
 		    uint64_t rkey, uint64_t raddr, uint64_t len, unsigned need,
-		    char **ptr, const struct rmca_module_mr **region);
-uint64_t rmca_tcp_revoke(struct tcp_module *m, const struct rmca_conn *c,
+		    char **ptr, const struct tcp_mr **region);
+uint64_t rmca_tcp_revoke(struct tcp_module *m, const struct tcp_conn *c,
 			 uint64_t rkey);
 /* A fresh key of mr, bound to c if not NULL; NULL without memory or key. */
-struct tcp_rkey *rmca_tcp_rkey_new(struct rmca_module_mr *mr,
-				   struct rmca_conn *c);
+struct tcp_rkey *rmca_tcp_rkey_new(struct tcp_mr *mr, struct tcp_conn *c);
 void rmca_tcp_rkey_free(struct tcp_rkey *k);
 
 /* tcp_ops.c: the data operations of the ops table */
-void rmca_tcp_pump_sends(struct rmca_conn *c);
+void rmca_tcp_pump_sends(struct tcp_conn *c);
 /* The counts the peer has not been told should go without waiting for
  * another frame to carry them. */
-bool rmca_tcp_counts_due(const struct rmca_conn *c);
+bool rmca_tcp_counts_due(const struct tcp_conn *c);
 /* Queue a frame of nothing but the counts. */
-int rmca_tcp_ack_queue(struct rmca_conn *c);
-int rmca_tcp_send(struct rmca_conn *c, const void *buf, size_t len,
-		  struct rmca_module_mr *mr, void *req);
-int rmca_tcp_send_inv(struct rmca_conn *c, const void *buf, size_t len,
-		      struct rmca_module_mr *mr, uint64_t rkey, void *req);
-int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
-		  struct rmca_module_mr *mr, void *req);
-int rmca_tcp_put(struct rmca_conn *c, const void *buf, size_t len,
-		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
-		 void *req);
-int rmca_tcp_get(struct rmca_conn *c, void *buf, size_t len,
-		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
-		 void *req);
-int rmca_tcp_atomic(struct rmca_conn *c, const struct rmca_atomic *op,
-		    uint64_t *result, struct rmca_module_mr *mr, void *req);
-int rmca_tcp_flush(struct rmca_conn *c, void *req);
-void rmca_tcp_disconnect(struct rmca_conn *c);
+int rmca_tcp_ack_queue(struct tcp_conn *c);
+int rmca_tcp_send(struct tcp_conn *c, const void *buf, size_t len,
+		  struct tcp_mr *mr, void *req);
+int rmca_tcp_send_inv(struct tcp_conn *c, const void *buf, size_t len,
+		      struct tcp_mr *mr, uint64_t rkey, void *req);
+int rmca_tcp_recv(struct tcp_conn *c, void *buf, size_t len, struct tcp_mr *mr,
+		  void *req);
+int rmca_tcp_put(struct tcp_conn *c, const void *buf, size_t len,
+		 struct tcp_mr *mr, uint64_t raddr, uint64_t rkey, void *req);
+int rmca_tcp_get(struct tcp_conn *c, void *buf, size_t len, struct tcp_mr *mr,
+		 uint64_t raddr, uint64_t rkey, void *req);
+int rmca_tcp_atomic(struct tcp_conn *c, const struct rmca_atomic *op,
+		    uint64_t *result, struct tcp_mr *mr, void *req);
+int rmca_tcp_flush(struct tcp_conn *c, void *req);
+void rmca_tcp_disconnect(struct tcp_conn *c);
 
 #define tcp_log(m, lvl, fmt, ...)                                   \
 	(m)->base.core->ops->log((m)->base.core, (lvl), "tcp: " fmt, \

@@ -22,7 +22,7 @@
 
 #define TCP_IOV_MAX 64
 
-static void set_events(struct rmca_conn *c, uint32_t ev)
+static void set_events(struct tcp_conn *c, uint32_t ev)
 {
 	const struct rmca_core *core = c->mod->base.core;
 
@@ -32,7 +32,7 @@ static void set_events(struct rmca_conn *c, uint32_t ev)
 		c->events = ev;
 }
 
-static void conn_close_fd(struct rmca_conn *c)
+static void conn_close_fd(struct tcp_conn *c)
 {
 	const struct rmca_core *core = c->mod->base.core;
 
@@ -45,20 +45,20 @@ static void conn_close_fd(struct rmca_conn *c)
 	c->fd = -1;
 }
 
-static void dirty_del(struct rmca_conn *c)
+static void dirty_del(struct tcp_conn *c)
 {
 	if (rmca_list_linked(&c->dirty_link))
 		rmca_list_del(&c->dirty_link);
 }
 
-static void dirty_add(struct rmca_conn *c)
+static void dirty_add(struct tcp_conn *c)
 {
 	if (!rmca_list_linked(&c->dirty_link))
 		rmca_list_add_tail(&c->mod->dirty, &c->dirty_link);
 }
 
 /* No request frame queued: what is queued may wait. */
-static bool no_requests(const struct rmca_conn *c)
+static bool no_requests(const struct tcp_conn *c)
 {
 	for (const struct rmca_list *l = c->outq.next; l != &c->outq;
 	     l = l->next)
@@ -74,7 +74,7 @@ static bool no_requests(const struct rmca_conn *c)
  * peer one wakeup, not two). EPOLLOUT brings the next pass at once if none
  * comes.
  */
-static bool hold_answers(struct rmca_conn *c)
+static bool hold_answers(struct tcp_conn *c)
 {
 	bool hold = c->delivered && !c->hold && !c->failed && !c->closing &&
 		    no_requests(c) &&
@@ -89,7 +89,7 @@ static bool hold_answers(struct rmca_conn *c)
 }
 
 /* The counts go alone if they are due and no frame would carry them. */
-static void counts_out(struct rmca_conn *c)
+static void counts_out(struct tcp_conn *c)
 {
 	if (c->failed || !rmca_list_empty(&c->outq) || !rmca_tcp_counts_due(c))
 		return;
@@ -100,7 +100,7 @@ static void counts_out(struct rmca_conn *c)
 /* Read what there is, then write what that queued, once; go on with
  * frames left buffered while the connection held off reading if the
  * write let it read again. */
-static void conn_serve(struct rmca_conn *c, bool readable)
+static void conn_serve(struct tcp_conn *c, bool readable)
 {
 	for (int i = 0; i < 2 && c->fd >= 0; i++) {
 		if (readable || rmca_tcp_rx_ready(c))
@@ -120,7 +120,7 @@ static void conn_serve(struct rmca_conn *c, bool readable)
 
 static void conn_cb(void *arg, uint32_t events)
 {
-	struct rmca_conn *c = arg;
+	struct tcp_conn *c = arg;
 
 	/* An error or hang-up fails the connection here even while it holds
 	 * off reading (EPOLLIN off): its write fails. */
@@ -130,7 +130,7 @@ static void conn_cb(void *arg, uint32_t events)
 int rmca_tcp_progress(struct rmca_module *mod)
 {
 	struct tcp_module *m = rmca_container_of(mod, struct tcp_module, base);
-	struct rmca_conn *c;
+	struct tcp_conn *c;
 	/* Each once: serving may queue a connection again, for the next
 	 * pass. */
 	struct rmca_list todo;
@@ -143,7 +143,7 @@ int rmca_tcp_progress(struct rmca_module *mod)
 		todo.prev->next = &todo;
 		rmca_list_init(&m->dirty);
 	}
-	while ((c = rmca_list_first(&todo, struct rmca_conn, dirty_link))) {
+	while ((c = rmca_list_first(&todo, struct tcp_conn, dirty_link))) {
 		dirty_del(c);
 		if (c->fd >= 0)
 			conn_serve(c, false);
@@ -152,10 +152,10 @@ int rmca_tcp_progress(struct rmca_module *mod)
 }
 
 int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
-			 struct rmca_conn **out)
+			 struct tcp_conn **out)
 {
 	const struct rmca_core *core = m->base.core;
-	struct rmca_conn *c = calloc(1, sizeof(*c));
+	struct tcp_conn *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return RMCA_ERR_NO_MEMORY;
@@ -263,25 +263,25 @@ void rmca_tcp_spares_free(struct tcp_module *m)
 	m->nspare_outs = m->nspare_ops = 0;
 }
 
-void rmca_tcp_out_queue(struct rmca_conn *c, struct tcp_out *o)
+void rmca_tcp_out_queue(struct tcp_conn *c, struct tcp_out *o)
 {
 	rmca_list_add_tail(&c->outq, &o->link);
 }
 
-bool rmca_tcp_rx_held(const struct rmca_conn *c)
+bool rmca_tcp_rx_held(const struct tcp_conn *c)
 {
 	return !c->failed && c->nanswers >= c->mod->max_answers;
 }
 
 /* An answer to the peer: counted, so that the peer cannot queue more. */
-void rmca_tcp_answer_queue(struct rmca_conn *c, struct tcp_out *o)
+void rmca_tcp_answer_queue(struct tcp_conn *c, struct tcp_out *o)
 {
 	o->answer = true;
 	c->nanswers++;
 	rmca_tcp_out_queue(c, o);
 }
 
-static void out_drop(struct rmca_conn *c, struct tcp_out *o)
+static void out_drop(struct tcp_conn *c, struct tcp_out *o)
 {
 	if (o->answer)
 		c->nanswers--;
@@ -291,7 +291,7 @@ static void out_drop(struct rmca_conn *c, struct tcp_out *o)
 }
 
 /* o is on the wire, whole: a send or put may now be acknowledged. */
-static void out_written(struct rmca_conn *c, struct tcp_out *o)
+static void out_written(struct tcp_conn *c, struct tcp_out *o)
 {
 	if (o->by_count)
 		c->by_count_out++;
@@ -299,7 +299,7 @@ static void out_written(struct rmca_conn *c, struct tcp_out *o)
 }
 
 /* Account n written bytes against the queue head onwards. */
-static void out_advance(struct rmca_conn *c, size_t n)
+static void out_advance(struct tcp_conn *c, size_t n)
 {
 	struct tcp_out *o;
 
@@ -325,7 +325,7 @@ static void out_advance(struct rmca_conn *c, size_t n)
  * the peer is told them once it is written (a queued frame is written, or
  * the connection fails).
  */
-static int out_iov(struct rmca_conn *c, struct iovec *iov)
+static int out_iov(struct tcp_conn *c, struct iovec *iov)
 {
 	int n = 0;
 
@@ -355,7 +355,7 @@ static int out_iov(struct rmca_conn *c, struct iovec *iov)
 	return n;
 }
 
-void rmca_tcp_out_flush(struct rmca_conn *c)
+void rmca_tcp_out_flush(struct tcp_conn *c)
 {
 	struct iovec iov[TCP_IOV_MAX];
 	struct msghdr msg = { .msg_iov = iov };
@@ -403,7 +403,7 @@ void rmca_tcp_out_flush(struct rmca_conn *c)
 		dirty_add(c);
 }
 
-bool rmca_tcp_out_busy(const struct rmca_conn *c)
+bool rmca_tcp_out_busy(const struct tcp_conn *c)
 {
 	return !rmca_list_empty(&c->inflight) ||
 	       !rmca_list_empty(&c->unacked) ||
@@ -411,7 +411,7 @@ bool rmca_tcp_out_busy(const struct rmca_conn *c)
 		!c->hold);
 }
 
-void rmca_tcp_out_kick(struct rmca_conn *c, bool defer)
+void rmca_tcp_out_kick(struct tcp_conn *c, bool defer)
 {
 	if (defer && c->fd >= 0 && !c->failed)
 		dirty_add(c);
@@ -419,7 +419,7 @@ void rmca_tcp_out_kick(struct rmca_conn *c, bool defer)
 		rmca_tcp_out_flush(c);
 }
 
-static void op_release(struct rmca_conn *c, struct tcp_op *op)
+static void op_release(struct tcp_conn *c, struct tcp_op *op)
 {
 	rmca_list_del(&op->link);
 	rmca_list_del(&op->qlink);
@@ -428,7 +428,7 @@ static void op_release(struct rmca_conn *c, struct tcp_op *op)
 	rmca_tcp_op_free(c->mod, op);
 }
 
-void rmca_tcp_op_done(struct rmca_conn *c, struct tcp_op *op, int status,
+void rmca_tcp_op_done(struct tcp_conn *c, struct tcp_op *op, int status,
 		      size_t len, uint64_t revoked)
 {
 	const struct rmca_core *core = c->mod->base.core;
@@ -449,7 +449,7 @@ void rmca_tcp_op_done(struct rmca_conn *c, struct tcp_op *op, int status,
 }
 
 /* Every op still outstanding ends with status, in post order. */
-void rmca_tcp_complete_all(struct rmca_conn *c, int status)
+void rmca_tcp_complete_all(struct tcp_conn *c, int status)
 {
 	const struct rmca_core *core = c->mod->base.core;
 	struct tcp_op *op;
@@ -471,7 +471,7 @@ void rmca_tcp_complete_all(struct rmca_conn *c, int status)
  * that the peer's operations before the refused one end with their own
  * status; without a final frame the connection just closes.
  */
-static void conn_fail_at(struct rmca_conn *c, int status, struct tcp_out *stop,
+static void conn_fail_at(struct tcp_conn *c, int status, struct tcp_out *stop,
 			 struct tcp_out *final)
 {
 	const struct rmca_core *core = c->mod->base.core;
@@ -519,13 +519,13 @@ static void conn_fail_at(struct rmca_conn *c, int status, struct tcp_out *stop,
 	core->ops->conn_failed(core, c->cookie, status);
 }
 
-void rmca_tcp_conn_fail(struct rmca_conn *c, int status, struct tcp_out *final)
+void rmca_tcp_conn_fail(struct tcp_conn *c, int status, struct tcp_out *final)
 {
 	conn_fail_at(c, status, NULL, final);
 }
 
 /* The answer to request o (a queued GET answer) becomes a refusal. */
-static struct tcp_out *refusal_of(struct rmca_conn *c, const struct tcp_out *o)
+static struct tcp_out *refusal_of(struct tcp_conn *c, const struct tcp_out *o)
 {
 	struct tcp_frame f;
 	const char *why;
@@ -539,7 +539,7 @@ static struct tcp_out *refusal_of(struct rmca_conn *c, const struct tcp_out *o)
 }
 
 /* Does an op of list h use mr's memory? */
-static bool ops_use(const struct rmca_list *h, const struct rmca_module_mr *mr)
+static bool ops_use(const struct rmca_list *h, const struct tcp_mr *mr)
 {
 	for (const struct rmca_list *l = h->next; l != h; l = l->next)
 		if (rmca_list_entry(l, struct tcp_op, link)->mr == mr)
@@ -555,7 +555,7 @@ static bool ops_use(const struct rmca_list *h, const struct rmca_module_mr *mr)
  * on a remote access error); answers queued before it still go out. An
  * answer partly on the wire cannot be refused any more: the stream is cut.
  */
-void rmca_tcp_conn_mr_gone(struct rmca_conn *c, const struct rmca_module_mr *mr)
+void rmca_tcp_conn_mr_gone(struct tcp_conn *c, const struct tcp_mr *mr)
 {
 	struct tcp_rx *rx = &c->rx;
 	struct tcp_out *o = NULL, *refusal;
@@ -608,7 +608,7 @@ void rmca_tcp_conn_mr_gone(struct rmca_conn *c, const struct rmca_module_mr *mr)
 }
 
 /* After a failure: read and drop until the peer closes. */
-void rmca_tcp_discard(struct rmca_conn *c)
+void rmca_tcp_discard(struct tcp_conn *c)
 {
 	ssize_t n;
 
@@ -632,7 +632,7 @@ void rmca_tcp_discard(struct rmca_conn *c)
  * them arrive before it closed: they complete RMCA_OK, as they did when
  * every answer left before the receive was reported.
  */
-void rmca_tcp_conn_close_out(struct rmca_conn *c)
+void rmca_tcp_conn_close_out(struct tcp_conn *c)
 {
 	struct iovec iov[TCP_IOV_MAX];
 	struct msghdr msg = {.msg_iov = iov};
@@ -646,7 +646,7 @@ void rmca_tcp_conn_close_out(struct rmca_conn *c)
 		return;
 }
 
-void rmca_tcp_conn_destroy(struct rmca_conn *c)
+void rmca_tcp_conn_destroy(struct tcp_conn *c)
 {
 	struct tcp_rkey *k;
 	struct tcp_out *o;

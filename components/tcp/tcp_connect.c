@@ -28,7 +28,7 @@ enum tc_state {
 	TC_FAILED,
 };
 
-struct rmca_connecting {
+struct tcp_connecting {
 	struct rmca_list link; /* m->awaiting while TC_AWAIT */
 	struct tcp_module *m;
 	enum tc_state state;
@@ -44,6 +44,18 @@ struct rmca_connecting {
 	char peer[80];
 };
 
+static inline struct tcp_connecting *
+tcp_connecting_from_base(struct rmca_connecting *h)
+{
+	return (struct tcp_connecting *)(void *)h;
+}
+
+static inline struct rmca_connecting *
+tcp_connecting_base(struct tcp_connecting *h)
+{
+	return (struct rmca_connecting *)(void *)h;
+}
+
 static void frame(uint8_t type, uint64_t token, uint8_t *buf)
 {
 	struct tcp_frame f = {
@@ -55,7 +67,7 @@ static void frame(uint8_t type, uint64_t token, uint8_t *buf)
 	rmca_tcp_frame_encode(&f, buf);
 }
 
-static void tc_close(struct rmca_connecting *h)
+static void tc_close(struct tcp_connecting *h)
 {
 	const struct rmca_core *core = h->m->base.core;
 
@@ -67,7 +79,7 @@ static void tc_close(struct rmca_connecting *h)
 	h->fd = -1;
 }
 
-static void tc_fail(struct rmca_connecting *h, int status, const char *why)
+static void tc_fail(struct tcp_connecting *h, int status, const char *why)
 {
 	tcp_log(h->m, RMCA_LOG_INFO, "connection %s %s: %s",
 		h->active ? "to" : "from", h->peer, why);
@@ -76,7 +88,7 @@ static void tc_fail(struct rmca_connecting *h, int status, const char *why)
 	h->status = status;
 }
 
-static void tc_events(struct rmca_connecting *h, uint32_t ev)
+static void tc_events(struct tcp_connecting *h, uint32_t ev)
 {
 	const struct rmca_core *core = h->m->base.core;
 
@@ -85,7 +97,7 @@ static void tc_events(struct rmca_connecting *h, uint32_t ev)
 }
 
 /* Advance h as far as its socket allows. */
-static void tc_step(struct rmca_connecting *h)
+static void tc_step(struct tcp_connecting *h)
 {
 	struct tcp_frame f;
 	const char *why;
@@ -176,7 +188,7 @@ static void tc_cb(void *arg, uint32_t events)
 	tc_step(arg);
 }
 
-static int tc_watch(struct rmca_connecting *h, uint32_t ev)
+static int tc_watch(struct tcp_connecting *h, uint32_t ev)
 {
 	const struct rmca_core *core = h->m->base.core;
 	int r = core->ops->fd_add(core, h->fd, ev, tc_cb, h);
@@ -185,7 +197,7 @@ static int tc_watch(struct rmca_connecting *h, uint32_t ev)
 	return r;
 }
 
-static int start_active(struct rmca_connecting *h,
+static int start_active(struct tcp_connecting *h,
 			const struct rmca_conn_args *a)
 {
 	struct tcp_module *m = h->m;
@@ -231,7 +243,7 @@ static int start_active(struct rmca_connecting *h,
 }
 
 /* The passive side got its socket: acknowledge on it. */
-static void passive_go(struct rmca_connecting *h, int fd)
+static void passive_go(struct tcp_connecting *h, int fd)
 {
 	h->fd = fd;
 	rmca_tcp_sockname(fd, true, h->peer, sizeof(h->peer));
@@ -248,8 +260,8 @@ bool rmca_tcp_connecting_claim(struct tcp_module *m, uint64_t token, int fd)
 {
 	for (struct rmca_list *l = m->awaiting.next; l != &m->awaiting;
 	     l = l->next) {
-		struct rmca_connecting *h =
-			rmca_list_entry(l, struct rmca_connecting, link);
+		struct tcp_connecting *h =
+			rmca_list_entry(l, struct tcp_connecting, link);
 
 		if (h->token == token) {
 			/* Out of the listener's hands, into this one's. */
@@ -264,10 +276,10 @@ bool rmca_tcp_connecting_claim(struct tcp_module *m, uint64_t token, int fd)
 
 int rmca_tcp_connect_start(struct rmca_module *mod,
 			   const struct rmca_conn_args *a,
-			   struct rmca_connecting **out)
+			   struct tcp_connecting **out)
 {
 	struct tcp_module *m = rmca_container_of(mod, struct tcp_module, base);
-	struct rmca_connecting *h;
+	struct tcp_connecting *h;
 	int fd, r;
 
 	/* Token 0 is what a socket presents before its hello: never a
@@ -306,14 +318,14 @@ int rmca_tcp_connect_start(struct rmca_module *mod,
 	return 0;
 }
 
-void rmca_tcp_connect_abort(struct rmca_connecting *h)
+void rmca_tcp_connect_abort(struct tcp_connecting *h)
 {
 	rmca_list_del(&h->link);
 	tc_close(h);
 	free(h);
 }
 
-int rmca_tcp_connect_poll(struct rmca_connecting *h, struct rmca_conn **out)
+int rmca_tcp_connect_poll(struct tcp_connecting *h, struct tcp_conn **out)
 {
 	int fd, r;
 
@@ -343,4 +355,31 @@ int rmca_tcp_connect_poll(struct rmca_connecting *h, struct rmca_conn **out)
 	h->fd = -1;
 	rmca_tcp_connect_abort(h);
 	return r;
+}
+
+int rmca_tcp_op_connect_start(struct rmca_module *mod,
+			      const struct rmca_conn_args *a,
+			      struct rmca_connecting **out)
+{
+	struct tcp_connecting *h;
+	int r = rmca_tcp_connect_start(mod, a, &h);
+
+	if (!r)
+		*out = tcp_connecting_base(h);
+	return r;
+}
+
+int rmca_tcp_op_connect_poll(struct rmca_connecting *h, struct rmca_conn **out)
+{
+	struct tcp_conn *c;
+	int r = rmca_tcp_connect_poll(tcp_connecting_from_base(h), &c);
+
+	if (!r)
+		*out = tcp_conn_base(c);
+	return r;
+}
+
+void rmca_tcp_op_connect_abort(struct rmca_connecting *h)
+{
+	rmca_tcp_connect_abort(tcp_connecting_from_base(h));
 }

@@ -24,7 +24,7 @@
 
 #include "tcp.h"
 
-static void op_queue(struct rmca_conn *c, struct tcp_op *op,
+static void op_queue(struct tcp_conn *c, struct tcp_op *op,
 		     const struct tcp_frame *f, const void *pl, size_t len)
 {
 	bool by_count = f->type == TCP_F_SEND || f->type == TCP_F_PUT;
@@ -39,7 +39,7 @@ static void op_queue(struct rmca_conn *c, struct tcp_op *op,
 	rmca_list_add_tail(by_count ? &c->unacked : &c->inflight, &op->qlink);
 }
 
-void rmca_tcp_pump_sends(struct rmca_conn *c)
+void rmca_tcp_pump_sends(struct tcp_conn *c)
 {
 	struct tcp_op *op;
 
@@ -61,7 +61,7 @@ void rmca_tcp_pump_sends(struct rmca_conn *c)
 	}
 }
 
-bool rmca_tcp_counts_due(const struct rmca_conn *c)
+bool rmca_tcp_counts_due(const struct tcp_conn *c)
 {
 	uint32_t untold = c->granted - c->granted_told;
 	uint32_t usable = c->granted_told - c->msgs_in;
@@ -72,7 +72,7 @@ bool rmca_tcp_counts_due(const struct rmca_conn *c)
 	return c->done_in != c->done_told || (untold && untold >= usable);
 }
 
-int rmca_tcp_ack_queue(struct rmca_conn *c)
+int rmca_tcp_ack_queue(struct tcp_conn *c)
 {
 	struct tcp_frame f = {.type = TCP_F_ACK};
 	struct tcp_out *o = rmca_tcp_out_new(c->mod, &f, NULL, 0);
@@ -87,7 +87,7 @@ int rmca_tcp_ack_queue(struct rmca_conn *c)
  * Common start of every post: a failed connection completes the op at once
  * (returns NULL, *err 0); no room returns NULL with *err RMCA_ERR_AGAIN.
  */
-static struct tcp_op *op_new(struct rmca_conn *c, enum tcp_op_kind kind,
+static struct tcp_op *op_new(struct tcp_conn *c, enum tcp_op_kind kind,
 			     void *req, int *err)
 {
 	const struct rmca_core *core = c->mod->base.core;
@@ -119,8 +119,8 @@ static struct tcp_op *op_new(struct rmca_conn *c, enum tcp_op_kind kind,
 	return op;
 }
 
-static int post_send(struct rmca_conn *c, const void *buf, size_t len,
-		     const struct rmca_module_mr *mr, uint64_t rkey, void *req)
+static int post_send(struct tcp_conn *c, const void *buf, size_t len,
+		     const struct tcp_mr *mr, uint64_t rkey, void *req)
 {
 	bool defer = rmca_tcp_out_busy(c);
 	struct tcp_op *op;
@@ -141,22 +141,22 @@ static int post_send(struct rmca_conn *c, const void *buf, size_t len,
 	return 0;
 }
 
-int rmca_tcp_send(struct rmca_conn *c, const void *buf, size_t len,
-		  struct rmca_module_mr *mr, void *req)
+int rmca_tcp_send(struct tcp_conn *c, const void *buf, size_t len,
+		  struct tcp_mr *mr, void *req)
 {
 	return post_send(c, buf, len, mr, 0, req);
 }
 
-int rmca_tcp_send_inv(struct rmca_conn *c, const void *buf, size_t len,
-		      struct rmca_module_mr *mr, uint64_t rkey, void *req)
+int rmca_tcp_send_inv(struct tcp_conn *c, const void *buf, size_t len,
+		      struct tcp_mr *mr, uint64_t rkey, void *req)
 {
 	if (!(rkey & RMCA_KEY_USE_ONCE))
 		return RMCA_ERR_INVALID;
 	return post_send(c, buf, len, mr, rkey, req);
 }
 
-int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
-		  struct rmca_module_mr *mr, void *req)
+int rmca_tcp_recv(struct tcp_conn *c, void *buf, size_t len, struct tcp_mr *mr,
+		  void *req)
 {
 	struct tcp_frame f = {.type = TCP_F_ACK};
 	bool quiet =
@@ -191,8 +191,8 @@ int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
 	return 0;
 }
 
-static int post_rdma(struct rmca_conn *c, enum tcp_op_kind kind, void *buf,
-		     size_t len, const struct rmca_module_mr *mr, uint64_t raddr,
+static int post_rdma(struct tcp_conn *c, enum tcp_op_kind kind, void *buf,
+		     size_t len, const struct tcp_mr *mr, uint64_t raddr,
 		     uint64_t rkey, void *req)
 {
 	struct tcp_frame f = {
@@ -220,23 +220,21 @@ static int post_rdma(struct rmca_conn *c, enum tcp_op_kind kind, void *buf,
 	return 0;
 }
 
-int rmca_tcp_put(struct rmca_conn *c, const void *buf, size_t len,
-		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
-		 void *req)
+int rmca_tcp_put(struct tcp_conn *c, const void *buf, size_t len,
+		 struct tcp_mr *mr, uint64_t raddr, uint64_t rkey, void *req)
 {
 	return post_rdma(c, TCP_OP_PUT, (void *)buf, len, mr, raddr, rkey,
 			 req);
 }
 
-int rmca_tcp_get(struct rmca_conn *c, void *buf, size_t len,
-		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
-		 void *req)
+int rmca_tcp_get(struct tcp_conn *c, void *buf, size_t len, struct tcp_mr *mr,
+		 uint64_t raddr, uint64_t rkey, void *req)
 {
 	return post_rdma(c, TCP_OP_GET, buf, len, mr, raddr, rkey, req);
 }
 
-int rmca_tcp_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
-		    uint64_t *result, struct rmca_module_mr *mr, void *req)
+int rmca_tcp_atomic(struct tcp_conn *c, const struct rmca_atomic *a,
+		    uint64_t *result, struct tcp_mr *mr, void *req)
 {
 	struct tcp_frame f = {
 		.type = TCP_F_ATOMIC,
@@ -278,7 +276,7 @@ int rmca_tcp_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
 	return 0;
 }
 
-int rmca_tcp_flush(struct rmca_conn *c, void *req)
+int rmca_tcp_flush(struct tcp_conn *c, void *req)
 {
 	const struct rmca_core *core = c->mod->base.core;
 	struct tcp_op *op;
@@ -298,7 +296,7 @@ int rmca_tcp_flush(struct rmca_conn *c, void *req)
 	return 0;
 }
 
-void rmca_tcp_disconnect(struct rmca_conn *c)
+void rmca_tcp_disconnect(struct tcp_conn *c)
 {
 	rmca_tcp_conn_close_out(c);
 	rmca_tcp_conn_destroy(c);

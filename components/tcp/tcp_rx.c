@@ -21,7 +21,7 @@
 #include <rmca/atomic_ops.h>
 #include "tcp.h"
 
-static void protocol_error(struct rmca_conn *c, const char *why)
+static void protocol_error(struct tcp_conn *c, const char *why)
 {
 	tcp_log(c->mod, RMCA_LOG_ERROR, "closing connection to %s: %s frame: %s",
 		c->peer, rmca_tcp_frame_name(c->rx.f.type), why);
@@ -30,9 +30,9 @@ static void protocol_error(struct rmca_conn *c, const char *why)
 
 /* Queue the answer to request f; an error answer (which a SEND or PUT
  * only gets) ends the connection. */
-static void respond(struct rmca_conn *c, const struct tcp_frame *req,
-		    int status, uint64_t operand, const char *pl, size_t len,
-		    const struct rmca_module_mr *region)
+static void respond(struct tcp_conn *c, const struct tcp_frame *req, int status,
+		    uint64_t operand, const char *pl, size_t len,
+		    const struct tcp_mr *region)
 {
 	struct tcp_frame f = {
 		.type = TCP_F_RESP,
@@ -60,8 +60,8 @@ static void respond(struct rmca_conn *c, const struct tcp_frame *req,
 	rmca_tcp_answer_queue(c, o);
 }
 
-static void expect_payload(struct rmca_conn *c, char *dst, uint64_t dst_len,
-			   uint64_t drain, const struct rmca_module_mr *region)
+static void expect_payload(struct tcp_conn *c, char *dst, uint64_t dst_len,
+			   uint64_t drain, const struct tcp_mr *region)
 {
 	c->rx.payload = true;
 	c->rx.dst = dst;
@@ -70,7 +70,7 @@ static void expect_payload(struct rmca_conn *c, char *dst, uint64_t dst_len,
 	c->rx.drain_left = (size_t)drain;
 }
 
-static void on_send(struct rmca_conn *c, const struct tcp_frame *f)
+static void on_send(struct tcp_conn *c, const struct tcp_frame *f)
 {
 	struct tcp_op *r = rmca_list_first(&c->recvs, struct tcp_op, link);
 
@@ -90,7 +90,7 @@ static void on_send(struct rmca_conn *c, const struct tcp_frame *f)
 	expect_payload(c, r->buf, f->len, 0, NULL);
 }
 
-static void on_atomic(struct rmca_conn *c, const struct tcp_frame *f)
+static void on_atomic(struct tcp_conn *c, const struct tcp_frame *f)
 {
 	struct rmca_atomic a = {
 		.kind = (enum rmca_atomic_kind)f->akind,
@@ -117,7 +117,7 @@ static void on_atomic(struct rmca_conn *c, const struct tcp_frame *f)
 		NULL);
 }
 
-static void on_resp(struct rmca_conn *c, const struct tcp_frame *f)
+static void on_resp(struct tcp_conn *c, const struct tcp_frame *f)
 {
 	struct tcp_op *op = rmca_list_first(&c->inflight, struct tcp_op, qlink);
 	int st = f->status;
@@ -161,7 +161,7 @@ static void on_resp(struct rmca_conn *c, const struct tcp_frame *f)
  * the connection ends. Sends and puts written are acknowledged, oldest
  * first; new credits release waiting sends. False once c failed.
  */
-static bool take_counts(struct rmca_conn *c, const struct tcp_frame *f)
+static bool take_counts(struct tcp_conn *c, const struct tcp_frame *f)
 {
 	uint32_t acks = f->acked - c->acked;
 	uint32_t grants = f->credits - c->credits;
@@ -195,10 +195,10 @@ static bool take_counts(struct rmca_conn *c, const struct tcp_frame *f)
 }
 
 /* A header was validated: act on it, or arrange for its payload. */
-static void start_frame(struct rmca_conn *c)
+static void start_frame(struct tcp_conn *c)
 {
 	const struct tcp_frame *f = &c->rx.f;
-	const struct rmca_module_mr *region = NULL;
+	const struct tcp_mr *region = NULL;
 	char *p = NULL;
 	int r;
 
@@ -242,7 +242,7 @@ static void start_frame(struct rmca_conn *c)
 }
 
 /* The payload of the current frame is in. */
-static void finish_frame(struct rmca_conn *c)
+static void finish_frame(struct tcp_conn *c)
 {
 	const struct tcp_frame *f = &c->rx.f;
 	uint64_t revoked = 0;
@@ -282,7 +282,7 @@ static void finish_frame(struct rmca_conn *c)
 
 /* One recv(); returns bytes, 0 when nothing is there now, < 0 when the
  * connection has failed. */
-static ssize_t rx_read(struct rmca_conn *c, void *buf, size_t len)
+static ssize_t rx_read(struct tcp_conn *c, void *buf, size_t len)
 {
 	ssize_t n;
 
@@ -309,7 +309,7 @@ static size_t min_size(size_t a, size_t b)
  * place. Returns false when c may not go on reading now (it failed, or it
  * holds off until its answers are written).
  */
-static bool rx_consume(struct rmca_conn *c)
+static bool rx_consume(struct tcp_conn *c)
 {
 	struct tcp_rx *rx = &c->rx;
 	const char *why;
@@ -365,7 +365,7 @@ static bool rx_consume(struct rmca_conn *c)
 /* One recv() of what the frame being read needs next. Returns the bytes
  * read (0: none now), -1 once c failed; *drained: a short read, so the
  * socket held no more. */
-static ssize_t rx_fill(struct rmca_conn *c, bool *drained)
+static ssize_t rx_fill(struct tcp_conn *c, bool *drained)
 {
 	struct tcp_rx *rx = &c->rx;
 	size_t want;
@@ -400,7 +400,7 @@ static ssize_t rx_fill(struct rmca_conn *c, bool *drained)
 	return n;
 }
 
-bool rmca_tcp_rx_ready(const struct rmca_conn *c)
+bool rmca_tcp_rx_ready(const struct tcp_conn *c)
 {
 	const struct tcp_rx *rx = &c->rx;
 
@@ -411,7 +411,7 @@ bool rmca_tcp_rx_ready(const struct rmca_conn *c)
 	return rx->end - rx->start >= TCP_HDR_LEN;
 }
 
-void rmca_tcp_rx(struct rmca_conn *c)
+void rmca_tcp_rx(struct tcp_conn *c)
 {
 	bool drained = false;
 

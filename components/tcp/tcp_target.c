@@ -8,8 +8,7 @@
 
 #include "tcp.h"
 
-struct tcp_rkey *rmca_tcp_rkey_new(struct rmca_module_mr *mr,
-				   struct rmca_conn *c)
+struct tcp_rkey *rmca_tcp_rkey_new(struct tcp_mr *mr, struct tcp_conn *c)
 {
 	struct tcp_rkey *k = calloc(1, sizeof(*k));
 
@@ -38,7 +37,7 @@ void rmca_tcp_rkey_free(struct tcp_rkey *k)
 }
 
 /* The live key rkey as seen from c, or NULL. */
-static struct tcp_rkey *key_on(struct tcp_module *m, const struct rmca_conn *c,
+static struct tcp_rkey *key_on(struct tcp_module *m, const struct tcp_conn *c,
 			       uint64_t rkey)
 {
 	struct tcp_rkey *k = rmca_tcp_keytab_find(&m->keys, rkey);
@@ -46,12 +45,12 @@ static struct tcp_rkey *key_on(struct tcp_module *m, const struct rmca_conn *c,
 	return k && (!k->conn || k->conn == c) ? k : NULL;
 }
 
-int rmca_tcp_access(struct tcp_module *m, const struct rmca_conn *c,
+int rmca_tcp_access(struct tcp_module *m, const struct tcp_conn *c,
 		    uint64_t rkey, uint64_t raddr, uint64_t len, unsigned need,
-		    char **ptr, const struct rmca_module_mr **region)
+		    char **ptr, const struct tcp_mr **region)
 {
 	struct tcp_rkey *k = key_on(m, c, rkey);
-	struct rmca_module_mr *mr = k ? k->mr : NULL;
+	struct tcp_mr *mr = k ? k->mr : NULL;
 	uint64_t base, off;
 
 	if (!mr || (mr->access & need) != need)
@@ -71,7 +70,7 @@ int rmca_tcp_access(struct tcp_module *m, const struct rmca_conn *c,
 }
 
 /* Revoke a use-once key named by a send-with-invalidate arriving on c. */
-uint64_t rmca_tcp_revoke(struct tcp_module *m, const struct rmca_conn *c,
+uint64_t rmca_tcp_revoke(struct tcp_module *m, const struct tcp_conn *c,
 			 uint64_t rkey)
 {
 	struct tcp_rkey *k = key_on(m, c, rkey);
