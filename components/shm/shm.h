@@ -69,7 +69,7 @@ struct shm_module {
 	int lfd;		 /* the abstract listening socket */
 	struct rmca_list pending; /* struct shm_pending */
 	int npending;
-	struct rmca_list conns; /* struct rmca_conn */
+	struct rmca_list conns; /* struct shm_conn */
 	struct shm_keytab keys;
 	uint64_t probe_word;
 	int yama;		/* kernel.yama.ptrace_scope, 0 when absent */
@@ -86,7 +86,7 @@ struct shm_module {
 	bool cma;	   /* shm_cma: cross-memory attach where allowed */
 };
 
-struct rmca_module_mr {
+struct shm_mr {
 	struct shm_module *mod;
 	char *addr;
 	size_t len;
@@ -129,7 +129,7 @@ struct shm_flight {
 	uint32_t nslots;   /* of its answer; 0: the head answers it */
 };
 
-struct rmca_conn {
+struct shm_conn {
 	struct rmca_list link; /* m->conns */
 	struct shm_module *mod;
 	int fd; /* the unix socket; -1 once closed */
@@ -164,6 +164,33 @@ struct rmca_conn {
 	struct rmca_list backlog;  /* waiting for ring room, a credit */
 };
 
+/*
+ * The core holds a connection and a region as struct rmca_conn and struct
+ * rmca_module_mr; the ops table (shm_module.c) turns them into the module's
+ * own objects and back through these helpers only, and nothing else in shm
+ * sees the core's types. NULL stays NULL (a send without a region, mr_rkey
+ * without a connection).
+ */
+static inline struct shm_conn *shm_conn_from_base(struct rmca_conn *c)
+{
+	return (struct shm_conn *)(void *)c;
+}
+
+static inline struct rmca_conn *shm_conn_base(struct shm_conn *c)
+{
+	return (struct rmca_conn *)(void *)c;
+}
+
+static inline struct shm_mr *shm_mr_from_base(struct rmca_module_mr *mr)
+{
+	return (struct shm_mr *)(void *)mr;
+}
+
+static inline struct rmca_module_mr *shm_mr_base(struct shm_mr *mr)
+{
+	return (struct rmca_module_mr *)(void *)mr;
+}
+
 /* shm_module.c */
 int rmca_shm_module_create(const struct rmca_core *core,
 			   struct shm_module **out);
@@ -183,22 +210,20 @@ int rmca_shm_keytab_init(struct shm_keytab *t,
 			 int (*random)(void *buf, size_t len));
 void rmca_shm_keytab_fini(struct shm_keytab *t);
 int rmca_shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
-		    unsigned access, struct rmca_module_mr **out);
-int rmca_shm_mr_dereg(struct rmca_module_mr *mr);
-uint64_t rmca_shm_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c);
-int rmca_shm_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
-		       uint64_t rkey);
-int rmca_shm_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
-		    uint64_t rkey);
+		    unsigned access, struct shm_mr **out);
+int rmca_shm_mr_dereg(struct shm_mr *mr);
+uint64_t rmca_shm_mr_rkey(struct shm_mr *mr, struct shm_conn *c);
+int rmca_shm_key_match(struct shm_mr *mr, struct shm_conn *c, uint64_t rkey);
+int rmca_shm_revoke(struct shm_mr *mr, struct shm_conn *c, uint64_t rkey);
 /* The target's check of a remote access arriving on c: 0 and *ptr, or
  * RMCA_ERR_REMOTE_ACCESS. */
-int rmca_shm_access(struct rmca_conn *c, uint64_t rkey, uint64_t raddr,
+int rmca_shm_access(struct shm_conn *c, uint64_t rkey, uint64_t raddr,
 		    uint64_t len, unsigned need, char **ptr);
 /* A send-with-invalidate arrived on c: revoke rkey if it is a use-once key
  * handed out on c; returns it, or 0 when it revoked nothing. */
-uint64_t rmca_shm_revoke_inv(struct rmca_conn *c, uint64_t rkey);
+uint64_t rmca_shm_revoke_inv(struct shm_conn *c, uint64_t rkey);
 /* c goes away: the use-once keys bound to it die with it. */
-void rmca_shm_keys_drop_conn(struct shm_module *m, struct rmca_conn *c);
+void rmca_shm_keys_drop_conn(struct shm_module *m, struct shm_conn *c);
 int rmca_shm_pub_create(struct shm_module *m);
 void rmca_shm_pub_destroy(struct shm_module *m);
 
@@ -207,7 +232,7 @@ void rmca_shm_pub_destroy(struct shm_module *m);
  * RMCA_ERR_CONNECTION the peer is gone or closed; SHM_NOT_DIRECT the key
  * is not published (or c cannot attach): the target must serve it. */
 #define SHM_NOT_DIRECT 1
-int rmca_shm_direct(struct rmca_conn *c, bool to_peer, char *local,
+int rmca_shm_direct(struct shm_conn *c, bool to_peer, char *local,
 		    uint64_t raddr, uint64_t rkey, size_t len);
 /* The target withdrew slot: wait until no peer is copying under it. */
 void rmca_shm_wait_accessors(struct shm_module *m, unsigned slot);
@@ -219,7 +244,7 @@ void rmca_shm_reap_zombies(struct shm_module *m, bool all);
 int rmca_shm_listen(struct shm_module *m);
 void rmca_shm_pending_free_all(struct shm_module *m);
 int rmca_shm_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
-		     struct rmca_conn **out);
+		     struct shm_conn **out);
 
 /* shm_conn.c */
 struct shm_conn_parts {
@@ -233,46 +258,44 @@ struct shm_conn_parts {
 /* On success c owns the parts and fd. */
 int rmca_shm_conn_create(struct shm_module *m, int fd,
 			 const struct shm_conn_parts *p, void *cookie,
-			 struct rmca_conn **out);
-void rmca_shm_conn_fail(struct rmca_conn *c, int status);
-void rmca_shm_wake_peer(struct rmca_conn *c);
-void rmca_shm_conn_poll(struct rmca_conn *c);
-void rmca_shm_disconnect(struct rmca_conn *c);
+			 struct shm_conn **out);
+void rmca_shm_conn_fail(struct shm_conn *c, int status);
+void rmca_shm_wake_peer(struct shm_conn *c);
+void rmca_shm_conn_poll(struct shm_conn *c);
+void rmca_shm_disconnect(struct shm_conn *c);
 /* The segment, the peer's key table and pidfd of c: gone. */
-void rmca_shm_conn_unmap(struct rmca_conn *c);
+void rmca_shm_conn_unmap(struct shm_conn *c);
 int rmca_shm_progress(struct rmca_module *mod);
 
 /* shm_ops.c: posting */
 void rmca_shm_ops_free_spare(struct shm_module *m);
-void rmca_shm_op_done(struct rmca_conn *c, struct shm_op *op, int status,
+void rmca_shm_op_done(struct shm_conn *c, struct shm_op *op, int status,
 		      size_t len, uint64_t revoked);
-void rmca_shm_complete_all(struct rmca_conn *c, int status);
-void rmca_shm_pump(struct rmca_conn *c);
+void rmca_shm_complete_all(struct shm_conn *c, int status);
+void rmca_shm_pump(struct shm_conn *c);
 /* The peer has a receive for one more message of ours. */
-bool rmca_shm_credit(struct rmca_conn *c);
+bool rmca_shm_credit(struct shm_conn *c);
 /* The bytes of op's request (or piece) that starts at off. */
 size_t rmca_shm_piece(const struct shm_op *op, size_t off);
-int rmca_shm_send(struct rmca_conn *c, const void *buf, size_t len,
-		  struct rmca_module_mr *mr, void *req);
-int rmca_shm_send_inv(struct rmca_conn *c, const void *buf, size_t len,
-		      struct rmca_module_mr *mr, uint64_t rkey, void *req);
-int rmca_shm_recv(struct rmca_conn *c, void *buf, size_t len,
-		  struct rmca_module_mr *mr, void *req);
-int rmca_shm_put(struct rmca_conn *c, const void *buf, size_t len,
-		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
-		 void *req);
-int rmca_shm_get(struct rmca_conn *c, void *buf, size_t len,
-		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
-		 void *req);
-int rmca_shm_atomic(struct rmca_conn *c, const struct rmca_atomic *op,
-		    uint64_t *result, struct rmca_module_mr *mr, void *req);
-int rmca_shm_flush(struct rmca_conn *c, void *req);
+int rmca_shm_send(struct shm_conn *c, const void *buf, size_t len,
+		  struct shm_mr *mr, void *req);
+int rmca_shm_send_inv(struct shm_conn *c, const void *buf, size_t len,
+		      struct shm_mr *mr, uint64_t rkey, void *req);
+int rmca_shm_recv(struct shm_conn *c, void *buf, size_t len, struct shm_mr *mr,
+		  void *req);
+int rmca_shm_put(struct shm_conn *c, const void *buf, size_t len,
+		 struct shm_mr *mr, uint64_t raddr, uint64_t rkey, void *req);
+int rmca_shm_get(struct shm_conn *c, void *buf, size_t len, struct shm_mr *mr,
+		 uint64_t raddr, uint64_t rkey, void *req);
+int rmca_shm_atomic(struct shm_conn *c, const struct rmca_atomic *op,
+		    uint64_t *result, struct shm_mr *mr, void *req);
+int rmca_shm_flush(struct shm_conn *c, void *req);
 
 /* shm_target.c: what arrives */
 /* Serve every request and response in the rings; false once c failed. */
-bool rmca_shm_rx(struct rmca_conn *c);
+bool rmca_shm_rx(struct shm_conn *c);
 /* Only the answers: a peer that is gone gets its requests served no more. */
-void rmca_shm_rx_answers(struct rmca_conn *c);
+void rmca_shm_rx_answers(struct shm_conn *c);
 
 #define shm_log(m, lvl, fmt, ...)                                              \
 	(m)->base.core->ops->log((m)->base.core, (lvl), "shm: " fmt,           \

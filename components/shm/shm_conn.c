@@ -27,7 +27,7 @@
 
 #include "shm.h"
 
-void rmca_shm_wake_peer(struct rmca_conn *c)
+void rmca_shm_wake_peer(struct shm_conn *c)
 {
 	uint64_t *armed = &c->r.peer->armed;
 	ssize_t n;
@@ -44,7 +44,7 @@ void rmca_shm_wake_peer(struct rmca_conn *c)
 	} while (n < 0 && errno == EINTR);
 }
 
-static void close_fd(struct rmca_conn *c)
+static void close_fd(struct shm_conn *c)
 {
 	const struct rmca_core *core = c->mod->base.core;
 
@@ -55,7 +55,7 @@ static void close_fd(struct rmca_conn *c)
 	c->fd = -1;
 }
 
-void rmca_shm_conn_fail(struct rmca_conn *c, int status)
+void rmca_shm_conn_fail(struct shm_conn *c, int status)
 {
 	const struct rmca_core *core = c->mod->base.core;
 
@@ -74,7 +74,7 @@ void rmca_shm_conn_fail(struct rmca_conn *c, int status)
 	core->ops->conn_failed(core, c->cookie, status);
 }
 
-void rmca_shm_conn_poll(struct rmca_conn *c)
+void rmca_shm_conn_poll(struct shm_conn *c)
 {
 	if (c->failed || !rmca_shm_rx(c))
 		return;
@@ -82,7 +82,7 @@ void rmca_shm_conn_poll(struct rmca_conn *c)
 		rmca_shm_pump(c);
 }
 
-static void conn_gone(struct rmca_conn *c, int err)
+static void conn_gone(struct shm_conn *c, int err)
 {
 	/* The peer closed or died: what it answered before still counts,
 	 * what it asked for is void (its side completed it already). */
@@ -95,7 +95,7 @@ static void conn_gone(struct rmca_conn *c, int err)
 }
 
 /* Take the wake byte and arm: from now on the peer wakes us. */
-static void arm(struct rmca_conn *c)
+static void arm(struct shm_conn *c)
 {
 	char buf[16];
 	ssize_t n;
@@ -120,7 +120,7 @@ static void arm(struct rmca_conn *c)
 #define SHM_IDLE_CLOCK_EVERY 16
 
 /* Arm once nothing new came for shm_idle_us. */
-static void idle_check(struct rmca_conn *c)
+static void idle_check(struct shm_conn *c)
 {
 	long long now;
 
@@ -150,7 +150,7 @@ static void idle_check(struct rmca_conn *c)
 /* The socket is readable: a wake byte is there, or the peer is gone. */
 static void conn_cb(void *arg, uint32_t events)
 {
-	struct rmca_conn *c = arg;
+	struct shm_conn *c = arg;
 
 	if (events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)) {
 		conn_gone(c, 0);
@@ -163,10 +163,10 @@ static void conn_cb(void *arg, uint32_t events)
 
 int rmca_shm_conn_create(struct shm_module *m, int fd,
 			 const struct shm_conn_parts *p, void *cookie,
-			 struct rmca_conn **out)
+			 struct shm_conn **out)
 {
 	const struct rmca_core *core = m->base.core;
-	struct rmca_conn *c = calloc(1, sizeof(*c));
+	struct shm_conn *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return RMCA_ERR_NO_MEMORY;
@@ -197,7 +197,7 @@ int rmca_shm_conn_create(struct shm_module *m, int fd,
 	return 0;
 }
 
-void rmca_shm_conn_unmap(struct rmca_conn *c)
+void rmca_shm_conn_unmap(struct shm_conn *c)
 {
 	munmap(c->seg, sizeof(*c->seg));
 	if (c->peer_keys)
@@ -206,7 +206,7 @@ void rmca_shm_conn_unmap(struct rmca_conn *c)
 		close(c->pidfd);
 }
 
-void rmca_shm_disconnect(struct rmca_conn *c)
+void rmca_shm_disconnect(struct shm_conn *c)
 {
 	struct shm_module *m = c->mod;
 
@@ -237,8 +237,7 @@ int rmca_shm_progress(struct rmca_module *mod)
 	if (!rmca_list_empty(&m->zombies))
 		rmca_shm_reap_zombies(m, false);
 	for (l = m->conns.next; l != &m->conns; l = next) {
-		struct rmca_conn *c =
-			rmca_list_entry(l, struct rmca_conn, link);
+		struct shm_conn *c = rmca_list_entry(l, struct shm_conn, link);
 
 		next = l->next;
 		rmca_shm_conn_poll(c);

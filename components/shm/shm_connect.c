@@ -391,7 +391,7 @@ static uint32_t our_flags(struct shm_module *m, const struct shm_addr_blob *b,
  * part is released (fd is the caller's). */
 static int conn_make(struct shm_module *m, int fd, struct shm_conn_parts *cp,
 		     uint32_t mine, uint32_t theirs, int keyfd, void *cookie,
-		     struct rmca_conn **out)
+		     struct shm_conn **out)
 {
 	int r;
 
@@ -412,7 +412,7 @@ static int conn_make(struct shm_module *m, int fd, struct shm_conn_parts *cp,
 
 static int active(struct shm_module *m, const struct rmca_conn_args *a,
 		  const struct shm_addr_blob *b, long long deadline,
-		  struct rmca_conn **out)
+		  struct shm_conn **out)
 {
 	struct shm_hello h = {.magic = SHM_HELLO_MAGIC,
 			      .version = SHM_PROTO_VERSION,
@@ -527,7 +527,7 @@ static int accept_one(struct shm_module *m, long long deadline)
 
 static int passive(struct shm_module *m, const struct rmca_conn_args *a,
 		   const struct shm_addr_blob *b, long long deadline,
-		   struct rmca_conn **out)
+		   struct shm_conn **out)
 {
 	struct shm_hello h = {.magic = SHM_ACK_MAGIC,
 			      .version = SHM_PROTO_VERSION,
@@ -592,7 +592,7 @@ static int passive(struct shm_module *m, const struct rmca_conn_args *a,
 }
 
 int rmca_shm_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
-		     struct rmca_conn **out)
+		     struct shm_conn **out)
 {
 	struct shm_module *m = rmca_container_of(mod, struct shm_module, base);
 	struct shm_addr_blob b;

@@ -22,7 +22,7 @@ static uint64_t ld(const uint64_t *p)
 
 /* The slot still grants [raddr, raddr + len) with need to this
  * connection, as of seq; false if it changed or never did. */
-static bool slot_grants(const struct rmca_conn *c, const struct shm_kslot *s,
+static bool slot_grants(const struct shm_conn *c, const struct shm_kslot *s,
 			uint64_t seq, uint64_t rkey, uint64_t raddr,
 			uint64_t len, unsigned need)
 {
@@ -40,7 +40,7 @@ static bool slot_grants(const struct rmca_conn *c, const struct shm_kslot *s,
 	       len <= size - (raddr - base);
 }
 
-int rmca_shm_direct(struct rmca_conn *c, bool to_peer, char *local,
+int rmca_shm_direct(struct shm_conn *c, bool to_peer, char *local,
 		    uint64_t raddr, uint64_t rkey, size_t len)
 {
 	unsigned slot = shm_key_slot(rkey);
@@ -99,20 +99,20 @@ out:
 /* The peer exited: its memory, and any copy it was making, are gone (a
  * pidfd is readable only then). A peer without a pidfd was never shown
  * the table, so it copies under none of its slots. */
-static bool peer_gone(const struct rmca_conn *c)
+static bool peer_gone(const struct shm_conn *c)
 {
 	struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
 
 	return c->pidfd < 0 || (poll(&p, 1, 0) > 0 && p.revents);
 }
 
-static bool copying_under(const struct rmca_conn *c, unsigned slot)
+static bool copying_under(const struct shm_conn *c, unsigned slot)
 {
 	return __atomic_load_n(&c->r.peer->access, __ATOMIC_SEQ_CST) == slot &&
 	       !peer_gone(c);
 }
 
-static void wait_conn(const struct rmca_conn *c, unsigned slot)
+static void wait_conn(const struct shm_conn *c, unsigned slot)
 {
 	struct timespec ts = {.tv_nsec = 20000};
 
@@ -131,12 +131,12 @@ void rmca_shm_wait_accessors(struct shm_module *m, unsigned slot)
 	struct rmca_list *l;
 
 	for (l = m->conns.next; l != &m->conns; l = l->next)
-		wait_conn(rmca_list_entry(l, struct rmca_conn, link), slot);
+		wait_conn(rmca_list_entry(l, struct shm_conn, link), slot);
 	for (l = m->zombies.next; l != &m->zombies; l = l->next)
-		wait_conn(rmca_list_entry(l, struct rmca_conn, link), slot);
+		wait_conn(rmca_list_entry(l, struct shm_conn, link), slot);
 }
 
-static void zombie_free(struct rmca_conn *c)
+static void zombie_free(struct shm_conn *c)
 {
 	rmca_list_del(&c->link);
 	rmca_shm_conn_unmap(c);
@@ -148,8 +148,7 @@ void rmca_shm_reap_zombies(struct shm_module *m, bool all)
 	struct rmca_list *l, *next;
 
 	for (l = m->zombies.next; l != &m->zombies; l = next) {
-		struct rmca_conn *c =
-			rmca_list_entry(l, struct rmca_conn, link);
+		struct shm_conn *c = rmca_list_entry(l, struct shm_conn, link);
 
 		next = l->next;
 		if (all ||

@@ -24,8 +24,8 @@
 
 struct shm_key {
 	uint64_t key;
-	struct rmca_module_mr *mr;
-	struct rmca_conn *conn;	 /* use-once: the connection it was handed to */
+	struct shm_mr *mr;
+	struct shm_conn *conn;	 /* use-once: the connection it was handed to */
 	struct shm_key *next;	 /* hash chain */
 	struct rmca_list mr_link; /* use-once: mr->once */
 	unsigned slot;		 /* in the published table, 0: none */
@@ -95,7 +95,7 @@ static void slot_store(uint64_t *p, uint64_t v)
 
 /* A seqlock write: readers that overlap it see seq odd or changed. */
 static void publish(struct shm_module *m, const struct shm_key *e,
-		    const struct rmca_module_mr *mr, uint64_t tag)
+		    const struct shm_mr *mr, uint64_t tag)
 {
 	struct shm_kslot *s = &m->pub->slot[e->slot];
 	uint64_t seq = s->seq;
@@ -191,8 +191,8 @@ static struct shm_key *find(const struct shm_keytab *t, uint64_t key)
 	return NULL;
 }
 
-static struct shm_key *add(struct shm_module *m, struct rmca_module_mr *mr,
-			   struct rmca_conn *conn)
+static struct shm_key *add(struct shm_module *m, struct shm_mr *mr,
+			   struct shm_conn *conn)
 {
 	struct shm_keytab *t = &m->keys;
 	bool once = mr->access & RMCA_MR_USE_ONCE;
@@ -257,10 +257,10 @@ static void del(struct shm_module *m, struct shm_key *e)
 }
 
 int rmca_shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
-		    unsigned access, struct rmca_module_mr **out)
+		    unsigned access, struct shm_mr **out)
 {
 	struct shm_module *m = rmca_container_of(mod, struct shm_module, base);
-	struct rmca_module_mr *mr = calloc(1, sizeof(*mr));
+	struct shm_mr *mr = calloc(1, sizeof(*mr));
 	struct shm_key *e;
 
 	if (!mr)
@@ -284,7 +284,7 @@ int rmca_shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 
 /* Once this returns no request can reach the region: the table is only
  * read by this thread, between requests. */
-int rmca_shm_mr_dereg(struct rmca_module_mr *mr)
+int rmca_shm_mr_dereg(struct shm_mr *mr)
 {
 	struct shm_module *m = mr->mod;
 	struct shm_key *e;
@@ -297,8 +297,7 @@ int rmca_shm_mr_dereg(struct rmca_module_mr *mr)
 	return 0;
 }
 
-static struct shm_key *once_key(struct rmca_module_mr *mr,
-				const struct rmca_conn *c)
+static struct shm_key *once_key(struct shm_mr *mr, const struct shm_conn *c)
 {
 	for (struct rmca_list *l = mr->once.next; l != &mr->once; l = l->next) {
 		struct shm_key *e = rmca_list_entry(l, struct shm_key, mr_link);
@@ -309,7 +308,7 @@ static struct shm_key *once_key(struct rmca_module_mr *mr,
 	return NULL;
 }
 
-uint64_t rmca_shm_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
+uint64_t rmca_shm_mr_rkey(struct shm_mr *mr, struct shm_conn *c)
 {
 	struct shm_key *e;
 
@@ -321,16 +320,14 @@ uint64_t rmca_shm_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
 	return e ? e->key : 0;
 }
 
-int rmca_shm_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
-		       uint64_t rkey)
+int rmca_shm_key_match(struct shm_mr *mr, struct shm_conn *c, uint64_t rkey)
 {
 	struct shm_key *e = find(&mr->mod->keys, rkey);
 
 	return e && e->mr == mr && (!e->conn || e->conn == c);
 }
 
-int rmca_shm_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
-		    uint64_t rkey)
+int rmca_shm_revoke(struct shm_mr *mr, struct shm_conn *c, uint64_t rkey)
 {
 	struct shm_key *e = find(&mr->mod->keys, rkey);
 
@@ -339,7 +336,7 @@ int rmca_shm_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
 	return 0;
 }
 
-uint64_t rmca_shm_revoke_inv(struct rmca_conn *c, uint64_t rkey)
+uint64_t rmca_shm_revoke_inv(struct shm_conn *c, uint64_t rkey)
 {
 	struct shm_key *e = find(&c->mod->keys, rkey);
 
@@ -349,11 +346,11 @@ uint64_t rmca_shm_revoke_inv(struct rmca_conn *c, uint64_t rkey)
 	return rkey;
 }
 
-int rmca_shm_access(struct rmca_conn *c, uint64_t rkey, uint64_t raddr,
+int rmca_shm_access(struct shm_conn *c, uint64_t rkey, uint64_t raddr,
 		    uint64_t len, unsigned need, char **ptr)
 {
 	struct shm_key *e = find(&c->mod->keys, rkey);
-	struct rmca_module_mr *mr;
+	struct shm_mr *mr;
 	uint64_t base, off;
 
 	if (!e || (e->conn && e->conn != c))
@@ -373,7 +370,7 @@ int rmca_shm_access(struct rmca_conn *c, uint64_t rkey, uint64_t raddr,
 	return 0;
 }
 
-void rmca_shm_keys_drop_conn(struct shm_module *m, struct rmca_conn *c)
+void rmca_shm_keys_drop_conn(struct shm_module *m, struct shm_conn *c)
 {
 	struct shm_keytab *t = &m->keys;
 

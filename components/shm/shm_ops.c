@@ -46,7 +46,7 @@ void rmca_shm_ops_free_spare(struct shm_module *m)
 	m->nspare = 0;
 }
 
-void rmca_shm_op_done(struct rmca_conn *c, struct shm_op *op, int status,
+void rmca_shm_op_done(struct shm_conn *c, struct shm_op *op, int status,
 		      size_t len, uint64_t revoked)
 {
 	const struct rmca_core *core = c->mod->base.core;
@@ -67,7 +67,7 @@ void rmca_shm_op_done(struct rmca_conn *c, struct shm_op *op, int status,
 }
 
 /* Every op still outstanding ends with status, in post order. */
-void rmca_shm_complete_all(struct rmca_conn *c, int status)
+void rmca_shm_complete_all(struct shm_conn *c, int status)
 {
 	const struct rmca_core *core = c->mod->base.core;
 	struct shm_op *op;
@@ -84,7 +84,7 @@ void rmca_shm_complete_all(struct rmca_conn *c, int status)
 
 /* A put or get this core may copy itself: SHM_NOT_DIRECT if not, else
  * its status once done. */
-static int direct(struct rmca_conn *c, struct shm_op *op)
+static int direct(struct shm_conn *c, struct shm_op *op)
 {
 	if (op->kind == SHM_OP_PUT && op->len > SHM_INLINE_MAX)
 		return rmca_shm_direct(c, true, op->buf, op->raddr, op->rkey,
@@ -106,7 +106,7 @@ size_t rmca_shm_piece(const struct shm_op *op, size_t off)
 
 /* A receive posted by the peer for one more message. Its count comes with
  * each of its requests; its line is read only when that is used up. */
-bool rmca_shm_credit(struct rmca_conn *c)
+bool rmca_shm_credit(struct shm_conn *c)
 {
 	uint64_t v;
 
@@ -119,7 +119,7 @@ bool rmca_shm_credit(struct rmca_conn *c)
 }
 
 /* The next request of op: all of it, or (without CMA) its next piece. */
-static enum push_result push(struct rmca_conn *c, struct shm_op *op, int *st)
+static enum push_result push(struct shm_conn *c, struct shm_op *op, int *st)
 {
 	bool inl = op->len <= SHM_INLINE_MAX, more = false;
 	uint32_t units = 1, nslots = 0;
@@ -224,7 +224,7 @@ static enum push_result push(struct rmca_conn *c, struct shm_op *op, int *st)
 
 /* op was copied by this core with status st: true if that ended the
  * connection, refused or gone, as an answer would have said. */
-static bool copied(struct rmca_conn *c, struct shm_op *op, int st)
+static bool copied(struct shm_conn *c, struct shm_op *op, int st)
 {
 	rmca_shm_op_done(c, op, st, 0, 0);
 	if (!st)
@@ -233,7 +233,7 @@ static bool copied(struct rmca_conn *c, struct shm_op *op, int st)
 	return true;
 }
 
-void rmca_shm_pump(struct rmca_conn *c)
+void rmca_shm_pump(struct shm_conn *c)
 {
 	struct rmca_list *l, *next;
 	bool pushed = false, sends_wait = false;
@@ -271,7 +271,7 @@ void rmca_shm_pump(struct rmca_conn *c)
  * Common start of every post: a failed connection completes the op at once
  * (returns NULL, *err 0); no room returns NULL with *err RMCA_ERR_AGAIN.
  */
-static struct shm_op *op_new(struct rmca_conn *c, enum shm_op_kind kind,
+static struct shm_op *op_new(struct shm_conn *c, enum shm_op_kind kind,
 			     void *req, int *err)
 {
 	const struct rmca_core *core = c->mod->base.core;
@@ -307,7 +307,7 @@ static struct shm_op *op_new(struct rmca_conn *c, enum shm_op_kind kind,
 }
 
 /* Into the ring now if nothing waits before it, else behind the backlog. */
-static void post(struct rmca_conn *c, struct shm_op *op)
+static void post(struct shm_conn *c, struct shm_op *op)
 {
 	enum push_result r = NO_ROOM;
 	int st;
@@ -329,7 +329,7 @@ static void post(struct rmca_conn *c, struct shm_op *op)
 		rmca_shm_wake_peer(c);
 }
 
-static int post_send(struct rmca_conn *c, const void *buf, size_t len,
+static int post_send(struct shm_conn *c, const void *buf, size_t len,
 		     uint64_t rkey, void *req)
 {
 	struct shm_op *op;
@@ -345,15 +345,15 @@ static int post_send(struct rmca_conn *c, const void *buf, size_t len,
 	return 0;
 }
 
-int rmca_shm_send(struct rmca_conn *c, const void *buf, size_t len,
-		  struct rmca_module_mr *mr, void *req)
+int rmca_shm_send(struct shm_conn *c, const void *buf, size_t len,
+		  struct shm_mr *mr, void *req)
 {
 	(void)mr;
 	return post_send(c, buf, len, 0, req);
 }
 
-int rmca_shm_send_inv(struct rmca_conn *c, const void *buf, size_t len,
-		      struct rmca_module_mr *mr, uint64_t rkey, void *req)
+int rmca_shm_send_inv(struct shm_conn *c, const void *buf, size_t len,
+		      struct shm_mr *mr, uint64_t rkey, void *req)
 {
 	(void)mr;
 	if (!(rkey & RMCA_KEY_USE_ONCE))
@@ -361,8 +361,8 @@ int rmca_shm_send_inv(struct rmca_conn *c, const void *buf, size_t len,
 	return post_send(c, buf, len, rkey, req);
 }
 
-int rmca_shm_recv(struct rmca_conn *c, void *buf, size_t len,
-		  struct rmca_module_mr *mr, void *req)
+int rmca_shm_recv(struct shm_conn *c, void *buf, size_t len, struct shm_mr *mr,
+		  void *req)
 {
 	struct shm_op *op;
 	int err;
@@ -379,7 +379,7 @@ int rmca_shm_recv(struct rmca_conn *c, void *buf, size_t len,
 	return 0;
 }
 
-static int post_rma(struct rmca_conn *c, enum shm_op_kind kind, void *buf,
+static int post_rma(struct shm_conn *c, enum shm_op_kind kind, void *buf,
 		    size_t len, uint64_t raddr, uint64_t rkey, void *req)
 {
 	struct shm_op *op;
@@ -396,24 +396,22 @@ static int post_rma(struct rmca_conn *c, enum shm_op_kind kind, void *buf,
 	return 0;
 }
 
-int rmca_shm_put(struct rmca_conn *c, const void *buf, size_t len,
-		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
-		 void *req)
+int rmca_shm_put(struct shm_conn *c, const void *buf, size_t len,
+		 struct shm_mr *mr, uint64_t raddr, uint64_t rkey, void *req)
 {
 	(void)mr;
 	return post_rma(c, SHM_OP_PUT, (void *)buf, len, raddr, rkey, req);
 }
 
-int rmca_shm_get(struct rmca_conn *c, void *buf, size_t len,
-		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
-		 void *req)
+int rmca_shm_get(struct shm_conn *c, void *buf, size_t len, struct shm_mr *mr,
+		 uint64_t raddr, uint64_t rkey, void *req)
 {
 	(void)mr;
 	return post_rma(c, SHM_OP_GET, buf, len, raddr, rkey, req);
 }
 
-int rmca_shm_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
-		    uint64_t *result, struct rmca_module_mr *mr, void *req)
+int rmca_shm_atomic(struct shm_conn *c, const struct rmca_atomic *a,
+		    uint64_t *result, struct shm_mr *mr, void *req)
 {
 	struct shm_op *op;
 	int err;
@@ -433,7 +431,7 @@ int rmca_shm_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
 	return 0;
 }
 
-int rmca_shm_flush(struct rmca_conn *c, void *req)
+int rmca_shm_flush(struct shm_conn *c, void *req)
 {
 	const struct rmca_core *core = c->mod->base.core;
 	struct shm_op *op;

@@ -16,7 +16,7 @@
 #include <rmca/atomic_ops.h>
 #include "shm.h"
 
-static void protocol_error(struct rmca_conn *c, const char *why)
+static void protocol_error(struct shm_conn *c, const char *why)
 {
 	shm_log(c->mod, RMCA_LOG_ERROR, "closing connection to pid %d: %s",
 		(int)c->peer_pid, why);
@@ -24,7 +24,7 @@ static void protocol_error(struct rmca_conn *c, const char *why)
 }
 
 /* Copy between our buffer and the peer's, as much as len; 0 or a status. */
-static int cma(struct rmca_conn *c, bool to_peer, char *local, uint64_t remote,
+static int cma(struct shm_conn *c, bool to_peer, char *local, uint64_t remote,
 	       size_t len)
 {
 	while (len) {
@@ -52,7 +52,7 @@ static int cma(struct rmca_conn *c, bool to_peer, char *local, uint64_t remote,
  * value) or an error. An error answer ends the connection (as a verbs QP's
  * would), once the answer is visible to the peer. A request that succeeds
  * with nothing to return is answered by the head passing it. */
-static void respond(struct rmca_conn *c, int status, uint64_t operand,
+static void respond(struct shm_conn *c, int status, uint64_t operand,
 		    const void *data, size_t len)
 {
 	uint32_t nslots = shm_resp_slots(status ? 0 : len);
@@ -83,8 +83,8 @@ static void respond(struct rmca_conn *c, int status, uint64_t operand,
 }
 
 /* Data of a SEND or PUT: from the ring, or pulled from the initiator. */
-static int fetch(struct rmca_conn *c, const struct shm_req *h,
-		 const uint8_t *pl, char *dst, size_t len)
+static int fetch(struct shm_conn *c, const struct shm_req *h, const uint8_t *pl,
+		 char *dst, size_t len)
 {
 	if (h->flags & SHM_RF_INLINE) {
 		memcpy(dst, pl, len);
@@ -95,7 +95,7 @@ static int fetch(struct rmca_conn *c, const struct shm_req *h,
 
 /* A message, or one piece of it (SHM_RF_MORE: more follow): into the
  * oldest receive, which completes with the last piece. */
-static void on_send(struct rmca_conn *c, const struct shm_req *h,
+static void on_send(struct shm_conn *c, const struct shm_req *h,
 		    const uint8_t *pl)
 {
 	struct shm_op *r = rmca_list_first(&c->recvs, struct shm_op, link);
@@ -135,7 +135,7 @@ static void on_send(struct rmca_conn *c, const struct shm_req *h,
 		respond(c, st, 0, NULL, 0);
 }
 
-static void on_put(struct rmca_conn *c, const struct shm_req *h,
+static void on_put(struct shm_conn *c, const struct shm_req *h,
 		   const uint8_t *pl)
 {
 	char *p = NULL;
@@ -151,7 +151,7 @@ static void on_put(struct rmca_conn *c, const struct shm_req *h,
 		respond(c, st, 0, NULL, 0);
 }
 
-static void on_get(struct rmca_conn *c, const struct shm_req *h)
+static void on_get(struct shm_conn *c, const struct shm_req *h)
 {
 	char *p = NULL;
 	int st;
@@ -170,7 +170,7 @@ static void on_get(struct rmca_conn *c, const struct shm_req *h)
 		respond(c, st, 0, NULL, 0);
 }
 
-static void on_atomic(struct rmca_conn *c, const struct shm_req *h,
+static void on_atomic(struct shm_conn *c, const struct shm_req *h,
 		      const uint8_t *pl)
 {
 	struct rmca_atomic a = {
@@ -203,7 +203,7 @@ static void on_atomic(struct rmca_conn *c, const struct shm_req *h,
 /* One request, its header already copied out of the ring and its size
  * (pl_len bytes from pl, where its type's payload starts) checked against
  * the ring. */
-static void serve(struct rmca_conn *c, const struct shm_req *h,
+static void serve(struct shm_conn *c, const struct shm_req *h,
 		  const uint8_t *pl, size_t pl_len)
 {
 	bool inl = h->flags & SHM_RF_INLINE;
@@ -251,7 +251,7 @@ static void serve(struct rmca_conn *c, const struct shm_req *h,
 }
 
 /* The oldest request in flight, or NULL. */
-static struct shm_flight *in_flight(struct rmca_conn *c)
+static struct shm_flight *in_flight(struct shm_conn *c)
 {
 	return c->resps_seen == c->reqs_pushed
 		       ? NULL
@@ -261,7 +261,7 @@ static struct shm_flight *in_flight(struct rmca_conn *c)
 /* The oldest request in flight has its answer (st, and a get's data at
  * answer slot at when get_data): its op advances, and completes with its
  * last piece. */
-static void answered(struct rmca_conn *c, struct shm_flight *f, int st,
+static void answered(struct shm_conn *c, struct shm_flight *f, int st,
 		     uint64_t operand, uint64_t at, bool get_data)
 {
 	struct shm_op *op = f->op;
@@ -287,7 +287,7 @@ static void answered(struct rmca_conn *c, struct shm_flight *f, int st,
 
 /* The answer s, whose header is at slot index at, to the oldest request in
  * flight that the head has not answered already. */
-static void on_resp(struct rmca_conn *c, const struct shm_resp *s, uint64_t at)
+static void on_resp(struct shm_conn *c, const struct shm_resp *s, uint64_t at)
 {
 	struct shm_flight *f;
 	struct shm_op *op;
@@ -324,7 +324,7 @@ static void on_resp(struct rmca_conn *c, const struct shm_resp *s, uint64_t at)
  * every request its head has passed, which it served without an answer.
  * The head is read first: whatever it answered before it moved the head
  * is then in the response ring too. */
-static void rx_resps(struct rmca_conn *c)
+static void rx_resps(struct shm_conn *c)
 {
 	struct shm_rings *r = &c->r;
 	uint64_t head = shm_load(&r->req_out->head);
@@ -367,7 +367,7 @@ static void rx_resps(struct rmca_conn *c)
 	}
 }
 
-static void rx_reqs(struct rmca_conn *c)
+static void rx_reqs(struct shm_conn *c)
 {
 	struct shm_rings *r = &c->r;
 	bool served = false;
@@ -401,12 +401,12 @@ static void rx_reqs(struct rmca_conn *c)
 	}
 }
 
-void rmca_shm_rx_answers(struct rmca_conn *c)
+void rmca_shm_rx_answers(struct shm_conn *c)
 {
 	rx_resps(c);
 }
 
-bool rmca_shm_rx(struct rmca_conn *c)
+bool rmca_shm_rx(struct shm_conn *c)
 {
 	rx_resps(c);
 	rx_reqs(c);
