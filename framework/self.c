@@ -44,10 +44,10 @@ struct self_module {
 struct self_key {
 	struct self_key *next;
 	uint64_t key;
-	struct rmca_conn *conn;
+	struct self_conn *conn;
 };
 
-struct rmca_module_mr {
+struct self_mr {
 	struct self_module *m;
 	struct rmca_list link; /* m->mrs */
 	char *addr;
@@ -71,12 +71,34 @@ struct self_queue {
 	unsigned n;
 };
 
-struct rmca_conn {
+struct self_conn {
 	struct self_module *m;
 	void *cookie;
 	struct self_queue sends, recvs;
 	bool failed;
 };
+
+/* The core's handles of a connection and a region, and back. NULL stays
+ * NULL (a send without a region). */
+static struct self_conn *self_conn_from_base(struct rmca_conn *c)
+{
+	return (struct self_conn *)(void *)c;
+}
+
+static struct rmca_conn *self_conn_base(struct self_conn *c)
+{
+	return (struct rmca_conn *)(void *)c;
+}
+
+static struct self_mr *self_mr_from_base(struct rmca_module_mr *mr)
+{
+	return (struct self_mr *)(void *)mr;
+}
+
+static struct rmca_module_mr *self_mr_base(struct self_mr *mr)
+{
+	return (struct rmca_module_mr *)(void *)mr;
+}
 
 static const struct rmca_component self_component = {
 	.abi_version = RMCA_COMPONENT_ABI_VERSION,
@@ -90,7 +112,7 @@ static struct self_module *self_of(struct rmca_module *mod)
 	return rmca_container_of(mod, struct self_module, base);
 }
 
-static const struct rmca_core *core_of(const struct rmca_conn *c)
+static const struct rmca_core *core_of(const struct self_conn *c)
 {
 	return c->m->base.core;
 }
@@ -98,8 +120,8 @@ static const struct rmca_core *core_of(const struct rmca_conn *c)
 /* ---- keys ---- */
 
 /* The region and the connection a key belongs to (conn NULL: any). */
-static struct rmca_module_mr *key_find(struct self_module *m, uint64_t key,
-				       struct rmca_conn **conn)
+static struct self_mr *key_find(struct self_module *m, uint64_t key,
+				struct self_conn **conn)
 {
 	struct rmca_list *l;
 
@@ -107,8 +129,7 @@ static struct rmca_module_mr *key_find(struct self_module *m, uint64_t key,
 		return NULL;
 	rmca_list_for_each(l, &m->mrs)
 	{
-		struct rmca_module_mr *mr =
-			rmca_list_entry(l, struct rmca_module_mr, link);
+		struct self_mr *mr = rmca_list_entry(l, struct self_mr, link);
 
 		if (mr->key == key) {
 			*conn = NULL;
@@ -127,7 +148,7 @@ static struct rmca_module_mr *key_find(struct self_module *m, uint64_t key,
 /* A fresh random key, non-zero, bit 63 set exactly for use-once. */
 static uint64_t key_new(struct self_module *m, bool once)
 {
-	struct rmca_conn *c;
+	struct self_conn *c;
 
 	for (int tries = 0; tries < 16; tries++) {
 		uint64_t k = 0;
@@ -145,7 +166,7 @@ static int self_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 		       unsigned access, struct rmca_module_mr **out)
 {
 	struct self_module *m = self_of(mod);
-	struct rmca_module_mr *mr = calloc(1, sizeof(*mr));
+	struct self_mr *mr = calloc(1, sizeof(*mr));
 
 	if (!mr)
 		return RMCA_ERR_NO_MEMORY;
@@ -158,12 +179,14 @@ static int self_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 		return RMCA_ERR_AGAIN;
 	}
 	rmca_list_add(&m->mrs, &mr->link);
-	*out = mr;
+	*out = self_mr_base(mr);
 	return 0;
 }
 
-static int self_mr_dereg(struct rmca_module_mr *mr)
+static int self_mr_dereg(struct rmca_module_mr *bmr)
 {
+	struct self_mr *mr = self_mr_from_base(bmr);
+
 	while (mr->once) {
 		struct self_key *k = mr->once;
 
@@ -175,8 +198,10 @@ static int self_mr_dereg(struct rmca_module_mr *mr)
 	return 0;
 }
 
-static uint64_t self_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
+static uint64_t self_mr_rkey(struct rmca_module_mr *bmr, struct rmca_conn *bc)
 {
+	struct self_conn *c = self_conn_from_base(bc);
+	struct self_mr *mr = self_mr_from_base(bmr);
 	struct self_key *k;
 
 	if (!(mr->access & RMCA_MR_USE_ONCE))
@@ -198,17 +223,18 @@ static uint64_t self_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
 	return k->key;
 }
 
-static int self_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
+static int self_key_match(struct rmca_module_mr *bmr, struct rmca_conn *bc,
 			  uint64_t rkey)
 {
-	struct rmca_conn *kc;
+	struct self_conn *c = self_conn_from_base(bc);
+	struct self_mr *mr = self_mr_from_base(bmr);
+	struct self_conn *kc;
 
 	return key_find(mr->m, rkey, &kc) == mr && (!kc || kc == c);
 }
 
 /* End a use-once key of c; 1 if it was one. */
-static int key_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
-		      uint64_t rkey)
+static int key_revoke(struct self_mr *mr, struct self_conn *c, uint64_t rkey)
 {
 	for (struct self_key **pp = &mr->once; *pp; pp = &(*pp)->next) {
 		struct self_key *k = *pp;
@@ -225,18 +251,18 @@ static int key_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
 static int self_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
 		       uint64_t rkey)
 {
-	key_revoke(mr, c, rkey);
+	key_revoke(self_mr_from_base(mr), self_conn_from_base(c), rkey);
 	return 0;
 }
 
 /* What a remote access with rkey may touch: 0 and *p, or
  * RMCA_ERR_REMOTE_ACCESS (unknown or revoked key, a key of another
  * connection, no permission, out of bounds). */
-static int access_check(struct rmca_conn *c, uint64_t rkey, uint64_t raddr,
+static int access_check(struct self_conn *c, uint64_t rkey, uint64_t raddr,
 			size_t len, unsigned need, char **p)
 {
-	struct rmca_conn *kc;
-	struct rmca_module_mr *mr = key_find(c->m, rkey, &kc);
+	struct self_conn *kc;
+	struct self_mr *mr = key_find(c->m, rkey, &kc);
 	uint64_t base, off;
 
 	if (!mr || (kc && kc != c) || (mr->access & need) != need)
@@ -290,13 +316,13 @@ static struct self_msg *queue_pop(struct self_queue *q)
 	return s;
 }
 
-static void complete(struct rmca_conn *c, void *req, int status, size_t len,
+static void complete(struct self_conn *c, void *req, int status, size_t len,
 		     uint64_t revoked)
 {
 	core_of(c)->ops->complete(core_of(c), req, status, len, revoked);
 }
 
-static void queue_complete(struct rmca_conn *c, struct self_queue *q,
+static void queue_complete(struct self_conn *c, struct self_queue *q,
 			   int status)
 {
 	struct self_msg *s;
@@ -309,7 +335,7 @@ static void queue_complete(struct rmca_conn *c, struct self_queue *q,
 
 /* The endpoint fails as a QP in error: what waits completes
  * RMCA_ERR_CONNECTION (the core refuses what is posted later). */
-static void conn_fail(struct rmca_conn *c, int status)
+static void conn_fail(struct self_conn *c, int status)
 {
 	if (c->failed)
 		return;
@@ -320,16 +346,16 @@ static void conn_fail(struct rmca_conn *c, int status)
 }
 
 /* Revoke a use-once key of c's; the key, or 0 when it named none. */
-static uint64_t revoke_inv(struct rmca_conn *c, uint64_t rkey)
+static uint64_t revoke_inv(struct self_conn *c, uint64_t rkey)
 {
-	struct rmca_conn *kc;
-	struct rmca_module_mr *mr = key_find(c->m, rkey, &kc);
+	struct self_conn *kc;
+	struct self_mr *mr = key_find(c->m, rkey, &kc);
 
 	return mr && kc == c && key_revoke(mr, c, rkey) ? rkey : 0;
 }
 
 /* Messages meet receives, in the order each was posted. */
-static void match(struct rmca_conn *c)
+static void match(struct self_conn *c)
 {
 	while (!c->failed && c->sends.head && c->recvs.head) {
 		struct self_msg *s = queue_pop(&c->sends);
@@ -353,7 +379,7 @@ static void match(struct rmca_conn *c)
 	}
 }
 
-static int post_send(struct rmca_conn *c, const void *buf, size_t len,
+static int post_send(struct self_conn *c, const void *buf, size_t len,
 		     uint64_t inv, void *req)
 {
 	int rc;
@@ -368,23 +394,28 @@ static int post_send(struct rmca_conn *c, const void *buf, size_t len,
 	return rc;
 }
 
-static int self_send(struct rmca_conn *c, const void *buf, size_t len,
+static int self_send(struct rmca_conn *bc, const void *buf, size_t len,
 		     struct rmca_module_mr *mr, void *req)
 {
+	struct self_conn *c = self_conn_from_base(bc);
+
 	(void)mr;
 	return post_send(c, buf, len, 0, req);
 }
 
-static int self_send_inv(struct rmca_conn *c, const void *buf, size_t len,
+static int self_send_inv(struct rmca_conn *bc, const void *buf, size_t len,
 			 struct rmca_module_mr *mr, uint64_t rkey, void *req)
 {
+	struct self_conn *c = self_conn_from_base(bc);
+
 	(void)mr;
 	return post_send(c, buf, len, rkey, req);
 }
 
-static int self_recv(struct rmca_conn *c, void *buf, size_t len,
+static int self_recv(struct rmca_conn *bc, void *buf, size_t len,
 		     struct rmca_module_mr *mr, void *req)
 {
+	struct self_conn *c = self_conn_from_base(bc);
 	int rc;
 
 	(void)mr;
@@ -398,17 +429,18 @@ static int self_recv(struct rmca_conn *c, void *buf, size_t len,
 
 /* A refused access is reported on the operation and fails the endpoint,
  * as the target's answer does on every transport. */
-static int refused(struct rmca_conn *c, void *req, int status)
+static int refused(struct self_conn *c, void *req, int status)
 {
 	complete(c, req, status, 0, 0);
 	conn_fail(c, status);
 	return 0;
 }
 
-static int self_put(struct rmca_conn *c, const void *buf, size_t len,
+static int self_put(struct rmca_conn *bc, const void *buf, size_t len,
 		    struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
 		    void *req)
 {
+	struct self_conn *c = self_conn_from_base(bc);
 	char *p;
 	int st;
 
@@ -424,10 +456,11 @@ static int self_put(struct rmca_conn *c, const void *buf, size_t len,
 	return 0;
 }
 
-static int self_get(struct rmca_conn *c, void *buf, size_t len,
+static int self_get(struct rmca_conn *bc, void *buf, size_t len,
 		    struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
 		    void *req)
 {
+	struct self_conn *c = self_conn_from_base(bc);
 	char *p;
 	int st;
 
@@ -443,9 +476,10 @@ static int self_get(struct rmca_conn *c, void *buf, size_t len,
 	return 0;
 }
 
-static int self_atomic(struct rmca_conn *c, const struct rmca_atomic *op,
+static int self_atomic(struct rmca_conn *bc, const struct rmca_atomic *op,
 		       uint64_t *result, struct rmca_module_mr *mr, void *req)
 {
+	struct self_conn *c = self_conn_from_base(bc);
 	char *p;
 	int st;
 
@@ -464,16 +498,19 @@ static int self_atomic(struct rmca_conn *c, const struct rmca_atomic *op,
 
 /* Every earlier put is in memory already; the core reports the flush
  * after the sends still waiting for a receive. */
-static int self_flush(struct rmca_conn *c, void *req)
+static int self_flush(struct rmca_conn *bc, void *req)
 {
+	struct self_conn *c = self_conn_from_base(bc);
+
 	if (c->failed)
 		return RMCA_ERR_CONNECTION;
 	complete(c, req, RMCA_OK, 0, 0);
 	return 0;
 }
 
-static void self_disconnect(struct rmca_conn *c)
+static void self_disconnect(struct rmca_conn *bc)
 {
+	struct self_conn *c = self_conn_from_base(bc);
 	struct rmca_list *l;
 
 	if (!c)
@@ -483,8 +520,7 @@ static void self_disconnect(struct rmca_conn *c)
 	/* its use-once keys end with it */
 	rmca_list_for_each(l, &c->m->mrs)
 	{
-		struct rmca_module_mr *mr =
-			rmca_list_entry(l, struct rmca_module_mr, link);
+		struct self_mr *mr = rmca_list_entry(l, struct self_mr, link);
 
 		for (struct self_key **pp = &mr->once; *pp;) {
 			struct self_key *k = *pp;
@@ -549,7 +585,7 @@ int rmca_ep_self(struct rmca_context *ctx, struct rmca_ep **out)
 {
 	struct rmca_mod *mod = &ctx->mods[ctx->nmods];
 	struct rmca_ep *ep;
-	struct rmca_conn *c;
+	struct self_conn *c;
 
 	if (!mod->m)
 		return RMCA_ERR_UNSUPPORTED;
@@ -567,7 +603,7 @@ int rmca_ep_self(struct rmca_context *ctx, struct rmca_ep **out)
 	queue_init(&c->recvs);
 	ep->ctx = ctx;
 	ep->mod = mod;
-	ep->conn = c;
+	ep->conn = self_conn_base(c);
 	ep->boot_fd = -1;
 	while (!ep->token)
 		ctx->core.ops->random(&ep->token, sizeof(ep->token));
