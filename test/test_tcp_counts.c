@@ -23,12 +23,53 @@
 #define REQ(n) ((void *)(uintptr_t)(n))
 #define MAXF   64
 
+/* A module with one connection, whose other end is a raw peer. */
+struct pair {
+	struct tcp_module *m;
+	struct tcp_conn *c;
+	int peer;
+};
+
+static struct pair pair_open(void)
+{
+	struct pair p = {.m = th_module()};
+
+	p.c = th_conn(p.m, &p.peer);
+	return p;
+}
+
+static void pair_close(struct pair *p)
+{
+	rmca_tcp_conn_destroy(p->c);
+	close(p->peer);
+	th_module_free(p->m);
+}
+
 static void peer_ack(int peer, uint32_t acked, uint32_t credits)
 {
 	struct tcp_frame f = {
 		.type = TCP_F_ACK, .acked = acked, .credits = credits};
 
 	th_peer_frame(peer, &f);
+}
+
+/* The peer sends message id of len bytes, granting credits. */
+static void peer_send(int peer, uint64_t id, const void *data, uint32_t len,
+		      uint32_t credits)
+{
+	struct tcp_frame s = {
+		.type = TCP_F_SEND, .id = id, .len = len, .credits = credits};
+
+	th_peer_frame(peer, &s);
+	th_peer_write(peer, data, len);
+}
+
+/* The peer's message placed: the first completion, within 100 passes. */
+static void pump_until_done(void)
+{
+	for (int i = 0; i < 100 && !th_ndone; i++)
+		th_pump();
+	assert_int_equal(th_ndone, 1);
 }
 
 /* Every frame the target has written by the time it has nothing more to
@@ -60,6 +101,16 @@ static int frames_ready(int peer, struct tcp_frame *f)
 	}
 }
 
+/* The one frame the target writes by the time it is idle, of type t. */
+static struct tcp_frame one_frame(int peer, uint8_t t)
+{
+	struct tcp_frame f[MAXF];
+
+	assert_int_equal(frames_ready(peer, f), 1);
+	assert_int_equal(f[0].type, t);
+	return f[0];
+}
+
 /* The peer's end shows the target closed the connection. */
 static bool closed(int peer)
 {
@@ -78,43 +129,33 @@ static bool closed(int peer)
  */
 static void reply_carries_the_acknowledgement(void **state)
 {
-	struct tcp_module *m = th_module();
-	int peer;
-	struct tcp_conn *c = th_conn(m, &peer);
+	struct pair p = pair_open();
 	char in[8], out[8] = "pong", ping[8] = "ping";
-	struct tcp_frame f[MAXF],
-		s = {.type = TCP_F_SEND, .id = 1, .len = 8, .credits = 1};
+	struct tcp_frame f;
 
-	assert_int_equal(rmca_tcp_recv(c, in, sizeof(in), NULL, REQ(1)), 0);
-	assert_int_equal(frames_ready(peer, f), 1);
-	assert_int_equal(f[0].type, TCP_F_ACK);
-	assert_int_equal(f[0].credits, 1);
+	assert_int_equal(rmca_tcp_recv(p.c, in, sizeof(in), NULL, REQ(1)), 0);
+	f = one_frame(p.peer, TCP_F_ACK);
+	assert_int_equal(f.credits, 1);
 
-	th_peer_frame(peer, &s);
-	th_peer_write(peer, ping, sizeof(ping));
-	for (int i = 0; i < 100 && !th_ndone; i++)
-		th_pump();
-	assert_int_equal(th_ndone, 1);
+	peer_send(p.peer, 1, ping, sizeof(ping), 1);
+	pump_until_done();
 	assert_int_equal(th_done[0].status, 0);
 	assert_memory_equal(in, ping, 8);
 	/* The application answers before the held count would go alone. */
-	assert_int_equal(rmca_tcp_send(c, out, sizeof(out), NULL, REQ(2)), 0);
-	assert_int_equal(frames_ready(peer, f), 1);
-	assert_int_equal(f[0].type, TCP_F_SEND);
-	assert_int_equal(f[0].acked, 1);
-	assert_int_equal(f[0].credits, 1);
+	assert_int_equal(rmca_tcp_send(p.c, out, sizeof(out), NULL, REQ(2)), 0);
+	f = one_frame(p.peer, TCP_F_SEND);
+	assert_int_equal(f.acked, 1);
+	assert_int_equal(f.credits, 1);
 
 	/* the peer's count completes the answer */
-	peer_ack(peer, 1, 1);
+	peer_ack(p.peer, 1, 1);
 	th_pump_idle();
 	assert_int_equal(th_ndone, 2);
 	assert_ptr_equal(th_done[1].req, REQ(2));
 	assert_int_equal(th_done[1].status, 0);
 	assert_int_equal(th_nfailed, 0);
 
-	rmca_tcp_conn_destroy(c);
-	close(peer);
-	th_module_free(m);
+	pair_close(&p);
 }
 
 /*
@@ -125,76 +166,61 @@ static void reply_carries_the_acknowledgement(void **state)
  */
 static void held_count_goes_when_the_answer_cannot(void **state)
 {
-	struct tcp_module *m = th_module();
-	int peer;
-	struct tcp_conn *c = th_conn(m, &peer);
+	struct pair p = pair_open();
 	char in[8], out[8] = "pong", ping[8] = "ping";
-	struct tcp_frame f[MAXF], s = {.type = TCP_F_SEND, .id = 1, .len = 8};
+	struct tcp_frame f[MAXF];
 
-	assert_int_equal(rmca_tcp_recv(c, in, sizeof(in), NULL, REQ(1)), 0);
-	assert_int_equal(frames_ready(peer, f), 1);
-	th_peer_frame(peer, &s); /* no credit granted */
-	th_peer_write(peer, ping, sizeof(ping));
-	for (int i = 0; i < 100 && !th_ndone; i++)
-		th_pump();
-	assert_int_equal(th_ndone, 1);
-	assert_true(c->hold);
-	assert_int_equal(rmca_tcp_send(c, out, sizeof(out), NULL, REQ(2)), 0);
-	assert_int_equal(frames_ready(peer, f), 1);
-	assert_int_equal(f[0].type, TCP_F_ACK);
-	assert_int_equal(f[0].acked, 1);
+	assert_int_equal(rmca_tcp_recv(p.c, in, sizeof(in), NULL, REQ(1)), 0);
+	assert_int_equal(frames_ready(p.peer, f), 1);
+	peer_send(p.peer, 1, ping, sizeof(ping), 0); /* no credit granted */
+	pump_until_done();
+	assert_true(p.c->hold);
+	assert_int_equal(rmca_tcp_send(p.c, out, sizeof(out), NULL, REQ(2)), 0);
+	assert_int_equal(one_frame(p.peer, TCP_F_ACK).acked, 1);
 	/* the credit releases the answer */
-	peer_ack(peer, 0, 1);
-	assert_int_equal(frames_ready(peer, f), 1);
-	assert_int_equal(f[0].type, TCP_F_SEND);
+	peer_ack(p.peer, 0, 1);
+	one_frame(p.peer, TCP_F_SEND);
 	assert_int_equal(th_nfailed, 0);
 
-	rmca_tcp_conn_destroy(c);
-	close(peer);
-	th_module_free(m);
+	pair_close(&p);
 }
 
 /* Puts arriving together are acknowledged by one frame of counts. */
 static void batch_of_puts_gets_one_ack(void **state)
 {
 	enum { NPUT = 50 };
-	struct tcp_module *m = th_module();
-	int peer;
-	struct tcp_conn *c = th_conn(m, &peer);
+	struct pair p = pair_open();
 	static char region[NPUT * 8];
 	uint8_t wire[NPUT * (TCP_HDR_LEN + 8)];
 	struct tcp_mr *mr = NULL;
-	struct tcp_frame f[MAXF];
 	uint64_t key;
 
-	assert_int_equal(rmca_tcp_mr_reg(m, region, sizeof(region),
+	assert_int_equal(rmca_tcp_mr_reg(p.m, region, sizeof(region),
 					 RMCA_ACCESS_REMOTE_WRITE, &mr),
 			 0);
-	key = rmca_tcp_mr_rkey(mr, c);
+	key = rmca_tcp_mr_rkey(mr, p.c);
 	for (int i = 0; i < NPUT; i++) {
-		uint8_t *p = wire + (size_t)i * (TCP_HDR_LEN + 8);
+		uint8_t *w = wire + (size_t)i * (TCP_HDR_LEN + 8);
 		struct tcp_frame put = {.type = TCP_F_PUT,
 					.id = (uint64_t)i + 1,
 					.len = 8,
 					.raddr = (uintptr_t)region + 8 * i,
 					.rkey = key};
 
-		rmca_tcp_frame_encode(&put, p);
-		memset(p + TCP_HDR_LEN, i + 1, 8);
+		rmca_tcp_frame_encode(&put, w);
+		memset(w + TCP_HDR_LEN, i + 1, 8);
 	}
-	assert_int_equal(th_peer_write_some(peer, wire, sizeof(wire)),
+	assert_int_equal(th_peer_write_some(p.peer, wire, sizeof(wire)),
 			 sizeof(wire));
-	assert_int_equal(frames_ready(peer, f), 1);
-	assert_int_equal(f[0].type, TCP_F_ACK);
-	assert_int_equal(f[0].acked, NPUT);
+	assert_int_equal(one_frame(p.peer, TCP_F_ACK).acked, NPUT);
 	for (int i = 0; i < NPUT; i++)
 		assert_int_equal(region[8 * i + 7], i + 1);
 	assert_int_equal(th_nfailed, 0);
 
-	rmca_tcp_conn_destroy(c);
-	close(peer);
+	rmca_tcp_conn_destroy(p.c);
+	close(p.peer);
 	assert_int_equal(rmca_tcp_mr_dereg(mr), 0);
-	th_module_free(m);
+	th_module_free(p.m);
 }
 
 /*
@@ -204,16 +230,14 @@ static void batch_of_puts_gets_one_ack(void **state)
  */
 static void receives_are_told_in_few_frames(void **state)
 {
-	struct tcp_module *m = th_module();
-	int peer;
-	struct tcp_conn *c = th_conn(m, &peer);
+	struct pair p = pair_open();
 	static char in[64][8];
 	struct tcp_frame f[MAXF];
 	int n;
 
 	for (int i = 0; i < 64; i++)
-		assert_int_equal(rmca_tcp_recv(c, in[i], 8, NULL, REQ(i)), 0);
-	n = frames_ready(peer, f);
+		assert_int_equal(rmca_tcp_recv(p.c, in[i], 8, NULL, REQ(i)), 0);
+	n = frames_ready(p.peer, f);
 	assert_true(n >= 1 && n <= 7);
 	for (int i = 0; i < n; i++) {
 		assert_int_equal(f[i].type, TCP_F_ACK);
@@ -222,48 +246,41 @@ static void receives_are_told_in_few_frames(void **state)
 	assert_true(f[n - 1].credits >= 32 && f[n - 1].credits <= 64);
 	assert_int_equal(th_nfailed, 0);
 
-	rmca_tcp_conn_destroy(c);
-	close(peer);
-	th_module_free(m);
+	pair_close(&p);
 }
 
 /* Sends go only as far as the peer's count of receives allows. */
 static void sends_wait_for_credits_counted(void **state)
 {
-	struct tcp_module *m = th_module();
-	int peer;
-	struct tcp_conn *c = th_conn(m, &peer);
+	struct pair p = pair_open();
 	char out[3][8] = {"one", "two", "three"};
 	struct tcp_frame f[MAXF];
 
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(rmca_tcp_send(c, out[i], 8, NULL, REQ(i + 1)),
-				 0);
-	assert_int_equal(frames_ready(peer, f), 0);
-	peer_ack(peer, 0, 1);
-	assert_int_equal(frames_ready(peer, f), 1);
-	assert_int_equal(f[0].type, TCP_F_SEND);
-	peer_ack(peer, 0, 3);
-	assert_int_equal(frames_ready(peer, f), 2);
+		assert_int_equal(
+			rmca_tcp_send(p.c, out[i], 8, NULL, REQ(i + 1)), 0);
+	assert_int_equal(frames_ready(p.peer, f), 0);
+	peer_ack(p.peer, 0, 1);
+	one_frame(p.peer, TCP_F_SEND);
+	peer_ack(p.peer, 0, 3);
+	assert_int_equal(frames_ready(p.peer, f), 2);
 	assert_int_equal(f[0].type, TCP_F_SEND);
 	assert_int_equal(f[1].type, TCP_F_SEND);
 	assert_int_equal(th_ndone, 0);
 	/* one count acknowledges the first two, in order */
-	peer_ack(peer, 2, 3);
+	peer_ack(p.peer, 2, 3);
 	th_pump_idle();
 	assert_int_equal(th_ndone, 2);
 	assert_ptr_equal(th_done[0].req, REQ(1));
 	assert_ptr_equal(th_done[1].req, REQ(2));
-	peer_ack(peer, 3, 3);
+	peer_ack(p.peer, 3, 3);
 	th_pump_idle();
 	assert_int_equal(th_ndone, 3);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(th_done[i].status, 0);
 	assert_int_equal(th_nfailed, 0);
 
-	rmca_tcp_conn_destroy(c);
-	close(peer);
-	th_module_free(m);
+	pair_close(&p);
 }
 
 /*
@@ -273,30 +290,23 @@ static void sends_wait_for_credits_counted(void **state)
  */
 static void truncation_reaches_the_sender_by_a_refusal(void **state)
 {
-	struct tcp_module *m = th_module();
-	int peer;
-	struct tcp_conn *c = th_conn(m, &peer);
+	struct pair p = pair_open();
 	char in[2][32], big[64];
 	struct tcp_frame f[MAXF];
-	struct tcp_frame s1 = {.type = TCP_F_SEND, .id = 1, .len = 8};
-	struct tcp_frame s2 = {.type = TCP_F_SEND, .id = 2, .len = 64};
 
 	memset(in, 0x55, sizeof(in));
 	memset(big, 'b', sizeof(big));
-	assert_int_equal(rmca_tcp_recv(c, in[0], 32, NULL, REQ(1)), 0);
-	assert_int_equal(rmca_tcp_recv(c, in[1], 16, NULL, REQ(2)), 0);
-	assert_true(frames_ready(peer, f) >= 1);
+	assert_int_equal(rmca_tcp_recv(p.c, in[0], 32, NULL, REQ(1)), 0);
+	assert_int_equal(rmca_tcp_recv(p.c, in[1], 16, NULL, REQ(2)), 0);
+	assert_true(frames_ready(p.peer, f) >= 1);
 
-	th_peer_frame(peer, &s1);
-	th_peer_write(peer, big, 8);
-	th_peer_frame(peer, &s2);
-	th_peer_write(peer, big, 64);
-	assert_int_equal(frames_ready(peer, f), 1);
-	assert_int_equal(f[0].type, TCP_F_RESP);
+	peer_send(p.peer, 1, big, 8, 0);
+	peer_send(p.peer, 2, big, 64, 0);
+	f[0] = one_frame(p.peer, TCP_F_RESP);
 	assert_int_equal(f[0].id, 2);
 	assert_int_equal(f[0].status, RMCA_ERR_TRUNCATED);
 	assert_int_equal(f[0].acked, 1);
-	assert_true(closed(peer));
+	assert_true(closed(p.peer));
 
 	assert_int_equal(th_ndone, 2);
 	assert_int_equal(th_done[0].status, 0);
@@ -308,9 +318,7 @@ static void truncation_reaches_the_sender_by_a_refusal(void **state)
 		assert_int_equal(in[1][k], 0x55);
 	assert_int_equal(th_nfailed, 1);
 
-	rmca_tcp_conn_destroy(c);
-	close(peer);
-	th_module_free(m);
+	pair_close(&p);
 }
 
 /*
@@ -321,9 +329,7 @@ static void truncation_reaches_the_sender_by_a_refusal(void **state)
 static void refusal_names_the_oldest_unacknowledged(void **state)
 {
 	for (int bad = 0; bad < 2; bad++) {
-		struct tcp_module *m = th_module();
-		int peer;
-		struct tcp_conn *c = th_conn(m, &peer);
+		struct pair p = pair_open();
 		char out[2][8] = {"one", "two"};
 		struct tcp_frame f[MAXF], r = {.type = TCP_F_RESP,
 					       .status = RMCA_ERR_TRUNCATED,
@@ -332,12 +338,12 @@ static void refusal_names_the_oldest_unacknowledged(void **state)
 
 		for (int i = 0; i < 2; i++)
 			assert_int_equal(
-				rmca_tcp_send(c, out[i], 8, NULL, REQ(i + 1)),
+				rmca_tcp_send(p.c, out[i], 8, NULL, REQ(i + 1)),
 				0);
-		peer_ack(peer, 0, 2);
-		assert_int_equal(frames_ready(peer, f), 2);
+		peer_ack(p.peer, 0, 2);
+		assert_int_equal(frames_ready(p.peer, f), 2);
 		r.id = bad ? f[0].id : f[1].id;
-		th_peer_frame(peer, &r);
+		th_peer_frame(p.peer, &r);
 		th_pump_idle();
 		assert_int_equal(th_ndone, 2);
 		assert_ptr_equal(th_done[0].req, REQ(1));
@@ -354,69 +360,59 @@ static void refusal_names_the_oldest_unacknowledged(void **state)
 		}
 		assert_int_equal(th_nfailed, 1);
 
-		rmca_tcp_conn_destroy(c);
-		close(peer);
-		th_module_free(m);
+		pair_close(&p);
 	}
 }
 
 /* A count no peer can mean ends the connection with its reason logged;
  * the op it would have completed ends with RMCA_ERR_PROTOCOL. */
-static void expect_refused_count(struct tcp_conn *c, int peer, const char *why)
+static void expect_refused_count(const struct pair *p, const char *why)
 {
-	assert_true(closed(peer));
+	assert_true(closed(p->peer));
 	assert_int_equal(th_nfailed, 1);
-	assert_true(c->failed);
+	assert_true(p->c->failed);
 	assert_non_null(strstr(th_last_log, why));
 }
 
 static void ack_beyond_what_was_sent_closes(void **state)
 {
-	struct tcp_module *m = th_module();
-	int peer;
-	struct tcp_conn *c = th_conn(m, &peer);
+	struct pair p = pair_open();
 	char src[8] = "data";
 	struct tcp_frame f[MAXF];
 
-	assert_int_equal(rmca_tcp_put(c, src, 8, NULL, 0x1000, 0x2222, REQ(1)),
-			 0);
-	assert_int_equal(frames_ready(peer, f), 1);
-	peer_ack(peer, 2, 0);
-	expect_refused_count(c, peer, "acknowledges more than was sent");
+	assert_int_equal(
+		rmca_tcp_put(p.c, src, 8, NULL, 0x1000, 0x2222, REQ(1)), 0);
+	assert_int_equal(frames_ready(p.peer, f), 1);
+	peer_ack(p.peer, 2, 0);
+	expect_refused_count(&p, "acknowledges more than was sent");
 	assert_int_equal(th_ndone, 1);
 	assert_int_equal(th_done[0].status, RMCA_ERR_PROTOCOL);
 
-	rmca_tcp_conn_destroy(c);
-	close(peer);
-	th_module_free(m);
+	pair_close(&p);
 }
 
 static void ack_going_backwards_closes(void **state)
 {
-	struct tcp_module *m = th_module();
-	int peer;
-	struct tcp_conn *c = th_conn(m, &peer);
+	struct pair p = pair_open();
 	char src[8] = "data";
 	struct tcp_frame f[MAXF];
 
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(rmca_tcp_put(c, src, 8, NULL, 0x1000, 0x2222,
+		assert_int_equal(rmca_tcp_put(p.c, src, 8, NULL, 0x1000, 0x2222,
 					      REQ(i + 1)),
 				 0);
 	/* the second waited for the pass after the first */
-	assert_int_equal(rmca_tcp_progress(&m->base), 0);
-	assert_int_equal(frames_ready(peer, f), 2);
-	peer_ack(peer, 2, 0);
+	assert_int_equal(rmca_tcp_progress(&p.m->base), 0);
+	assert_int_equal(frames_ready(p.peer, f), 2);
+	peer_ack(p.peer, 2, 0);
 	th_pump_idle();
 	assert_int_equal(th_ndone, 2);
 	assert_int_equal(th_done[0].status, 0);
 	assert_int_equal(th_done[1].status, 0);
-	peer_ack(peer, 1, 0);
-	expect_refused_count(c, peer, "went backwards");
+	peer_ack(p.peer, 1, 0);
+	expect_refused_count(&p, "went backwards");
 
-	rmca_tcp_conn_destroy(c);
-	close(peer);
-	th_module_free(m);
+	pair_close(&p);
 }
 
 /*
@@ -426,73 +422,62 @@ static void ack_going_backwards_closes(void **state)
  */
 static void ack_of_a_put_still_on_its_way_closes(void **state)
 {
-	struct tcp_module *m = th_module();
-	int peer;
-	struct tcp_conn *c = th_conn(m, &peer);
+	struct pair p = pair_open();
 	char *src = malloc(8 * MiB);
 	struct tcp_frame f;
 
 	assert_non_null(src);
 	memset(src, 1, 8 * MiB);
 	assert_int_equal(
-		rmca_tcp_put(c, src, 8 * MiB, NULL, 0x1000, 0x2222, REQ(1)), 0);
-	assert_true(th_peer_read_frame(peer, &f));
+		rmca_tcp_put(p.c, src, 8 * MiB, NULL, 0x1000, 0x2222, REQ(1)),
+		0);
+	assert_true(th_peer_read_frame(p.peer, &f));
 	assert_int_equal(f.type, TCP_F_PUT);
-	assert_int_equal(c->by_count_out, 0); /* the payload is on its way */
-	peer_ack(peer, 1, 0);
-	expect_refused_count(c, peer, "acknowledges more than was sent");
+	assert_int_equal(p.c->by_count_out, 0); /* the payload is on its way */
+	peer_ack(p.peer, 1, 0);
+	expect_refused_count(&p, "acknowledges more than was sent");
 	assert_int_equal(th_ndone, 1);
 	assert_int_equal(th_done[0].status, RMCA_ERR_PROTOCOL);
 
-	rmca_tcp_conn_destroy(c);
-	close(peer);
-	th_module_free(m);
+	pair_close(&p);
 	free(src);
 }
 
 static void credits_beyond_receives_close(void **state)
 {
-	struct tcp_module *m = th_module();
-	int peer;
-	struct tcp_conn *c = th_conn(m, &peer);
+	struct pair p = pair_open();
 
-	peer_ack(peer, 0, TCP_MAX_OPS + 1);
-	expect_refused_count(c, peer, "more credits than receives");
+	peer_ack(p.peer, 0, TCP_MAX_OPS + 1);
+	expect_refused_count(&p, "more credits than receives");
 
-	rmca_tcp_conn_destroy(c);
-	close(peer);
-	th_module_free(m);
+	pair_close(&p);
 }
 
 static void credits_going_backwards_close(void **state)
 {
-	struct tcp_module *m = th_module();
-	int peer;
-	struct tcp_conn *c = th_conn(m, &peer);
+	struct pair p = pair_open();
 
-	peer_ack(peer, 0, 5);
+	peer_ack(p.peer, 0, 5);
 	th_pump_idle();
-	assert_false(c->failed);
-	peer_ack(peer, 0, 4);
-	expect_refused_count(c, peer, "credit count went backwards");
+	assert_false(p.c->failed);
+	peer_ack(p.peer, 0, 4);
+	expect_refused_count(&p, "credit count went backwards");
 
-	rmca_tcp_conn_destroy(c);
-	close(peer);
-	th_module_free(m);
+	pair_close(&p);
 }
 
 /* Only the connection that lied ends: another one of the module goes on. */
 static void a_lying_peer_ends_only_its_connection(void **state)
 {
-	struct tcp_module *m = th_module();
-	int p1, p2;
-	struct tcp_conn *c1 = th_conn(m, &p1), *c2 = th_conn(m, &p2);
+	struct pair p = pair_open();
+	int p2;
+	struct tcp_conn *c2 = th_conn(p.m, &p2);
 	char src[8] = "data";
 	struct tcp_frame f[MAXF];
 
-	peer_ack(p1, 1, 0);
-	assert_true(closed(p1));
-	assert_true(c1->failed);
+	peer_ack(p.peer, 1, 0);
+	assert_true(closed(p.peer));
+	assert_true(p.c->failed);
 	assert_int_equal(rmca_tcp_put(c2, src, 8, NULL, 0x1000, 0x2222, REQ(1)),
 			 0);
 	assert_int_equal(frames_ready(p2, f), 1);
@@ -503,11 +488,9 @@ static void a_lying_peer_ends_only_its_connection(void **state)
 	assert_false(c2->failed);
 	assert_int_equal(th_nfailed, 1);
 
-	rmca_tcp_conn_destroy(c1);
 	rmca_tcp_conn_destroy(c2);
-	close(p1);
 	close(p2);
-	th_module_free(m);
+	pair_close(&p);
 }
 
 int main(void)
