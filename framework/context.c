@@ -129,7 +129,8 @@ static int core_fd_add(const struct rmca_core *core, int fd, uint32_t events,
 		       rmca_fd_cb cb, void *arg)
 {
 	struct rmca_context *ctx = rmca_core_ctx(core);
-	struct epoll_event ev = { .events = events, .data.fd = fd };
+	struct epoll_event ev = {.events = events & ~RMCA_FD_EAGER,
+				 .data.fd = fd};
 
 	if (fd < 0 || !cb)
 		return RMCA_ERR_INVALID;
@@ -147,13 +148,15 @@ static int core_fd_add(const struct rmca_core *core, int fd, uint32_t events,
 		return errno == ENOMEM ? RMCA_ERR_NO_MEMORY : RMCA_ERR_INVALID;
 	ctx->fds[fd].cb = cb;
 	ctx->fds[fd].arg = arg;
+	ctx->fds[fd].eager = events & RMCA_FD_EAGER;
 	return 0;
 }
 
 static int core_fd_mod(const struct rmca_core *core, int fd, uint32_t events)
 {
 	struct rmca_context *ctx = rmca_core_ctx(core);
-	struct epoll_event ev = { .events = events, .data.fd = fd };
+	struct epoll_event ev = {.events = events & ~RMCA_FD_EAGER,
+				 .data.fd = fd};
 
 	return epoll_ctl(ctx->epfd, EPOLL_CTL_MOD, fd, &ev) ? RMCA_ERR_INVALID :
 								 0;
@@ -166,6 +169,7 @@ static void core_fd_del(const struct rmca_core *core, int fd)
 	epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, fd, NULL);
 	if (fd >= 0 && (size_t)fd < ctx->nfds)
 		ctx->fds[fd] = (struct rmca_fd_slot){ 0 };
+	rmca_progress_fd_gone(ctx, fd);
 }
 
 static void core_complete(const struct rmca_core *core, void *req, int status,

@@ -181,6 +181,8 @@ void rmca_req_free(struct rmca_context *ctx, struct rmca_req *r);
  * owed, held sends, accesses being verified. */
 void rmca_core_work_due(struct rmca_context *ctx);
 int rmca_progress(struct rmca_context *ctx, int timeout_ms);
+/* fd left the event loop: it is not read eagerly any more. */
+void rmca_progress_fd_gone(struct rmca_context *ctx, int fd);
 
 /* ops.c */
 struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,

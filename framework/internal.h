@@ -50,6 +50,7 @@ struct rmca_mod {
 struct rmca_fd_slot {
 	rmca_fd_cb cb;
 	void *arg;
+	bool eager; /* RMCA_FD_EAGER */
 };
 
 struct rmca_context {

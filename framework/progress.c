@@ -15,6 +15,14 @@
  * keeps the wait fd readable, so a caller that sleeps on it next wakes at
  * once, and one that spins finds it at its next call. A caller that posts
  * and then sleeps thus spends no epoll_wait() that finds nothing.
+ *
+ * Nor does a pass ask epoll_wait() which fd is ready when the answer is
+ * likely the fd found ready last (a connection in a request/response
+ * exchange): if that fd's owner allows it (RMCA_FD_EAGER), its callback
+ * reads it first, and when that produced a completion the pass is done
+ * with the fds, as a plain socket's recv() would have been. Whatever else
+ * is ready stays so for the next look, which comes at once when the eager
+ * read finds nothing, and after at most EAGER_MAX eager passes in a row.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,6 +39,9 @@
 /* Requests kept for reuse, so that a post does not allocate: as many as
  * were ever outstanding at once, up to this many. */
 #define RMCA_REQ_SPARE_MAX 4096
+/* Passes in a row that may read the last ready fd instead of looking at
+ * all of them: the other fds wait at most this many passes. */
+#define EAGER_MAX 256
 
 struct rmca_cq {
 	struct rmca_req *head, *tail;
@@ -43,6 +54,9 @@ struct rmca_cq {
 	bool work_due; /* some endpoint has core work (core_work) */
 	bool posted; /* an operation was posted since the last pass */
 	bool looked; /* the last pass looked at the fds */
+	unsigned long pushed; /* completions queued, ever */
+	int hot_fd;	      /* eager fd found ready last, or -1 */
+	unsigned eager_run;   /* passes in a row done by reading hot_fd */
 	/* Spinning without system calls (rmca_progress). */
 	uint32_t polled;      /* modules that said RMCA_PROGRESS_POLLED */
 	bool eps_polled;      /* every endpoint is on such a module */
@@ -99,8 +113,15 @@ int rmca_cq_init(struct rmca_context *ctx)
 		free(cq);
 		return RMCA_ERR_NO_MEMORY;
 	}
+	cq->hot_fd = -1;
 	ctx->cq = cq;
 	return 0;
+}
+
+void rmca_progress_fd_gone(struct rmca_context *ctx, int fd)
+{
+	if (ctx->cq && ctx->cq->hot_fd == fd)
+		ctx->cq->hot_fd = -1;
 }
 
 void rmca_cq_fini(struct rmca_context *ctx)
@@ -152,6 +173,7 @@ void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r)
 		cq->head = r;
 	cq->tail = r;
 	cq->count++;
+	cq->pushed++;
 	if (!cq->polling)
 		cq_signal(cq, true);
 }
@@ -214,6 +236,23 @@ static bool eps_polled(struct rmca_context *ctx)
 	return !rmca_list_empty(&ctx->eps);
 }
 
+/* Read the fd found ready last, if that may be enough for this pass:
+ * true when it produced a completion. */
+static bool eager_read(struct rmca_context *ctx)
+{
+	struct rmca_cq *cq = ctx->cq;
+	int fd = cq->hot_fd;
+	unsigned long before = cq->pushed;
+
+	if (fd < 0 || cq->eager_run >= EAGER_MAX)
+		return false;
+	ctx->fds[fd].cb(ctx->fds[fd].arg, EPOLLIN);
+	if (cq->pushed == before)
+		return false;
+	cq->eager_run++;
+	return true;
+}
+
 /* One pass of the event loop: the core's work, fds ready within
  * timeout_ms, every module's progress op, the core's work again. */
 int rmca_progress(struct rmca_context *ctx, int timeout_ms)
@@ -231,10 +270,13 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 	core_work(ctx);
 	if (!fresh_post && (!now || now - cq->last_epoll >= SPIN_EPOLL_NS)) {
 		cq->looked = true;
-		n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
-		if (cq->polled) {
-			cq->last_epoll = now ? now : rmca_now_ns();
-			cq->eps_polled = eps_polled(ctx);
+		if (timeout_ms || !eager_read(ctx)) {
+			cq->eager_run = 0;
+			n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
+			if (cq->polled) {
+				cq->last_epoll = now ? now : rmca_now_ns();
+				cq->eps_polled = eps_polled(ctx);
+			}
 		}
 	}
 	for (int i = 0; i < n; i++) {
@@ -243,8 +285,11 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 		if (fd == ctx->cq->efd)
 			continue;
 		/* A callback may remove other fds: look each one up anew. */
-		if ((size_t)fd < ctx->nfds && ctx->fds[fd].cb)
-			ctx->fds[fd].cb(ctx->fds[fd].arg, ev[i].events);
+		if ((size_t)fd >= ctx->nfds || !ctx->fds[fd].cb)
+			continue;
+		if (ctx->fds[fd].eager && (ev[i].events & EPOLLIN))
+			cq->hot_fd = fd;
+		ctx->fds[fd].cb(ctx->fds[fd].arg, ev[i].events);
 	}
 	for (size_t i = 0; i < ctx->nmods; i++)
 		if (ctx->mods[i].m->ops->progress &&

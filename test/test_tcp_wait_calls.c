@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Over tcp, through the whole library: the first rmca_poll after a post
- * makes no epoll_wait() (what was posted cannot be answered yet), the wait
+ * does not look at the fds (what was posted cannot be answered yet), the wait
  * fd still becomes readable when the answer comes, and a caller that posts
- * before every poll still has every other poll look at the fds. The test
- * counts the library's epoll_wait() calls by defining the function itself:
- * the executable's definition is the one the library binds to.
+ * before every poll still has every other poll look at the fds. In a
+ * request/response exchange of an application that sleeps on the wait fd,
+ * neither side makes an epoll_ctl() or an epoll_wait(): the count of a
+ * message waits for the answer while the message, read with MSG_PEEK,
+ * keeps the wait fd readable, and a woken poll reads the connection found
+ * ready last before asking epoll (RMCA_FD_EAGER). When no answer comes the
+ * wait fd wakes the receiver all the same, so the count goes and the send
+ * completes. The test counts the library's epoll_wait(), epoll_ctl() and
+ * socket reads by defining the functions itself: the executable's
+ * definitions are the ones the library and its components bind to.
  */
 #include <poll.h>
 #include <stdarg.h>
@@ -14,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <setjmp.h>
 #include <cmocka.h>
@@ -22,12 +32,42 @@
 
 #define TOKEN_DONE 0xd0e
 
-static long epoll_waits;
+#define ECHO_ROUNDS 64
+#define ECHO_WARM   4
+
+static long epoll_waits, epoll_ctls, reads;
 
 int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
 	epoll_waits++;
 	return epoll_pwait(epfd, ev, max, timeout, NULL);
+}
+
+int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	epoll_ctls++;
+	return (int)syscall(SYS_epoll_ctl, epfd, op, fd, ev);
+}
+
+/* The tcp component reads its sockets with these (the test's pipes with
+ * read()). */
+ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	reads++;
+	return (ssize_t)syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
+}
+
+ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	reads++;
+	return (ssize_t)syscall(SYS_recvmsg, fd, msg, flags);
+}
+
+/* The fds were looked at: epoll_wait(), or the eager read of the
+ * connection found ready last (RMCA_FD_EAGER). */
+static long looks(void)
+{
+	return epoll_waits + reads;
 }
 
 static void target(struct api_peer *p)
@@ -70,45 +110,138 @@ static void initiator(struct api_peer *p)
 	struct pollfd pf = {.fd = rmca_wait_fd(p->ctx), .events = POLLIN};
 	struct rmca_completion c;
 	long before;
+	int looked;
 	rmca_mr_t *ms;
 
 	API_CHECK_OK(rmca_mr_reg(p->ctx, src, 8, RMCA_ACCESS_LOCAL, &ms));
 
-	/* post, poll: no epoll_wait; the wait fd wakes the caller, and the
-	 * next poll looks and finds the answer */
+	/* post, poll: no look; the wait fd wakes the caller, and the next
+	 * poll looks and finds the answer */
 	API_CHECK_OK(API_POST(
 		p, rmca_put(p->ep, src, 8, ms, addr, key, 0, API_CTX(1))));
-	before = epoll_waits;
+	before = looks();
 	API_CHECK(rmca_poll(p->ctx, &c, 1) == 0);
-	API_CHECK_MSG(epoll_waits == before,
-		      "the poll right after a post made %ld epoll_wait()",
-		      epoll_waits - before);
+	API_CHECK_MSG(looks() == before,
+		      "the poll right after a post made %ld epoll_wait() or "
+		      "read",
+		      looks() - before);
 	API_CHECK_MSG(poll(&pf, 1, API_TIMEOUT_MS) == 1,
 		      "the wait fd stayed silent after a poll that did not "
 		      "look");
 	poll_until(p, API_CTX(1));
-	API_CHECK(epoll_waits > before);
+	API_CHECK(looks() > before);
 
 	/* without posts, every poll looks */
-	before = epoll_waits;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
+		before = looks();
 		API_CHECK(rmca_poll(p->ctx, &c, 1) == 0);
-	API_CHECK_MSG(epoll_waits - before == 3, "3 polls, %ld epoll_wait()",
-		      epoll_waits - before);
+		API_CHECK_MSG(looks() > before, "poll %d did not look", i);
+	}
 
 	/* a post before every poll: every other poll still looks */
-	before = epoll_waits;
+	looked = 0;
 	for (int i = 0; i < 4; i++) {
 		API_CHECK_OK(API_POST(p, rmca_put(p->ep, src, 8, ms, addr, key,
 						  0, API_CTX(2 + i))));
+		before = looks();
 		API_CHECK(rmca_poll(p->ctx, &c, 1) >= 0);
+		looked += looks() > before;
 		if (c.user_ctx)
 			memset(&c, 0, sizeof(c));
 	}
-	API_CHECK_MSG(epoll_waits - before == 2,
-		      "4 posts and polls, %ld epoll_wait()",
-		      epoll_waits - before);
+	API_CHECK_MSG(looked == 2, "4 posts and polls, %d looked", looked);
 	api_token(p, 0, TOKEN_DONE);
+}
+
+/*
+ * Wait as an application that sleeps: one rmca_poll, and poll(2) on the
+ * wait fd when it returned nothing, until the completion of ctx comes.
+ */
+static void sleep_until(struct api_peer *p, void *ctx)
+{
+	struct pollfd pf = {.fd = rmca_wait_fd(p->ctx), .events = POLLIN};
+	struct rmca_completion c;
+	long end = api_now_ms() + API_TIMEOUT_MS;
+
+	while (!api_take(ctx, &c)) {
+		API_CHECK_MSG(api_now_ms() < end, "no completion");
+		if (!api_progress(p))
+			API_CHECK_MSG(poll(&pf, 1, API_TIMEOUT_MS) == 1,
+				      "the wait fd stayed silent");
+	}
+	API_CHECK_RC(c.status, RMCA_OK);
+}
+
+static void echo_server(struct api_peer *p)
+{
+	char *buf = api_alloc(64);
+	struct pollfd pf = {.fd = rmca_wait_fd(p->ctx), .events = POLLIN};
+	long ctls = 0, waits = 0;
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(rmca_recv(p->ep, buf, 8, mr, API_CTX(1)));
+	api_token(p, 0, API_TOKEN_GO);
+	for (int i = 0; i < ECHO_ROUNDS; i++) {
+		if (i == ECHO_WARM) {
+			ctls = epoll_ctls;
+			waits = epoll_waits;
+		}
+		sleep_until(p, API_CTX(1));
+		API_CHECK_OK(rmca_recv(p->ep, buf, 8, mr, API_CTX(1)));
+		API_CHECK_OK(rmca_send(p->ep, buf + 32, 8, mr, API_CTX(2)));
+		sleep_until(p, API_CTX(2));
+	}
+	API_CHECK_MSG(epoll_ctls == ctls && epoll_waits == waits,
+		      "%d answered messages, %ld epoll_ctl(), %ld epoll_wait()",
+		      ECHO_ROUNDS - ECHO_WARM, epoll_ctls - ctls,
+		      epoll_waits - waits);
+
+	/* No answer now: the wait fd still wakes this side, whose next
+	 * poll lets the count go and the peer's send complete. */
+	sleep_until(p, API_CTX(1));
+	API_CHECK_MSG(poll(&pf, 1, API_TIMEOUT_MS) == 1,
+		      "the wait fd stayed silent while a count was held");
+	API_CHECK(api_progress(p) == 0);
+	api_expect_token(p, 0, TOKEN_DONE);
+}
+
+static void echo_client(struct api_peer *p)
+{
+	char *buf = api_alloc(64);
+	long ctls = 0, waits = 0;
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
+	api_expect_token(p, 0, API_TOKEN_GO);
+	for (int i = 0; i < ECHO_ROUNDS; i++) {
+		if (i == ECHO_WARM) {
+			ctls = epoll_ctls;
+			waits = epoll_waits;
+		}
+		API_CHECK_OK(rmca_recv(p->ep, buf, 8, mr, API_CTX(3)));
+		API_CHECK_OK(rmca_send(p->ep, buf + 32, 8, mr, API_CTX(4)));
+		sleep_until(p, API_CTX(4));
+		sleep_until(p, API_CTX(3));
+	}
+	API_CHECK_MSG(epoll_ctls == ctls && epoll_waits == waits,
+		      "%d answered messages, %ld epoll_ctl(), %ld epoll_wait()",
+		      ECHO_ROUNDS - ECHO_WARM, epoll_ctls - ctls,
+		      epoll_waits - waits);
+	API_CHECK_OK(rmca_send(p->ep, buf + 32, 8, mr, API_CTX(5)));
+	sleep_until(p, API_CTX(5));
+	api_token(p, 0, TOKEN_DONE);
+}
+
+static void answered_messages_cost_no_epoll_calls(void **state)
+{
+	const struct api_test t = {.server = echo_server,
+				   .client = echo_client};
+
+	(void)state;
+	setenv("RMCA_transports", "tcp", 1);
+	unsetenv("RMCA_tcp_caps");
+	api_run(&t);
 }
 
 static void first_poll_after_a_post_does_not_look(void **state)
@@ -125,6 +258,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(first_poll_after_a_post_does_not_look),
+		cmocka_unit_test(answered_messages_cost_no_epoll_calls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -175,9 +175,17 @@ struct tcp_conn {
 	 * application may answer it, and the counts and answers of the
 	 * wakeup may wait for that message to carry them ... */
 	bool delivered;
-	/* ... for one pass at most; EPOLLOUT keeps the wait fd readable
-	 * meanwhile, so they go even if the application sleeps. */
+	/* ... for one pass at most. Something must keep the wait fd
+	 * readable meanwhile, so that they go even if the application
+	 * sleeps: the message itself, when it was read with MSG_PEEK and
+	 * left in the socket (peeked), else EPOLLOUT. */
 	bool hold;
+	/* The last hold ended with a frame to carry the counts (the
+	 * application answers): read with MSG_PEEK while that lasts. */
+	bool peek;
+	/* Bytes at the head of the socket already in rx.buf (read with
+	 * MSG_PEEK): taken out when the hold ends or before the next read. */
+	size_t peeked;
 	int fail_status;
 	uint32_t events;
 	uint64_t next_id;

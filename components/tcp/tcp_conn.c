@@ -71,8 +71,9 @@ static bool no_requests(const struct tcp_conn *c)
  * The counts and answers of a wakeup that delivered a message wait for the
  * next pass, unless they waited already: the application's answer to the
  * message, posted meanwhile, carries them in its header (a reply costs the
- * peer one wakeup, not two). EPOLLOUT brings the next pass at once if none
- * comes.
+ * peer one wakeup, not two). If none comes, the next pass comes at once
+ * all the same: the message read with MSG_PEEK is still in the socket,
+ * which keeps the wait fd readable at no cost, or else EPOLLOUT is armed.
  */
 static bool hold_answers(struct tcp_conn *c)
 {
@@ -84,7 +85,8 @@ static bool hold_answers(struct tcp_conn *c)
 	if (!hold)
 		return false;
 	c->hold = true;
-	set_events(c, (rmca_tcp_rx_held(c) ? 0 : EPOLLIN) | EPOLLOUT);
+	if (!c->peeked)
+		set_events(c, (rmca_tcp_rx_held(c) ? 0 : EPOLLIN) | EPOLLOUT);
 	return true;
 }
 
@@ -177,7 +179,9 @@ int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 	rmca_list_init(&c->inflight);
 	rmca_list_init(&c->outq);
 	rmca_tcp_sockname(fd, true, c->peer, sizeof(c->peer));
-	if (core->ops->fd_add(core, fd, EPOLLIN, conn_cb, c)) {
+	/* Eager: the core may read a busy connection without asking epoll
+	 * first; conn_serve() finds nothing to do when nothing is there. */
+	if (core->ops->fd_add(core, fd, EPOLLIN | RMCA_FD_EAGER, conn_cb, c)) {
 		free(c->rx.buf);
 		free(c);
 		return RMCA_ERR_NO_MEMORY;
@@ -355,6 +359,22 @@ static int out_iov(struct tcp_conn *c, struct iovec *iov)
 	return n;
 }
 
+/* What a MSG_PEEK left in the socket leaves it: no hold needs it. */
+static void peeked_drop(struct tcp_conn *c)
+{
+	ssize_t n;
+
+	while (c->peeked && c->fd >= 0) {
+		n = recv(c->fd, c->mod->scratch, c->peeked, MSG_DONTWAIT);
+		if (n > 0)
+			c->peeked -= (size_t)n;
+		else if (n < 0 && errno == EINTR)
+			continue;
+		else
+			return; /* the next read takes the rest, or fails */
+	}
+}
+
 void rmca_tcp_out_flush(struct tcp_conn *c)
 {
 	struct iovec iov[TCP_IOV_MAX];
@@ -363,10 +383,13 @@ void rmca_tcp_out_flush(struct tcp_conn *c)
 
 	dirty_del(c);
 	/* Counts held for a frame that did not come (a post queued nothing
-	 * that can go) go alone. */
+	 * that can go) go alone; peek while the application answers. */
 	if (c->hold) {
 		c->hold = false;
+		c->peek = !rmca_list_empty(&c->outq);
 		counts_out(c);
+	} else if (c->peeked) {
+		c->peek = false; /* peeked for a hold that did not come */
 	}
 	while (c->fd >= 0 && !rmca_list_empty(&c->outq)) {
 		msg.msg_iovlen = (size_t)out_iov(c, iov);
@@ -389,6 +412,7 @@ void rmca_tcp_out_flush(struct tcp_conn *c)
 	}
 	if (c->fd < 0)
 		return;
+	peeked_drop(c);
 	if (c->closing && rmca_list_empty(&c->outq)) {
 		/* The final frame is out: half-close, then read until the
 		 * peer closes so that no reset overtakes it. */
@@ -612,6 +636,7 @@ void rmca_tcp_discard(struct tcp_conn *c)
 {
 	ssize_t n;
 
+	c->peeked = 0; /* read again below, as everything else */
 	for (int i = 0; i < TCP_RX_BUDGET; i++) {
 		n = recv(c->fd, c->mod->scratch, TCP_SCRATCH_LEN, 0);
 		if (n > 0)

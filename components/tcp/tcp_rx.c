@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <rmca/atomic_ops.h>
 #include "tcp.h"
@@ -280,17 +281,36 @@ static void finish_frame(struct tcp_conn *c)
 	}
 }
 
-/* One recv(); returns bytes, 0 when nothing is there now, < 0 when the
- * connection has failed. */
-static ssize_t rx_read(struct tcp_conn *c, void *buf, size_t len)
+/*
+ * One read; returns the new bytes, 0 when nothing new is there now, < 0
+ * once c failed. Bytes an earlier MSG_PEEK left at the head of the socket
+ * are taken out by the same call, and not counted; peek leaves what it
+ * reads there (c->peeked), for a hold to keep the wait fd readable.
+ */
+static ssize_t rx_read(struct tcp_conn *c, void *buf, size_t len, bool peek)
 {
+	size_t skip = c->peeked;
+	struct iovec iov[2] = {
+		{.iov_base = c->mod->scratch, .iov_len = skip},
+		{.iov_base = buf, .iov_len = len},
+	};
+	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
 	ssize_t n;
 
 	do {
-		n = recv(c->fd, buf, len, 0);
+		if (skip)
+			n = recvmsg(c->fd, &msg, 0);
+		else
+			n = recv(c->fd, buf, len, peek ? MSG_PEEK : 0);
 	} while (n < 0 && errno == EINTR);
-	if (n > 0)
-		return n;
+	if (n > 0) {
+		if ((size_t)n <= skip) {
+			c->peeked -= (size_t)n;
+			return 0;
+		}
+		c->peeked = skip || !peek ? 0 : (size_t)n;
+		return n - (ssize_t)skip;
+	}
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return 0;
 	tcp_log(c->mod, RMCA_LOG_INFO, "connection to %s: %s", c->peer,
@@ -374,7 +394,7 @@ static ssize_t rx_fill(struct tcp_conn *c, bool *drained)
 	if (rx->payload && rx->start == rx->end &&
 	    rx->dst_left >= TCP_RX_DIRECT) {
 		want = min_size(rx->dst_left, (size_t)1 << 30);
-		n = rx_read(c, rx->dst, want);
+		n = rx_read(c, rx->dst, want, false);
 		if (n > 0) {
 			rx->dst += n;
 			rx->dst_left -= (size_t)n;
@@ -384,15 +404,18 @@ static ssize_t rx_fill(struct tcp_conn *c, bool *drained)
 	} else if (rx->payload && rx->start == rx->end &&
 		   rx->drain_left >= TCP_RX_DIRECT) {
 		want = min_size(rx->drain_left, TCP_SCRATCH_LEN);
-		n = rx_read(c, c->mod->scratch, want);
+		n = rx_read(c, c->mod->scratch, want, false);
 		if (n > 0) {
 			rx->drain_left -= (size_t)n;
 			if (!rx->drain_left)
 				finish_frame(c);
 		}
 	} else {
+		/* A message delivered from this read may wait for the
+		 * application's reply to carry its count: peeking leaves
+		 * it in the socket, which keeps the wait fd readable. */
 		want = TCP_RX_BUF - rx->end;
-		n = rx_read(c, rx->buf + rx->end, want);
+		n = rx_read(c, rx->buf + rx->end, want, c->peek);
 		if (n > 0)
 			rx->end += (size_t)n;
 	}

@@ -118,6 +118,15 @@ struct rmca_param_def {
 /* A file descriptor callback; events are EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP. */
 typedef void (*rmca_fd_cb)(void *arg, uint32_t events);
 
+/*
+ * OR-ed into fd_add's events: the core may call the callback with EPOLLIN
+ * before it knows the fd is readable, when this fd was the last one found
+ * ready, and skip epoll_wait() if that produced a completion (a busy
+ * connection is read with one call, as a plain socket is). The callback
+ * must then read without blocking and do nothing when nothing is there.
+ */
+#define RMCA_FD_EAGER (1u << 24)
+
 struct rmca_core;
 
 struct rmca_core_ops {
