@@ -895,7 +895,7 @@ static void listener_cb(void *arg, uint32_t events)
 
 void rmca_listeners_progress(struct rmca_context *ctx)
 {
-	int64_t now = rmca_now_ms();
+	int64_t now = -1;
 
 	struct rmca_list *ll;
 
@@ -905,6 +905,12 @@ void rmca_listeners_progress(struct rmca_context *ctx)
 			rmca_list_entry(ll, struct rmca_listener, link);
 		struct rmca_incoming *in, *next;
 
+		/* This runs every pass: the clock is read only when a
+		 * listener rests or handshakes. */
+		if (!l->rest_until && !l->incoming)
+			continue;
+		if (now < 0)
+			now = rmca_now_ms();
 		if (l->rest_until && now >= l->rest_until) {
 			l->rest_until = 0;
 			if (l->nincoming < ctx->handshake_max)

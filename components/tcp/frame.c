@@ -2,6 +2,9 @@
 /*
  * Encoding and full validation of the tcp frame header (see frame.h).
  */
+#include <endian.h>
+#include <string.h>
+
 #include <rmca.h>
 
 #include "frame.h"
@@ -53,31 +56,34 @@ const char *rmca_tcp_frame_name(unsigned type)
 	return rules[type].name;
 }
 
+/* Little-endian fields, each one load or store (a frame is encoded for
+ * every message and decoded for every one received). */
 static void put32(uint8_t *p, uint32_t v)
 {
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
+	v = htole32(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static uint32_t get32(const uint8_t *p)
 {
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le32toh(v);
 }
 
 static void put64(uint8_t *p, uint64_t v)
 {
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
+	v = htole64(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static uint64_t get64(const uint8_t *p)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
 }
 
 void rmca_tcp_frame_encode(const struct tcp_frame *f, uint8_t *buf)

@@ -407,6 +407,9 @@ int rmca_tcp_pending_expire(struct rmca_module *mod)
 	const struct rmca_core *core = m->base.core;
 	long long now;
 
+	/* No clock read while nothing is parked: this runs every pass. */
+	if (!m->npending)
+		m->next_expiry = 0;
 	if (!m->next_expiry && !m->lfd_rest_until)
 		return 0;
 	now = rmca_now_ms();
