@@ -4,7 +4,7 @@
 #
 #   contrib/bench/syscalls.sh [--build DIR] [--mode wait|spin|both] [-n N]
 #                             [-S SIZE] [-w WINDOW] [-t TESTS] [--raw]
-#                             [--out DIR] [--detail]
+#                             [--out DIR] [--detail] [--instructions]
 #
 #   --build DIR  use this build tree (default: build one in $TMPDIR)
 #   --mode MODE  wait (default): both sides sleep in poll() when idle; spin
@@ -19,7 +19,10 @@
 #   -t TESTS     default send_lat,put_lat,atomic_lat,send_bw,put_bw
 #   --raw        also count rmca_perf --raw (send_lat, send_bw)
 #   --detail     the per-call breakdown of every test as well
-#   --out DIR    keep strace's outputs there
+#   --instructions  count user-space instructions instead (valgrind
+#                callgrind, both processes summed; wait mode only: there
+#                every round trip runs the same code, spinning does not)
+#   --out DIR    keep strace's (or callgrind's) outputs there
 #
 # Prints, per test, (calls at 2N - calls at N) / N, both processes summed:
 # per round trip for the *_lat tests, per message for the *_bw tests. The
@@ -29,7 +32,7 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/contrib/bench/lib.sh"
-build= mode=wait n=2000 size=8 window=64 raw=0 detail=0 out=
+build= mode=wait n=2000 size=8 window=64 raw=0 detail=0 out= instr=0
 tests=send_lat,put_lat,atomic_lat,send_bw,put_bw
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -42,12 +45,18 @@ while [ $# -gt 0 ]; do
 	--raw) raw=1 ;;
 	--detail) detail=1 ;;
 	--out) out=$2; shift ;;
-	-h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--instructions) instr=1 ;;
+	-h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "syscalls.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
 done
-command -v strace >/dev/null || { echo "syscalls.sh: strace not installed" >&2; exit 1; }
+if [ "$instr" = 1 ]; then
+	command -v valgrind >/dev/null || { echo "syscalls.sh: valgrind not installed" >&2; exit 1; }
+	mode=wait
+else
+	command -v strace >/dev/null || { echo "syscalls.sh: strace not installed" >&2; exit 1; }
+fi
 case $mode in wait|spin) modes=$mode ;; both) modes="wait spin" ;;
 *) echo "syscalls.sh: --mode wait|spin|both" >&2; exit 2 ;; esac
 
@@ -77,8 +86,14 @@ calls_of() {
 	END { for (k in n) print k, n[k]; print "(nothing)", idle + 0 }' "$1"
 }
 
-# Total calls.
-total_of() { calls_of "$1" | awk '$1 != "(nothing)" { s += $2 } END { print s + 0 }'; }
+# Total calls, or instructions (a callgrind output's summary line).
+total_of() {
+	if [ "$instr" = 1 ]; then
+		awk '/^summary:/ { print $2 }' "$1"
+		return
+	fi
+	calls_of "$1" | awk '$1 != "(nothing)" { s += $2 } END { print s + 0 }'
+}
 idle_of() { calls_of "$1" | awk '$1 == "(nothing)" { print $2 }'; }
 
 # One counted run: $1 name, $2 iterations, then rmca_perf options.
@@ -87,7 +102,15 @@ counted() {
 	local name=$1 iters=$2 log port= spid
 	shift 2
 	log=$out/$name.server
-	timeout 300 strace -f $copt -o "$out/$name.server.strace" \
+	local -a st ct # what runs the server and the client
+	if [ "$instr" = 1 ]; then
+		st=(valgrind -q --trace-children=yes --tool=callgrind --callgrind-out-file="$out/$name.server.strace")
+		ct=(valgrind -q --trace-children=yes --tool=callgrind --callgrind-out-file="$out/$name.client.strace")
+	else
+		st=(strace -f $copt -o "$out/$name.server.strace")
+		ct=(strace -f $copt -o "$out/$name.client.strace")
+	fi
+	timeout 300 "${st[@]}" \
 		"$perf" -s -l 127.0.0.1:0 $spin "$@" >"$log" 2>&1 &
 	spid=$!
 	for _ in $(seq 200); do
@@ -101,7 +124,7 @@ counted() {
 		kill "$spid" 2>/dev/null || true
 		return 1
 	fi
-	timeout 300 strace -f $copt -o "$out/$name.client.strace" "$perf" \
+	timeout 300 "${ct[@]}" "$perf" \
 		--parsable $spin -n "$iters" -W 50 "$@" "127.0.0.1:$port" \
 		>"$out/$name.client.out" 2>&1 || {
 		echo "syscalls.sh: $name: rmca_perf failed" >&2
@@ -129,7 +152,9 @@ detail_of() {
 
 echo "# $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
 echo "# rmca $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'); size $size; window $window; N $n and $((2 * n)); results in $out"
-printf "%-5s %-8s %-12s %10s  %s\n" mode what test calls per
+what_counted=calls
+[ "$instr" = 1 ] && what_counted=instructions detail=0
+printf "%-5s %-8s %-12s %12s  %s\n" mode what test "$what_counted" per
 runs=()
 IFS=, read -ra tl <<<"$tests"
 for t in "${tl[@]}"; do runs+=("rmca:$t"); done
@@ -154,7 +179,7 @@ for mode in $modes; do
 		# the rest is the count to compare.
 		[ "$mode" = spin ] && unit="$unit, of which $(awk -v a="$(idle "$tag-1")" \
 			-v b="$(idle "$tag-2")" -v n="$n" 'BEGIN { printf "%.2f", (b - a) / n }') found nothing"
-		printf "%-5s %-8s %-12s %10s  %s\n" "$mode" "$what" "$t" "$per" "$unit"
+		printf "%-5s %-8s %-12s %12s  %s\n" "$mode" "$what" "$t" "$per" "$unit"
 		[ "$detail" = 1 ] && detail_of "$tag-1" "$tag-2"
 	done
 done
