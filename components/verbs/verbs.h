@@ -6,7 +6,7 @@
  * protection domain, shared by every module, region and connection on it.
  * One module (struct rmca_verbs_module) is one port with an IPv4 address:
  * its own CQ + completion channel, rdma_cm event channel and listener.
- * One connection (struct rmca_conn) is one RC QP set up by rdma_cm.
+ * One connection (struct rmca_verbs_conn) is one RC QP set up by rdma_cm.
  */
 #ifndef RMCA_VERBS_H
 #define RMCA_VERBS_H
@@ -68,13 +68,13 @@ struct rmca_verbs_module {
 	struct rdma_cm_id *listen_id;
 	int timer_fd; /* credit re-read (iwarp) */
 	bool timer_armed;
-	struct rmca_conn *conns; /* every live connection */
+	struct rmca_verbs_conn *conns;	  /* every live connection */
 	struct rmca_verbs_parked *parked; /* requests waiting for connect() */
 	int nparked, park_max; /* RMCA_handshake_max */
 	int park_ms; /* how long one waits: RMCA_connect_timeout */
 	struct rmca_list zombies;      /* canceled ops the CQ may still name */
 	struct rmca_verbs_op *op_pool; /* done ops: their memory stays ours */
-	struct rmca_module_mr *mrs;
+	struct rmca_verbs_mr *mrs;
 	int timer_ms; /* credit re-read backoff */
 	char facts[160]; /* static probed facts; detail = facts + counters */
 	unsigned long flushes; /* flush READs posted (visible in detail) */
@@ -144,7 +144,7 @@ struct rmca_verbs_op {
 	struct rmca_verbs_op *next; /* pending list, receive batch or pool */
 	struct rmca_list link;	    /* conn->outstanding, then mod->zombies */
 	struct rmca_verbs_module *mod;
-	struct rmca_conn *conn; /* NULL once canceled (zombie) */
+	struct rmca_verbs_conn *conn; /* NULL once canceled (zombie) */
 	uint16_t gen; /* in the wr_id: a completion of an earlier use of
 			 this memory is not this op's (see verbs_cq.c) */
 	enum rmca_verbs_op_kind kind;
@@ -161,7 +161,7 @@ struct rmca_verbs_op {
 	uint64_t operand, compare;
 	bool cswap;
 	struct rmca_verbs_mw *mw; /* BIND */
-	struct rmca_module_mr *mr; /* BIND */
+	struct rmca_verbs_mr *mr; /* BIND */
 	uint64_t seq; /* iwarp sends: position; confirming READs: cover */
 	int status; /* refused before posting: completed with it (else
 		       RMCA_ERR_CONNECTION) once its failed connection drains */
@@ -177,20 +177,20 @@ enum rmca_verbs_conn_state {
 };
 
 /*
- * A connection being set up (component ABI 2) is the rmca_conn itself, in a
+ * A connection being set up (component ABI 2) is the connection itself, in a
  * state before UP; connect_poll hands the conn out once it is UP. The
  * core's cookie stays here until then, so that nothing reports a failure
  * of a connection the core does not have yet.
  */
-struct rmca_connecting {
+struct rmca_verbs_connecting {
 	long long deadline; /* CLOCK_MONOTONIC ms */
 	void *cookie;
 };
 
-struct rmca_conn {
+struct rmca_verbs_conn {
 	struct rmca_verbs_module *mod;
-	struct rmca_connecting hs;
-	struct rmca_conn *next;
+	struct rmca_verbs_connecting hs;
+	struct rmca_verbs_conn *next;
 	struct rdma_cm_id *id;
 	struct ibv_qp *qp;
 	uint64_t token;
@@ -250,6 +250,36 @@ struct rmca_conn {
 	int port_hold; /* active iwarp: our socket on the local port, or -1 */
 };
 
+/*
+ * The core holds a connection, a connection being set up and a region as
+ * struct rmca_conn, struct rmca_connecting and struct rmca_module_mr; the
+ * ops table (verbs_ops.c) turns them into the module's own objects and
+ * back through these helpers only. NULL stays NULL (a send without a
+ * region, mr_rkey without a connection).
+ */
+static inline struct rmca_verbs_conn *
+rmca_verbs_conn_from_base(struct rmca_conn *c)
+{
+	return (struct rmca_verbs_conn *)(void *)c;
+}
+
+static inline struct rmca_conn *rmca_verbs_conn_base(struct rmca_verbs_conn *c)
+{
+	return (struct rmca_conn *)(void *)c;
+}
+
+static inline struct rmca_verbs_connecting *
+rmca_verbs_connecting_from_base(struct rmca_connecting *h)
+{
+	return (struct rmca_verbs_connecting *)(void *)h;
+}
+
+static inline struct rmca_connecting *
+rmca_verbs_connecting_base(struct rmca_verbs_connecting *h)
+{
+	return (struct rmca_connecting *)(void *)h;
+}
+
 struct rmca_verbs_parked {
 	struct rmca_verbs_parked *next;
 	struct rdma_cm_id *id;
@@ -260,14 +290,14 @@ struct rmca_verbs_parked {
 /* A type-2 memory window over a use-once region, bound for one connection. */
 struct rmca_verbs_mw {
 	struct rmca_verbs_mw *next;
-	struct rmca_conn *conn;
+	struct rmca_verbs_conn *conn;
 	struct ibv_mw *mw;
 	uint32_t rkey; /* as bound */
 	bool bound, revoked, bind_failed;
 };
 
-struct rmca_module_mr {
-	struct rmca_module_mr *next; /* the module's regions */
+struct rmca_verbs_mr {
+	struct rmca_verbs_mr *next; /* the module's regions */
 	struct rmca_verbs_module *mod;
 	struct ibv_mr *mr; /* local keys (and the remote one, unless below) */
 	bool mr_rw; /* mr has IBV_ACCESS_REMOTE_WRITE */
@@ -282,6 +312,18 @@ struct rmca_module_mr {
 	struct ibv_mr *pub;
 	uint32_t dead_rkey; /* the last key revoked, never handed out again */
 };
+
+static inline struct rmca_verbs_mr *
+rmca_verbs_mr_from_base(struct rmca_module_mr *mr)
+{
+	return (struct rmca_verbs_mr *)(void *)mr;
+}
+
+static inline struct rmca_module_mr *
+rmca_verbs_mr_base(struct rmca_verbs_mr *mr)
+{
+	return (struct rmca_module_mr *)(void *)mr;
+}
 
 /* device + PD (verbs_device.c, verbs_pd.c) */
 int rmca_verbs_probe(const struct rmca_core *core,
@@ -319,21 +361,22 @@ int rmca_verbs_cm_listen(struct rmca_verbs_module *vm);
 void rmca_verbs_cm_dispatch(struct rmca_verbs_module *vm);
 int rmca_verbs_connect_start(struct rmca_module *m,
 			     const struct rmca_conn_args *args,
-			     struct rmca_connecting **out);
-int rmca_verbs_connect_poll(struct rmca_connecting *h, struct rmca_conn **out);
-void rmca_verbs_connect_abort(struct rmca_connecting *h);
+			     struct rmca_verbs_connecting **out);
+int rmca_verbs_connect_poll(struct rmca_verbs_connecting *h,
+			    struct rmca_verbs_conn **out);
+void rmca_verbs_connect_abort(struct rmca_verbs_connecting *h);
 void rmca_verbs_cm_tick(struct rmca_verbs_module *vm);
-void rmca_verbs_disconnect(struct rmca_conn *c);
+void rmca_verbs_disconnect(struct rmca_verbs_conn *c);
 int rmca_verbs_addr(struct rmca_module *m, void *buf, size_t *len);
 int rmca_verbs_reachable(struct rmca_module *m, const void *peer_addr,
 			 size_t len, char *why, size_t why_len);
-void rmca_verbs_conn_fail(struct rmca_conn *c, int status);
-struct rmca_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
-				      uint64_t token, bool active,
-				      void *cookie);
-int rmca_verbs_qp_create(struct rmca_conn *c, struct rdma_cm_id *id);
-void rmca_verbs_conn_destroy(struct rmca_conn *c, int status);
-void rmca_verbs_abandon(struct rmca_conn *c, int status);
+void rmca_verbs_conn_fail(struct rmca_verbs_conn *c, int status);
+struct rmca_verbs_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
+					    uint64_t token, bool active,
+					    void *cookie);
+int rmca_verbs_qp_create(struct rmca_verbs_conn *c, struct rdma_cm_id *id);
+void rmca_verbs_conn_destroy(struct rmca_verbs_conn *c, int status);
+void rmca_verbs_abandon(struct rmca_verbs_conn *c, int status);
 void rmca_verbs_loopback_probe(struct rmca_verbs_module **vms, int n,
 			       bool *ok);
 
@@ -344,48 +387,49 @@ int rmca_verbs_progress(struct rmca_module *m);
 int rmca_verbs_wc_status(const struct ibv_wc *wc, struct rmca_verbs_op *op);
 
 /* posting (verbs_post.c, verbs_ops.c) */
-struct rmca_verbs_op *rmca_verbs_op_new(struct rmca_conn *c,
+struct rmca_verbs_op *rmca_verbs_op_new(struct rmca_verbs_conn *c,
 					enum rmca_verbs_op_kind kind,
 					void *req);
-int rmca_verbs_submit(struct rmca_conn *c, struct rmca_verbs_op *op);
-int rmca_verbs_post(struct rmca_conn *c, struct rmca_verbs_op *op);
+int rmca_verbs_submit(struct rmca_verbs_conn *c, struct rmca_verbs_op *op);
+int rmca_verbs_post(struct rmca_verbs_conn *c, struct rmca_verbs_op *op);
 void rmca_verbs_op_done(struct rmca_verbs_op *op, int status, size_t len,
 			uint64_t revoked);
 void rmca_verbs_op_free(struct rmca_verbs_op *op);
 uint64_t rmca_verbs_wr_id(const struct rmca_verbs_op *op);
 struct rmca_verbs_op *rmca_verbs_op_of(uint64_t wr_id);
 void rmca_verbs_op_pool_fini(struct rmca_verbs_module *vm);
-void rmca_verbs_pending_run(struct rmca_conn *c);
-void rmca_verbs_credit_read(struct rmca_conn *c);
-void rmca_verbs_credit_imm(struct rmca_conn *c, uint32_t low);
+void rmca_verbs_pending_run(struct rmca_verbs_conn *c);
+void rmca_verbs_credit_read(struct rmca_verbs_conn *c);
+void rmca_verbs_credit_imm(struct rmca_verbs_conn *c, uint32_t low);
 void rmca_verbs_timer_event(void *arg, uint32_t events);
 void rmca_verbs_timer_arm(struct rmca_verbs_module *vm);
-void rmca_verbs_release_held(struct rmca_conn *c, int status);
-int rmca_verbs_qp_make(struct rmca_conn *c, struct rdma_cm_id *id,
+void rmca_verbs_release_held(struct rmca_verbs_conn *c, int status);
+int rmca_verbs_qp_make(struct rmca_verbs_conn *c, struct rdma_cm_id *id,
 		       struct ibv_qp_init_attr *qa);
-void rmca_verbs_sq_retire(struct rmca_conn *c, uint64_t wr_id,
-			  void (*done)(struct rmca_conn *,
+void rmca_verbs_sq_retire(struct rmca_verbs_conn *c, uint64_t wr_id,
+			  void (*done)(struct rmca_verbs_conn *,
 				       struct rmca_verbs_op *));
-void rmca_verbs_recv_flush(struct rmca_conn *c);
-void rmca_verbs_recv_cancel(struct rmca_conn *c, int status);
-void rmca_verbs_post_fini(struct rmca_conn *c);
-void rmca_verbs_confirm_soon(struct rmca_conn *c);
-int rmca_verbs_taken(struct rmca_conn *c, struct rmca_verbs_op *op,
+void rmca_verbs_recv_flush(struct rmca_verbs_conn *c);
+void rmca_verbs_recv_cancel(struct rmca_verbs_conn *c, int status);
+void rmca_verbs_post_fini(struct rmca_verbs_conn *c);
+void rmca_verbs_confirm_soon(struct rmca_verbs_conn *c);
+int rmca_verbs_taken(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 		     size_t *len);
 void rmca_verbs_user_complete(struct rmca_verbs_op *op, int status);
 
 /* memory (verbs_mr.c) */
 int rmca_verbs_mr_reg(struct rmca_module *m, void *addr, size_t len,
-		      unsigned access, struct rmca_module_mr **out);
-int rmca_verbs_mr_dereg(struct rmca_module_mr *mr);
-uint64_t rmca_verbs_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c);
-int rmca_verbs_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
+		      unsigned access, struct rmca_verbs_mr **out);
+int rmca_verbs_mr_dereg(struct rmca_verbs_mr *mr);
+uint64_t rmca_verbs_mr_rkey(struct rmca_verbs_mr *mr,
+			    struct rmca_verbs_conn *c);
+int rmca_verbs_key_match(struct rmca_verbs_mr *mr, struct rmca_verbs_conn *c,
 			 uint64_t rkey);
-uint32_t rmca_verbs_sink_lkey(struct rmca_module_mr *mr);
-uint64_t rmca_verbs_revoke(struct rmca_conn *c, uint32_t rkey);
-int rmca_verbs_mr_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
+uint32_t rmca_verbs_sink_lkey(struct rmca_verbs_mr *mr);
+uint64_t rmca_verbs_revoke(struct rmca_verbs_conn *c, uint32_t rkey);
+int rmca_verbs_mr_revoke(struct rmca_verbs_mr *mr, struct rmca_verbs_conn *c,
 			 uint64_t rkey);
-void rmca_verbs_mw_conn_gone(struct rmca_conn *c);
+void rmca_verbs_mw_conn_gone(struct rmca_verbs_conn *c);
 
 /* iwarp keys only: the region grants remote read (see verbs_mr.c). Bits
  * 34..62 stay zero. */

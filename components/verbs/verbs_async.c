@@ -25,7 +25,7 @@ static void port_down(struct rmca_verbs_dev *dev, uint8_t port)
 
 		if (vm->port != port)
 			continue;
-		for (struct rmca_conn *c = vm->conns; c; c = c->next)
+		for (struct rmca_verbs_conn *c = vm->conns; c; c = c->next)
 			if (c->state == RMCA_VCONN_UP)
 				rmca_verbs_conn_fail(c, RMCA_ERR_CONNECTION);
 	}
@@ -33,7 +33,7 @@ static void port_down(struct rmca_verbs_dev *dev, uint8_t port)
 
 static void handle(struct rmca_verbs_dev *dev, struct ibv_async_event *ev)
 {
-	struct rmca_conn *c;
+	struct rmca_verbs_conn *c;
 
 	if (ev->event_type <= IBV_EVENT_QP_ACCESS_ERR)
 		dev->core->ops->log(dev->core, RMCA_LOG_DEBUG, "async: %s",

@@ -87,7 +87,7 @@ int rmca_verbs_cm_listen(struct rmca_verbs_module *vm)
 	return RMCA_ERR_UNREACHABLE;
 }
 
-static void pdata_fill(struct rmca_conn *c, struct rmca_verbs_pdata *pd)
+static void pdata_fill(struct rmca_verbs_conn *c, struct rmca_verbs_pdata *pd)
 {
 	pd->magic = htole32(RMCA_VERBS_MAGIC);
 	pd->ctl_rkey = htole32(c->ctl_pub->rkey);
@@ -116,7 +116,7 @@ static uint8_t rd_depth(struct rmca_verbs_module *vm, bool initiator)
 	return v < RD_ATOM_MAX ? v : RD_ATOM_MAX;
 }
 
-static void param_fill(struct rmca_conn *c, struct rdma_conn_param *p,
+static void param_fill(struct rmca_verbs_conn *c, struct rdma_conn_param *p,
 		       struct rmca_verbs_pdata *pd)
 {
 	struct rmca_verbs_module *vm = c->mod;
@@ -140,7 +140,7 @@ static void param_fill(struct rmca_conn *c, struct rdma_conn_param *p,
 	p->rnr_retry_count = 7;
 }
 
-static int post_hello_recv(struct rmca_conn *c)
+static int post_hello_recv(struct rmca_verbs_conn *c)
 {
 	struct rmca_verbs_op *op = rmca_verbs_op_new(c, RMCA_VOP_HELLO_RECV,
 						     NULL);
@@ -153,7 +153,7 @@ static int post_hello_recv(struct rmca_conn *c)
 	return rmca_verbs_post(c, op);
 }
 
-static int post_hello_send(struct rmca_conn *c)
+static int post_hello_send(struct rmca_verbs_conn *c)
 {
 	struct rmca_verbs_op *op = rmca_verbs_op_new(c, RMCA_VOP_HELLO_SEND,
 						     NULL);
@@ -168,7 +168,7 @@ static int post_hello_send(struct rmca_conn *c)
 }
 
 /* One more READ behind the hello (see the top of this file). */
-static void hello_nudge(struct rmca_conn *c)
+static void hello_nudge(struct rmca_verbs_conn *c)
 {
 	struct rmca_verbs_op *op;
 	long long step = (long long)NUDGE_FIRST_MS << c->nudges;
@@ -189,7 +189,7 @@ static void hello_nudge(struct rmca_conn *c)
 	c->nudges++;
 }
 
-static int accept_req(struct rmca_conn *c, struct rdma_cm_id *id)
+static int accept_req(struct rmca_verbs_conn *c, struct rdma_cm_id *id)
 {
 	struct rdma_conn_param p;
 	struct rmca_verbs_pdata pd;
@@ -208,10 +208,10 @@ static int accept_req(struct rmca_conn *c, struct rdma_cm_id *id)
 	return 0;
 }
 
-static struct rmca_conn *waiting_for(struct rmca_verbs_module *vm,
-				     uint64_t token)
+static struct rmca_verbs_conn *waiting_for(struct rmca_verbs_module *vm,
+					   uint64_t token)
 {
-	struct rmca_conn *c;
+	struct rmca_verbs_conn *c;
 
 	for (c = vm->conns; c; c = c->next)
 		if (!c->active && !c->id && c->token == token &&
@@ -267,7 +267,7 @@ static struct rdma_cm_id *on_request(struct rmca_verbs_module *vm,
 {
 	struct rmca_verbs_pdata pd;
 	struct rmca_verbs_parked *p;
-	struct rmca_conn *c;
+	struct rmca_verbs_conn *c;
 
 	if (pdata_parse(ev->param.conn.private_data,
 			ev->param.conn.private_data_len, &pd) ||
@@ -312,7 +312,7 @@ static struct rdma_cm_id *on_request(struct rmca_verbs_module *vm,
 	return NULL;
 }
 
-static void on_established(struct rmca_conn *c, struct rdma_cm_event *ev)
+static void on_established(struct rmca_verbs_conn *c, struct rdma_cm_event *ev)
 {
 	struct rmca_verbs_pdata pd;
 
@@ -342,7 +342,7 @@ static void on_established(struct rmca_conn *c, struct rdma_cm_event *ev)
 	c->state = c->hello_seen ? RMCA_VCONN_UP : RMCA_VCONN_WAIT_HELLO;
 }
 
-static void on_conn_event(struct rmca_conn *c, struct rdma_cm_event *ev)
+static void on_conn_event(struct rmca_verbs_conn *c, struct rdma_cm_event *ev)
 {
 	struct rdma_conn_param p;
 	struct rmca_verbs_pdata pd;
@@ -416,7 +416,7 @@ void rmca_verbs_cm_dispatch(struct rmca_verbs_module *vm)
  * that waits for its hello's confirmation posts its next READ. */
 void rmca_verbs_cm_tick(struct rmca_verbs_module *vm)
 {
-	struct rmca_conn *c;
+	struct rmca_verbs_conn *c;
 	long long now = rmca_now_ms();
 
 	expire_parked(vm);
@@ -439,7 +439,7 @@ static struct rmca_verbs_parked *unpark(struct rmca_verbs_module *vm,
 	return NULL;
 }
 
-static int start_passive(struct rmca_conn *c)
+static int start_passive(struct rmca_verbs_conn *c)
 {
 	struct rmca_verbs_parked *p = unpark(c->mod, c->token);
 	int ret;
@@ -465,8 +465,8 @@ static int start_passive(struct rmca_conn *c)
 	return ret;
 }
 
-static int start_active(struct rmca_conn *c, const struct rmca_verbs_addr *a,
-			int timeout_ms)
+static int start_active(struct rmca_verbs_conn *c,
+			const struct rmca_verbs_addr *a, int timeout_ms)
 {
 	struct rmca_verbs_module *vm = c->mod;
 	struct sockaddr_in dst = {.sin_family = AF_INET};
@@ -492,17 +492,17 @@ static long long deadline_of(int timeout_ms)
 	return rmca_now_ms() + (timeout_ms < 0 ? 3600 * 1000LL : timeout_ms);
 }
 
-static struct rmca_conn *conn_of(struct rmca_connecting *h)
+static struct rmca_verbs_conn *conn_of(struct rmca_verbs_connecting *h)
 {
-	return rmca_container_of(h, struct rmca_conn, hs);
+	return rmca_container_of(h, struct rmca_verbs_conn, hs);
 }
 
 int rmca_verbs_connect_start(struct rmca_module *m,
 			     const struct rmca_conn_args *args,
-			     struct rmca_connecting **out)
+			     struct rmca_verbs_connecting **out)
 {
 	struct rmca_verbs_module *vm = rmca_verbs_mod(m);
-	struct rmca_conn *c;
+	struct rmca_verbs_conn *c;
 	int ret;
 
 	/* token 0 is never a connection's name (on_request refuses it) */
@@ -530,12 +530,12 @@ int rmca_verbs_connect_start(struct rmca_module *m,
 	return 0;
 }
 
-void rmca_verbs_connect_abort(struct rmca_connecting *h)
+void rmca_verbs_connect_abort(struct rmca_verbs_connecting *h)
 {
 	rmca_verbs_conn_destroy(conn_of(h), RMCA_ERR_CANCELED);
 }
 
-static const char *setup_step(const struct rmca_conn *c)
+static const char *setup_step(const struct rmca_verbs_conn *c)
 {
 	switch (c->state) {
 	case RMCA_VCONN_RESOLVING:
@@ -553,9 +553,10 @@ static const char *setup_step(const struct rmca_conn *c)
 	}
 }
 
-int rmca_verbs_connect_poll(struct rmca_connecting *h, struct rmca_conn **out)
+int rmca_verbs_connect_poll(struct rmca_verbs_connecting *h,
+			    struct rmca_verbs_conn **out)
 {
-	struct rmca_conn *c = conn_of(h);
+	struct rmca_verbs_conn *c = conn_of(h);
 	struct rmca_verbs_module *vm = c->mod;
 	const struct rmca_core *core = vm->m.core;
 	int ret;
@@ -593,8 +594,8 @@ int rmca_verbs_connect_poll(struct rmca_connecting *h, struct rmca_conn **out)
  * that is due; an attempt ends at its deadline at the latest.
  */
 struct lb_probe {
-	struct rmca_connecting *h[2]; /* passive, active: being set up */
-	struct rmca_conn *c[2];	      /* handed out, waiting for the other */
+	struct rmca_verbs_connecting *h[2]; /* passive, active: being set up */
+	struct rmca_verbs_conn *c[2]; /* handed out, waiting for the other */
 	bool failed;
 };
 
@@ -654,7 +655,7 @@ static bool lb_step(struct lb_probe *p, bool *ok)
 /* The next time a probe's connection needs a look without an event. */
 static long long lb_next_due(struct rmca_verbs_module *vm, long long due)
 {
-	struct rmca_conn *c;
+	struct rmca_verbs_conn *c;
 
 	for (c = vm->conns; c; c = c->next) {
 		if (c->state == RMCA_VCONN_CONFIRM && c->nudge_ms < due)

@@ -24,11 +24,11 @@
 #define QP_DEPTH 128
 #define ABANDON_MS 1000
 
-struct rmca_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
-				      uint64_t token, bool active,
-				      void *cookie)
+struct rmca_verbs_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
+					    uint64_t token, bool active,
+					    void *cookie)
 {
-	struct rmca_conn *c = calloc(1, sizeof(*c));
+	struct rmca_verbs_conn *c = calloc(1, sizeof(*c));
 	struct ibv_pd *pd;
 	int sink_access = IBV_ACCESS_LOCAL_WRITE;
 
@@ -78,7 +78,7 @@ err:
 	return NULL;
 }
 
-int rmca_verbs_qp_create(struct rmca_conn *c, struct rdma_cm_id *id)
+int rmca_verbs_qp_create(struct rmca_verbs_conn *c, struct rdma_cm_id *id)
 {
 	struct rmca_verbs_module *vm = c->mod;
 	struct ibv_qp_init_attr qa = { 0 };
@@ -108,9 +108,9 @@ int rmca_verbs_qp_create(struct rmca_conn *c, struct rdma_cm_id *id)
 	return 0;
 }
 
-static void unlink_conn(struct rmca_conn *c)
+static void unlink_conn(struct rmca_verbs_conn *c)
 {
-	struct rmca_conn **p;
+	struct rmca_verbs_conn **p;
 
 	for (p = &c->mod->conns; *p; p = &(*p)->next)
 		if (*p == c) {
@@ -120,7 +120,7 @@ static void unlink_conn(struct rmca_conn *c)
 }
 
 /* Move the QP to error so that everything posted on it comes back. */
-static void qp_to_error(struct rmca_conn *c)
+static void qp_to_error(struct rmca_verbs_conn *c)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
@@ -128,7 +128,7 @@ static void qp_to_error(struct rmca_conn *c)
 		ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
 }
 
-void rmca_verbs_conn_fail(struct rmca_conn *c, int status)
+void rmca_verbs_conn_fail(struct rmca_verbs_conn *c, int status)
 {
 	const struct rmca_core *core = c->mod->m.core;
 	bool was_up = c->state == RMCA_VCONN_UP;
@@ -166,7 +166,7 @@ static void zombie_add(struct rmca_verbs_module *vm, struct rmca_verbs_op *op)
  * status, or (status 0) with what a flushed completion would have said, and
  * stays a zombie for its completion, should it come.
  */
-void rmca_verbs_abandon(struct rmca_conn *c, int status)
+void rmca_verbs_abandon(struct rmca_verbs_conn *c, int status)
 {
 	static const struct ibv_wc flushed = { .status = IBV_WC_WR_FLUSH_ERR };
 	struct rmca_verbs_module *vm = c->mod;
@@ -196,7 +196,7 @@ void rmca_verbs_abandon(struct rmca_conn *c, int status)
 
 /* Free c; every op it still holds completes `status` first (unless the
  * connection never came up: then there is none). */
-void rmca_verbs_conn_destroy(struct rmca_conn *c, int status)
+void rmca_verbs_conn_destroy(struct rmca_verbs_conn *c, int status)
 {
 	struct rmca_verbs_module *vm = c->mod;
 	struct rmca_verbs_op *op, *next;
@@ -244,7 +244,7 @@ void rmca_verbs_conn_destroy(struct rmca_conn *c, int status)
 	free(c);
 }
 
-void rmca_verbs_disconnect(struct rmca_conn *c)
+void rmca_verbs_disconnect(struct rmca_verbs_conn *c)
 {
 	rmca_verbs_conn_destroy(c, RMCA_ERR_CANCELED);
 }

@@ -16,7 +16,7 @@ static bool is_send_side(enum rmca_verbs_op_kind k)
 
 int rmca_verbs_wc_status(const struct ibv_wc *wc, struct rmca_verbs_op *op)
 {
-	struct rmca_conn *c = op->conn;
+	struct rmca_verbs_conn *c = op->conn;
 	bool msg = op->kind == RMCA_VOP_SEND || op->kind == RMCA_VOP_SEND_INV;
 
 	switch (wc->status) {
@@ -70,7 +70,7 @@ void rmca_verbs_op_done(struct rmca_verbs_op *op, int status, size_t len,
 	rmca_verbs_op_free(op);
 }
 
-static void credit_update(struct rmca_conn *c)
+static void credit_update(struct rmca_verbs_conn *c)
 {
 	uint64_t v = __atomic_load_n(&c->ctl->sink, __ATOMIC_ACQUIRE);
 
@@ -80,7 +80,7 @@ static void credit_update(struct rmca_conn *c)
 	}
 }
 
-static void on_success(struct rmca_conn *c, struct rmca_verbs_op *op,
+static void on_success(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 		       const struct ibv_wc *wc, size_t *len, uint64_t *revoked)
 {
 	switch (op->kind) {
@@ -123,7 +123,7 @@ static void on_success(struct rmca_conn *c, struct rmca_verbs_op *op,
 }
 
 /* op's WR is done (wc says how); it leaves the outstanding list. */
-static void finish(struct rmca_verbs_module *vm, struct rmca_conn *c,
+static void finish(struct rmca_verbs_module *vm, struct rmca_verbs_conn *c,
 		   struct rmca_verbs_op *op, const struct ibv_wc *wc)
 {
 	size_t len = 0;
@@ -183,7 +183,7 @@ static bool cq_unread(void)
 }
 
 /* An unsignalled WR retired by a later completion: it succeeded. */
-static void retired(struct rmca_conn *c, struct rmca_verbs_op *op)
+static void retired(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 {
 	static const struct ibv_wc ok = { .status = IBV_WC_SUCCESS };
 
@@ -193,7 +193,7 @@ static void retired(struct rmca_conn *c, struct rmca_verbs_op *op)
 static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
 {
 	struct rmca_verbs_op *op = rmca_verbs_op_of(wc->wr_id);
-	struct rmca_conn *c;
+	struct rmca_verbs_conn *c;
 
 	if (!op) {
 		vm->m.core->ops->log(vm->m.core, RMCA_LOG_DEBUG,
@@ -219,7 +219,7 @@ static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
  * held, in one pass per connection. */
 static void kick(struct rmca_verbs_module *vm)
 {
-	struct rmca_conn *c;
+	struct rmca_verbs_conn *c;
 
 	for (c = vm->conns; c; c = c->next) {
 		if (c->kick) {

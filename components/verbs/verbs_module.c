@@ -165,7 +165,7 @@ int rmca_verbs_reachable(struct rmca_module *m, const void *peer_addr,
  * request to expire, an iwarp hello waiting for its next READ. */
 static bool cm_due(const struct rmca_verbs_module *vm)
 {
-	const struct rmca_conn *c;
+	const struct rmca_verbs_conn *c;
 
 	if (vm->parked)
 		return true;

@@ -49,7 +49,7 @@
 #include "verbs.h"
 
 /* The rmca key of mr whose device rkey is rkey. */
-static uint64_t key_of(const struct rmca_module_mr *mr, uint32_t rkey)
+static uint64_t key_of(const struct rmca_verbs_mr *mr, uint32_t rkey)
 {
 	uint64_t k = rmca_verbs_key(rkey, mr->access & RMCA_MR_USE_ONCE);
 
@@ -75,7 +75,7 @@ static int ib_access(struct rmca_verbs_module *vm, unsigned access)
 }
 
 /* The registration that carries a use-once region's published key. */
-static struct ibv_mr *pub_reg(struct rmca_module_mr *mr)
+static struct ibv_mr *pub_reg(struct rmca_verbs_mr *mr)
 {
 	struct ibv_pd *pd = mr->mod->dev->pd;
 	int a = ib_access(mr->mod, mr->access);
@@ -90,10 +90,10 @@ static struct ibv_mr *pub_reg(struct rmca_module_mr *mr)
 }
 
 int rmca_verbs_mr_reg(struct rmca_module *m, void *addr, size_t len,
-		      unsigned access, struct rmca_module_mr **out)
+		      unsigned access, struct rmca_verbs_mr **out)
 {
 	struct rmca_verbs_module *vm = rmca_verbs_mod(m);
-	struct rmca_module_mr *mr = calloc(1, sizeof(*mr));
+	struct rmca_verbs_mr *mr = calloc(1, sizeof(*mr));
 	struct ibv_pd *pd;
 	int a;
 
@@ -154,10 +154,10 @@ static void mw_free(struct rmca_verbs_mw *w)
 	free(w);
 }
 
-int rmca_verbs_mr_dereg(struct rmca_module_mr *mr)
+int rmca_verbs_mr_dereg(struct rmca_verbs_mr *mr)
 {
 	struct rmca_verbs_module *vm = mr->mod;
-	struct rmca_module_mr **p;
+	struct rmca_verbs_mr **p;
 	struct rmca_verbs_mw *w;
 
 	while ((w = mr->mws)) {
@@ -179,7 +179,7 @@ int rmca_verbs_mr_dereg(struct rmca_module_mr *mr)
 	return 0;
 }
 
-uint32_t rmca_verbs_sink_lkey(struct rmca_module_mr *mr)
+uint32_t rmca_verbs_sink_lkey(struct rmca_verbs_mr *mr)
 {
 	if (!rmca_verbs_flavour(mr->mod)->read_sink_remote_write || mr->mr_rw)
 		return mr->mr->lkey;
@@ -190,8 +190,8 @@ uint32_t rmca_verbs_sink_lkey(struct rmca_module_mr *mr)
 	return mr->sink ? mr->sink->lkey : 0;
 }
 
-static struct rmca_verbs_mw *mw_for(struct rmca_module_mr *mr,
-				    struct rmca_conn *c)
+static struct rmca_verbs_mw *mw_for(struct rmca_verbs_mr *mr,
+				    struct rmca_verbs_conn *c)
 {
 	struct rmca_verbs_mw *w;
 
@@ -214,9 +214,9 @@ static struct rmca_verbs_mw *mw_for(struct rmca_module_mr *mr,
 	return w;
 }
 
-static int mw_bind(struct rmca_module_mr *mr, struct rmca_verbs_mw *w)
+static int mw_bind(struct rmca_verbs_mr *mr, struct rmca_verbs_mw *w)
 {
-	struct rmca_conn *c = w->conn;
+	struct rmca_verbs_conn *c = w->conn;
 	struct rmca_verbs_op *op = rmca_verbs_op_new(c, RMCA_VOP_BIND, NULL);
 
 	if (!op)
@@ -245,7 +245,7 @@ static int mw_bind(struct rmca_module_mr *mr, struct rmca_verbs_mw *w)
 	return 0;
 }
 
-uint64_t rmca_verbs_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
+uint64_t rmca_verbs_mr_rkey(struct rmca_verbs_mr *mr, struct rmca_verbs_conn *c)
 {
 	bool once = mr->access & RMCA_MR_USE_ONCE;
 	struct rmca_verbs_mw *w;
@@ -272,7 +272,7 @@ uint64_t rmca_verbs_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
  * without binding a window or registering pub: the core asks when it serves
  * a remote access itself, and a question must not make a key live.
  */
-int rmca_verbs_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
+int rmca_verbs_key_match(struct rmca_verbs_mr *mr, struct rmca_verbs_conn *c,
 			 uint64_t rkey)
 {
 	uint32_t k = rmca_verbs_rkey32(rkey);
@@ -293,9 +293,9 @@ int rmca_verbs_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
 
 /* The peer's send-with-invalidate revoked rkey on c: if it is a window we
  * bound for c, return its rmca key (now dead), else 0. */
-uint64_t rmca_verbs_revoke(struct rmca_conn *c, uint32_t rkey)
+uint64_t rmca_verbs_revoke(struct rmca_verbs_conn *c, uint32_t rkey)
 {
-	struct rmca_module_mr *mr;
+	struct rmca_verbs_mr *mr;
 	struct rmca_verbs_mw *w;
 
 	for (mr = c->mod->mrs; mr; mr = mr->next)
@@ -309,7 +309,7 @@ uint64_t rmca_verbs_revoke(struct rmca_conn *c, uint32_t rkey)
 
 /* The core's revoke message path: kill rkey, a key of mr handed out on c. A
  * key that is not current is dead already. */
-int rmca_verbs_mr_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
+int rmca_verbs_mr_revoke(struct rmca_verbs_mr *mr, struct rmca_verbs_conn *c,
 			 uint64_t rkey)
 {
 	uint32_t k = rmca_verbs_rkey32(rkey);
@@ -337,9 +337,9 @@ int rmca_verbs_mr_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
 	return 0;
 }
 
-void rmca_verbs_mw_conn_gone(struct rmca_conn *c)
+void rmca_verbs_mw_conn_gone(struct rmca_verbs_conn *c)
 {
-	struct rmca_module_mr *mr;
+	struct rmca_verbs_mr *mr;
 	struct rmca_verbs_mw **p, *w;
 
 	for (mr = c->mod->mrs; mr; mr = mr->next) {

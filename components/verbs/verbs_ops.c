@@ -7,10 +7,10 @@
 
 #include "verbs.h"
 
-static struct rmca_verbs_op *op_local(struct rmca_conn *c,
+static struct rmca_verbs_op *op_local(struct rmca_verbs_conn *c,
 				      enum rmca_verbs_op_kind kind, void *req,
 				      const void *buf, size_t len,
-				      struct rmca_module_mr *mr, uint32_t lkey)
+				      struct rmca_verbs_mr *mr, uint32_t lkey)
 {
 	struct rmca_verbs_op *op = rmca_verbs_op_new(c, kind, req);
 
@@ -22,8 +22,8 @@ static struct rmca_verbs_op *op_local(struct rmca_conn *c,
 	return op;
 }
 
-static int check(struct rmca_conn *c, const void *buf, size_t len,
-		 struct rmca_module_mr *mr)
+static int check(struct rmca_verbs_conn *c, const void *buf, size_t len,
+		 struct rmca_verbs_mr *mr)
 {
 	if (len > UINT32_MAX)
 		return RMCA_ERR_INVALID;
@@ -33,8 +33,8 @@ static int check(struct rmca_conn *c, const void *buf, size_t len,
 	return 0;
 }
 
-static int local_op(struct rmca_conn *c, enum rmca_verbs_op_kind kind,
-		    const void *buf, size_t len, struct rmca_module_mr *mr,
+static int local_op(struct rmca_verbs_conn *c, enum rmca_verbs_op_kind kind,
+		    const void *buf, size_t len, struct rmca_verbs_mr *mr,
 		    uint64_t raddr, uint64_t rkey, void *req)
 {
 	struct rmca_verbs_op *op;
@@ -55,15 +55,21 @@ static int local_op(struct rmca_conn *c, enum rmca_verbs_op_kind kind,
 	return rmca_verbs_submit(c, op);
 }
 
-static int v_send(struct rmca_conn *c, const void *buf, size_t len,
-		  struct rmca_module_mr *mr, void *req)
+static int v_send(struct rmca_conn *bc, const void *buf, size_t len,
+		  struct rmca_module_mr *bmr, void *req)
 {
+	struct rmca_verbs_conn *c = rmca_verbs_conn_from_base(bc);
+	struct rmca_verbs_mr *mr = rmca_verbs_mr_from_base(bmr);
+
 	return local_op(c, RMCA_VOP_SEND, buf, len, mr, 0, 0, req);
 }
 
-static int v_send_inv(struct rmca_conn *c, const void *buf, size_t len,
-		      struct rmca_module_mr *mr, uint64_t rkey, void *req)
+static int v_send_inv(struct rmca_conn *bc, const void *buf, size_t len,
+		      struct rmca_module_mr *bmr, uint64_t rkey, void *req)
 {
+	struct rmca_verbs_conn *c = rmca_verbs_conn_from_base(bc);
+	struct rmca_verbs_mr *mr = rmca_verbs_mr_from_base(bmr);
+
 	if (!(c->mod->m.caps & RMCA_CAP_SEND_INV))
 		return RMCA_ERR_UNSUPPORTED;
 	if (!(rkey & RMCA_KEY_USE_ONCE))
@@ -71,16 +77,22 @@ static int v_send_inv(struct rmca_conn *c, const void *buf, size_t len,
 	return local_op(c, RMCA_VOP_SEND_INV, buf, len, mr, 0, rkey, req);
 }
 
-static int v_recv(struct rmca_conn *c, void *buf, size_t len,
-		  struct rmca_module_mr *mr, void *req)
+static int v_recv(struct rmca_conn *bc, void *buf, size_t len,
+		  struct rmca_module_mr *bmr, void *req)
 {
+	struct rmca_verbs_conn *c = rmca_verbs_conn_from_base(bc);
+	struct rmca_verbs_mr *mr = rmca_verbs_mr_from_base(bmr);
+
 	return local_op(c, RMCA_VOP_RECV, buf, len, mr, 0, 0, req);
 }
 
-static int v_put(struct rmca_conn *c, const void *buf, size_t len,
-		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+static int v_put(struct rmca_conn *bc, const void *buf, size_t len,
+		 struct rmca_module_mr *bmr, uint64_t raddr, uint64_t rkey,
 		 void *req)
 {
+	struct rmca_verbs_conn *c = rmca_verbs_conn_from_base(bc);
+	struct rmca_verbs_mr *mr = rmca_verbs_mr_from_base(bmr);
+
 	return local_op(c, RMCA_VOP_PUT, buf, len, mr, raddr, rkey, req);
 }
 
@@ -97,7 +109,7 @@ static int v_put(struct rmca_conn *c, const void *buf, size_t len,
  * stays readable with the bare 32-bit STag by anyone who posts READs
  * himself; only a fixed kernel closes that.
  */
-static int refuse_get(struct rmca_conn *c, void *req)
+static int refuse_get(struct rmca_verbs_conn *c, void *req)
 {
 	struct rmca_verbs_op *op = rmca_verbs_op_new(c, RMCA_VOP_GET, req);
 
@@ -113,10 +125,12 @@ static int refuse_get(struct rmca_conn *c, void *req)
 	return rmca_verbs_submit(c, op);
 }
 
-static int v_get(struct rmca_conn *c, void *buf, size_t len,
-		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+static int v_get(struct rmca_conn *bc, void *buf, size_t len,
+		 struct rmca_module_mr *bmr, uint64_t raddr, uint64_t rkey,
 		 void *req)
 {
+	struct rmca_verbs_conn *c = rmca_verbs_conn_from_base(bc);
+	struct rmca_verbs_mr *mr = rmca_verbs_mr_from_base(bmr);
 	int ret = check(c, buf, len, mr);
 
 	if (ret)
@@ -127,9 +141,11 @@ static int v_get(struct rmca_conn *c, void *buf, size_t len,
 	return local_op(c, RMCA_VOP_GET, buf, len, mr, raddr, rkey, req);
 }
 
-static int v_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
-		    uint64_t *result, struct rmca_module_mr *mr, void *req)
+static int v_atomic(struct rmca_conn *bc, const struct rmca_atomic *a,
+		    uint64_t *result, struct rmca_module_mr *bmr, void *req)
 {
+	struct rmca_verbs_conn *c = rmca_verbs_conn_from_base(bc);
+	struct rmca_verbs_mr *mr = rmca_verbs_mr_from_base(bmr);
 	struct rmca_verbs_op *op;
 	int ret;
 
@@ -153,8 +169,9 @@ static int v_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
 	return rmca_verbs_submit(c, op);
 }
 
-static int v_flush(struct rmca_conn *c, void *req)
+static int v_flush(struct rmca_conn *bc, void *req)
 {
+	struct rmca_verbs_conn *c = rmca_verbs_conn_from_base(bc);
 	struct rmca_verbs_op *op = rmca_verbs_op_new(c, RMCA_VOP_FLUSH, req);
 
 	if (!op)
@@ -162,25 +179,95 @@ static int v_flush(struct rmca_conn *c, void *req)
 	return rmca_verbs_submit(c, op);
 }
 
+/* The ops defined elsewhere, as the core calls them: its handles in, the
+ * module's own objects on (verbs.h). */
+static int v_connect_start(struct rmca_module *m,
+			   const struct rmca_conn_args *args,
+			   struct rmca_connecting **out)
+{
+	struct rmca_verbs_connecting *h;
+	int r = rmca_verbs_connect_start(m, args, &h);
+
+	if (!r)
+		*out = rmca_verbs_connecting_base(h);
+	return r;
+}
+
+static int v_connect_poll(struct rmca_connecting *h, struct rmca_conn **out)
+{
+	struct rmca_verbs_conn *c;
+	int r = rmca_verbs_connect_poll(rmca_verbs_connecting_from_base(h), &c);
+
+	if (!r)
+		*out = rmca_verbs_conn_base(c);
+	return r;
+}
+
+static void v_connect_abort(struct rmca_connecting *h)
+{
+	rmca_verbs_connect_abort(rmca_verbs_connecting_from_base(h));
+}
+
+static void v_disconnect(struct rmca_conn *c)
+{
+	rmca_verbs_disconnect(rmca_verbs_conn_from_base(c));
+}
+
+static int v_mr_reg(struct rmca_module *m, void *addr, size_t len,
+		    unsigned access, struct rmca_module_mr **out)
+{
+	struct rmca_verbs_mr *mr;
+	int r = rmca_verbs_mr_reg(m, addr, len, access, &mr);
+
+	if (!r)
+		*out = rmca_verbs_mr_base(mr);
+	return r;
+}
+
+static int v_mr_dereg(struct rmca_module_mr *mr)
+{
+	return rmca_verbs_mr_dereg(rmca_verbs_mr_from_base(mr));
+}
+
+static uint64_t v_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
+{
+	return rmca_verbs_mr_rkey(rmca_verbs_mr_from_base(mr),
+				  rmca_verbs_conn_from_base(c));
+}
+
+static int v_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
+		       uint64_t rkey)
+{
+	return rmca_verbs_key_match(rmca_verbs_mr_from_base(mr),
+				    rmca_verbs_conn_from_base(c), rkey);
+}
+
+static int v_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
+		    uint64_t rkey)
+{
+	return rmca_verbs_mr_revoke(rmca_verbs_mr_from_base(mr),
+				    rmca_verbs_conn_from_base(c), rkey);
+}
+
 const struct rmca_module_ops rmca_verbs_ops = {
 	.addr = rmca_verbs_addr,
 	.atomic = v_atomic,
-	.connect_abort = rmca_verbs_connect_abort,
-	.connect_poll = rmca_verbs_connect_poll,
-	.connect_start = rmca_verbs_connect_start,
-	.disconnect = rmca_verbs_disconnect,
+	.connect_abort = v_connect_abort,
+	.connect_poll = v_connect_poll,
+	.connect_start = v_connect_start,
+	.disconnect = v_disconnect,
 	.flush = v_flush,
 	.get = v_get,
-	.key_match = rmca_verbs_key_match,
-	.mr_dereg = rmca_verbs_mr_dereg,
-	.mr_reg = rmca_verbs_mr_reg,
-	.mr_rkey = rmca_verbs_mr_rkey,
+	.key_match = v_key_match,
+	.mr_dereg = v_mr_dereg,
+	.mr_reg = v_mr_reg,
+	.mr_rkey = v_mr_rkey,
 	.progress = rmca_verbs_progress,
 	.put = v_put,
 	.reach = rmca_verbs_reach,
 	.reachable = rmca_verbs_reachable,
 	.recv = v_recv,
-	.revoke = rmca_verbs_mr_revoke,
+	.revoke = v_revoke,
 	.send = v_send,
 	.send_inv = v_send_inv,
 };

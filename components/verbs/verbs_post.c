@@ -41,7 +41,7 @@
  */
 #define WR_ID_ADDR_BITS 48
 
-struct rmca_verbs_op *rmca_verbs_op_new(struct rmca_conn *c,
+struct rmca_verbs_op *rmca_verbs_op_new(struct rmca_verbs_conn *c,
 					enum rmca_verbs_op_kind kind, void *req)
 {
 	struct rmca_verbs_module *vm = c->mod;
@@ -132,7 +132,8 @@ static bool is_msg(const struct rmca_verbs_op *op)
  * connection: a slot per receive queue entry, then one per send queue
  * slot (a send too big for inline data reads its header when it goes).
  */
-static int hdr_init(struct rmca_conn *c, const struct ibv_qp_init_attr *qa)
+static int hdr_init(struct rmca_verbs_conn *c,
+		    const struct ibv_qp_init_attr *qa)
 {
 	size_t n = qa->cap.max_recv_wr + RMCA_VERBS_SQ_RING;
 
@@ -151,7 +152,7 @@ static int hdr_init(struct rmca_conn *c, const struct ibv_qp_init_attr *qa)
 	return 0;
 }
 
-int rmca_verbs_qp_make(struct rmca_conn *c, struct rdma_cm_id *id,
+int rmca_verbs_qp_make(struct rmca_verbs_conn *c, struct rdma_cm_id *id,
 		       struct ibv_qp_init_attr *qa)
 {
 	struct rmca_verbs_module *vm = c->mod;
@@ -183,7 +184,7 @@ int rmca_verbs_qp_make(struct rmca_conn *c, struct rdma_cm_id *id,
 	return 0;
 }
 
-void rmca_verbs_post_fini(struct rmca_conn *c)
+void rmca_verbs_post_fini(struct rmca_verbs_conn *c)
 {
 	if (c->hdr_mr)
 		ibv_dereg_mr(c->hdr_mr);
@@ -192,7 +193,7 @@ void rmca_verbs_post_fini(struct rmca_conn *c)
 	c->hdr = NULL;
 }
 
-static void link_out(struct rmca_conn *c, struct rmca_verbs_op *op)
+static void link_out(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 {
 	rmca_list_add_tail(&c->outstanding, &op->link);
 	c->nout++;
@@ -212,7 +213,7 @@ static void link_out(struct rmca_conn *c, struct rmca_verbs_op *op)
 #define RECV_LOW 8
 #define RECV_BATCH 16
 
-void rmca_verbs_recv_flush(struct rmca_conn *c)
+void rmca_verbs_recv_flush(struct rmca_verbs_conn *c)
 {
 	struct ibv_recv_wr wr[RECV_BATCH], *bad = NULL;
 	struct ibv_sge sg[RECV_BATCH][2];
@@ -275,7 +276,7 @@ void rmca_verbs_recv_flush(struct rmca_conn *c)
 
 /* Complete the receives still waiting in the batch (the connection failed
  * or closes), in posting order. */
-void rmca_verbs_recv_cancel(struct rmca_conn *c, int status)
+void rmca_verbs_recv_cancel(struct rmca_verbs_conn *c, int status)
 {
 	struct rmca_verbs_op *op;
 
@@ -288,7 +289,7 @@ void rmca_verbs_recv_cancel(struct rmca_conn *c, int status)
 	c->rbatch_tail = NULL;
 }
 
-static int post_recv(struct rmca_conn *c, struct rmca_verbs_op *op)
+static int post_recv(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 {
 	if (c->rq_used + c->nrbatch >= 2 * c->rq_size)
 		return RMCA_ERR_AGAIN;
@@ -306,12 +307,13 @@ static int post_recv(struct rmca_conn *c, struct rmca_verbs_op *op)
 	return 0;
 }
 
-static bool with_hdr(const struct rmca_conn *c, const struct rmca_verbs_op *op)
+static bool with_hdr(const struct rmca_verbs_conn *c,
+		     const struct rmca_verbs_op *op)
 {
 	return c->hdr && is_msg(op);
 }
 
-static bool can_inline(const struct rmca_conn *c,
+static bool can_inline(const struct rmca_verbs_conn *c,
 		       const struct rmca_verbs_op *op)
 {
 	uint32_t len = op->sge.length;
@@ -330,9 +332,8 @@ static bool can_inline(const struct rmca_conn *c,
 }
 
 /* slot: the send queue position the WR takes (its header slot). */
-static void fill_send(struct rmca_conn *c, struct rmca_verbs_op *op,
-		      struct ibv_send_wr *wr, struct ibv_sge *sg,
-		      uint64_t slot)
+static void fill_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
+		      struct ibv_send_wr *wr, struct ibv_sge *sg, uint64_t slot)
 {
 	wr->wr_id = rmca_verbs_wr_id(op);
 	wr->send_flags = can_inline(c, op) ? IBV_SEND_INLINE : 0;
@@ -428,13 +429,13 @@ static void fill_send(struct rmca_conn *c, struct rmca_verbs_op *op,
  */
 #define SIGNAL_EVERY 32
 
-static int sq_cap(const struct rmca_conn *c)
+static int sq_cap(const struct rmca_verbs_conn *c)
 {
 	return c->sq_size < RMCA_VERBS_SQ_RING ? c->sq_size :
 						 RMCA_VERBS_SQ_RING;
 }
 
-static bool want_signal(const struct rmca_conn *c,
+static bool want_signal(const struct rmca_verbs_conn *c,
 			const struct rmca_verbs_op *op, bool chained)
 {
 	int every = sq_cap(c) / 4 < SIGNAL_EVERY ? sq_cap(c) / 4 :
@@ -449,7 +450,7 @@ static bool want_signal(const struct rmca_conn *c,
 	return !rmca_verbs_flavour(c->mod)->confirm_sends || !is_msg(op);
 }
 
-static void held_append(struct rmca_conn *c, struct rmca_verbs_op *op)
+static void held_append(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 {
 	op->hnext = NULL;
 	if (c->held_tail)
@@ -462,7 +463,7 @@ static void held_append(struct rmca_conn *c, struct rmca_verbs_op *op)
 }
 
 /* Book-keeping of a WR the device took. */
-static void posted_send(struct rmca_conn *c, struct rmca_verbs_op *op)
+static void posted_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 {
 	c->sq_ring[c->sq_tail % RMCA_VERBS_SQ_RING] = rmca_verbs_wr_id(op);
 	c->sq_tail++;
@@ -493,8 +494,8 @@ static void posted_send(struct rmca_conn *c, struct rmca_verbs_op *op)
 
 /* Post ops[0..n) as one chain. Returns how many the device took (in
  * order); *err says why the next one was not. */
-static int post_list(struct rmca_conn *c, struct rmca_verbs_op **ops, int n,
-		     int *err)
+static int post_list(struct rmca_verbs_conn *c, struct rmca_verbs_op **ops,
+		     int n, int *err)
 {
 	struct ibv_send_wr wr[POST_MAX], *bad = NULL;
 	struct ibv_sge sg[POST_MAX][2];
@@ -555,8 +556,8 @@ static int post_list(struct rmca_conn *c, struct rmca_verbs_op **ops, int n,
  * [sq_head, sq_tail) is a completion already accounted for (siw completes
  * a READ after the WRs behind it; a flushed READ may come twice).
  */
-void rmca_verbs_sq_retire(struct rmca_conn *c, uint64_t wr_id,
-			  void (*done)(struct rmca_conn *,
+void rmca_verbs_sq_retire(struct rmca_verbs_conn *c, uint64_t wr_id,
+			  void (*done)(struct rmca_verbs_conn *,
 				       struct rmca_verbs_op *))
 {
 	uint64_t i, end;
@@ -578,7 +579,7 @@ void rmca_verbs_sq_retire(struct rmca_conn *c, uint64_t wr_id,
 }
 
 /* Post op now. 0, or an error and nothing was posted. */
-int rmca_verbs_post(struct rmca_conn *c, struct rmca_verbs_op *op)
+int rmca_verbs_post(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 {
 	int err;
 
@@ -588,21 +589,21 @@ int rmca_verbs_post(struct rmca_conn *c, struct rmca_verbs_op *op)
 }
 
 /* Would op, posted after `ahead` more sends, find no receive at the peer? */
-static bool lacks_credit_after(struct rmca_conn *c, struct rmca_verbs_op *op,
-			       uint64_t ahead)
+static bool lacks_credit_after(struct rmca_verbs_conn *c,
+			       struct rmca_verbs_op *op, uint64_t ahead)
 {
 	return rmca_verbs_flavour(c->mod)->credits && is_msg(op) &&
 	       c->sends_posted + ahead >= c->peer_posted;
 }
 
-static bool lacks_credit(struct rmca_conn *c, struct rmca_verbs_op *op)
+static bool lacks_credit(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 {
 	return lacks_credit_after(c, op, 0);
 }
 
 /* A message of the peer said it had posted `low` receives (the low 32 bits
  * of its counter when it sent; a READ may have seen a later value). */
-void rmca_verbs_credit_imm(struct rmca_conn *c, uint32_t low)
+void rmca_verbs_credit_imm(struct rmca_verbs_conn *c, uint32_t low)
 {
 	int32_t ahead = (int32_t)(low - (uint32_t)c->peer_posted);
 
@@ -627,7 +628,7 @@ static void arm_timer(struct rmca_verbs_module *vm)
 		vm->timer_ms *= 2;
 }
 
-void rmca_verbs_credit_read(struct rmca_conn *c)
+void rmca_verbs_credit_read(struct rmca_verbs_conn *c)
 {
 	struct rmca_verbs_op *op;
 
@@ -647,7 +648,7 @@ void rmca_verbs_credit_read(struct rmca_conn *c)
 void rmca_verbs_timer_event(void *arg, uint32_t events)
 {
 	struct rmca_verbs_module *vm = arg;
-	struct rmca_conn *c;
+	struct rmca_verbs_conn *c;
 	bool again = false;
 	uint64_t n;
 
@@ -701,7 +702,7 @@ void rmca_verbs_timer_arm(struct rmca_verbs_module *vm)
 #define CONFIRM_MS 1
 #define ACK_PROBE 16
 
-static bool read_now(const struct rmca_conn *c, int more)
+static bool read_now(const struct rmca_verbs_conn *c, int more)
 {
 	if (!rmca_verbs_flavour(c->mod)->ack_header || !c->hdr)
 		return true;
@@ -721,7 +722,7 @@ static void arm_confirm(struct rmca_verbs_module *vm)
 		vm->timer_armed = true;
 }
 
-static void unlink_head(struct rmca_conn *c)
+static void unlink_head(struct rmca_verbs_conn *c)
 {
 	struct rmca_verbs_op *op = c->pending;
 
@@ -732,7 +733,7 @@ static void unlink_head(struct rmca_conn *c)
 	c->npending--;
 }
 
-static void push_head(struct rmca_conn *c, struct rmca_verbs_op *op)
+static void push_head(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 {
 	op->next = c->pending;
 	c->pending = op;
@@ -743,7 +744,7 @@ static void push_head(struct rmca_conn *c, struct rmca_verbs_op *op)
 
 /* A READ of the peer's counter to go behind the sends of a chain (it
  * confirms them), or NULL when one is out already or none can be made. */
-static struct rmca_verbs_op *confirm_read(struct rmca_conn *c, int nmsg)
+static struct rmca_verbs_op *confirm_read(struct rmca_verbs_conn *c, int nmsg)
 {
 	if (!nmsg || !rmca_verbs_flavour(c->mod)->confirm_sends ||
 	    c->credit_inflight || c->state != RMCA_VCONN_UP)
@@ -755,7 +756,7 @@ static struct rmca_verbs_op *confirm_read(struct rmca_conn *c, int nmsg)
 	return rmca_verbs_op_new(c, RMCA_VOP_CREDIT, NULL);
 }
 
-void rmca_verbs_confirm_soon(struct rmca_conn *c)
+void rmca_verbs_confirm_soon(struct rmca_verbs_conn *c)
 {
 	if (!c->held || c->credit_inflight || c->state != RMCA_VCONN_UP)
 		return;
@@ -766,7 +767,7 @@ void rmca_verbs_confirm_soon(struct rmca_conn *c)
 }
 
 /* A user receive completed (status 0): its header confirms our sends. */
-int rmca_verbs_taken(struct rmca_conn *c, struct rmca_verbs_op *op,
+int rmca_verbs_taken(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 		     size_t *len)
 {
 	uint64_t n;
@@ -791,7 +792,7 @@ int rmca_verbs_taken(struct rmca_conn *c, struct rmca_verbs_op *op,
 
 /* Post what waits, in order and in chains; on a failed connection
  * complete it. */
-void rmca_verbs_pending_run(struct rmca_conn *c)
+void rmca_verbs_pending_run(struct rmca_verbs_conn *c)
 {
 	struct rmca_verbs_op *ops[POST_MAX], *op, *rd;
 	int n, nmsg, i, posted, err;
@@ -845,7 +846,7 @@ void rmca_verbs_pending_run(struct rmca_conn *c)
 	}
 }
 
-static void append(struct rmca_conn *c, struct rmca_verbs_op *op)
+static void append(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 {
 	op->next = NULL;
 	if (c->pending_tail)
@@ -857,7 +858,7 @@ static void append(struct rmca_conn *c, struct rmca_verbs_op *op)
 }
 
 /* Submit a user op: post it, queue it behind others, or complete it. */
-int rmca_verbs_submit(struct rmca_conn *c, struct rmca_verbs_op *op)
+int rmca_verbs_submit(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 {
 	struct rmca_verbs_op *ops[2] = { op, NULL };
 	int ret, posted;
@@ -923,7 +924,7 @@ void rmca_verbs_user_complete(struct rmca_verbs_op *op, int status)
 
 /* Complete the held sends the last READ covers (status 0), or all of them
  * with status; while some stay held, a READ is out to confirm them. */
-void rmca_verbs_release_held(struct rmca_conn *c, int status)
+void rmca_verbs_release_held(struct rmca_verbs_conn *c, int status)
 {
 	struct rmca_verbs_op *op;
 
