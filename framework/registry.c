@@ -213,9 +213,6 @@ rmca_registry_named(const struct rmca_registry *r, const char *name)
 #define RMCA_END_OF(type, member)                                              \
 	(offsetof(type, member) + sizeof(((type *)0)->member))
 
-/* An ABI 2 component has no module_ops_size: its table ends at send_inv. */
-#define RMCA_OPS_SIZE_ABI2 RMCA_END_OF(struct rmca_module_ops, send_inv)
-
 /*
  * The ops every module must give (component.h, "Versioning"); the core calls
  * them without looking. Kept in name order, as the table's prefix is.
@@ -288,9 +285,7 @@ static char *rmca_component_check(const struct rmca_registry *r,
 			"ABI version %u, this core loads %u to %u",
 			comp->abi_version, RMCA_COMPONENT_ABI_MIN,
 			RMCA_COMPONENT_ABI_VERSION);
-	/* module_ops_size exists from ABI 3 on: not read before */
-	*ops_size = comp->abi_version >= 3 ? comp->module_ops_size
-					   : RMCA_OPS_SIZE_ABI2;
+	*ops_size = comp->module_ops_size;
 	if (*ops_size < RMCA_OPS_SIZE_MIN ||
 	    *ops_size > sizeof(struct rmca_module_ops) ||
 	    *ops_size % sizeof(void (*)(void)))

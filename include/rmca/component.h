@@ -21,8 +21,9 @@
  *    components never read it); struct rmca_component grows at its end and
  *    the core reads a new member only from components that declare it.
  *  - Anything else (a member moved, removed or retyped, a new mandatory op,
- *    a new member of struct rmca_module, which the component allocates)
- *    raises RMCA_COMPONENT_ABI_MIN to the new version.
+ *    a new member of struct rmca_module or of the base objects below, which
+ *    the component allocates) raises RMCA_COMPONENT_ABI_MIN to the new
+ *    version.
  *  - Mandatory ops: addr, disconnect, flush, get, mr_dereg, mr_reg, mr_rkey,
  *    put, recv, send, and connect or connect_start (with connect_poll and
  *    connect_abort). Every other op is optional. A module that lacks a
@@ -55,11 +56,13 @@
 extern "C" {
 #endif
 
-/* 3: rmca_component.module_ops_size. A component of ABI 2 has no such
- * member; its table is the ABI 3 one (send_inv is its last op).
- * 4: module op reach, core op route. */
-#define RMCA_COMPONENT_ABI_VERSION 4u
-#define RMCA_COMPONENT_ABI_MIN 2u
+/* 3: rmca_component.module_ops_size.
+ * 4: module op reach, core op route.
+ * 5: struct rmca_conn, rmca_connecting and rmca_module_mr are base objects
+ *    defined here, embedded by the module (before, each component defined
+ *    them as it liked): older components are refused. */
+#define RMCA_COMPONENT_ABI_VERSION 5u
+#define RMCA_COMPONENT_ABI_MIN	   5u
 
 /* The symbol every component exports, defined as
  *   RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = { ... };
@@ -199,9 +202,33 @@ struct rmca_core {
 /* ---- what a component provides ---- */
 
 struct rmca_module;
-struct rmca_conn; /* a module's connection to one peer; defined by the module */
-struct rmca_connecting; /* a connection being established; the module's */
-struct rmca_module_mr; /* a module's registration of one region */
+
+/*
+ * The objects a module hands to the core: its connection to one peer, a
+ * connection being established, its registration of one region. Each is
+ * embedded in the module's own object, as struct rmca_module is in its
+ * module (struct tcp_conn { struct rmca_conn base; ... }), and the module
+ * gets back to that object from the core's pointer with rmca_container_of
+ * (rmca/support/container.h): the core's types stay the core's, and no
+ * cast breaks silently when the module's object changes.
+ *
+ * module is the module that made the object; the module sets it before it
+ * hands the object out. The core checks it where it receives the object
+ * (connect, connect_start, connect_poll, mr_reg) and refuses, with a log
+ * line, an object another module made or whose base was left unset. Every
+ * other byte of the object is the module's.
+ */
+struct rmca_conn {
+	struct rmca_module *module;
+};
+
+struct rmca_connecting {
+	struct rmca_module *module;
+};
+
+struct rmca_module_mr {
+	struct rmca_module *module;
+};
 
 struct rmca_conn_args {
 	int active; /* 1 on the rmca_connect() side, 0 on rmca_accept()'s */

@@ -2,12 +2,12 @@
 /*
  * Components at the edges of the component ABI, one per build of this file
  * (ABI_CASE, set by test/registry.am):
- *  abi2     built before module_ops_size existed (ABI 2): it loads, and the
- *           poison left where the member now is must not be read;
+ *  abi4     built before the base objects (ABI 4), whose connections and
+ *           regions the core cannot read: refused;
  *  short    a table that ends before send_inv, as a component built before
  *           an op was appended: it loads and send_inv reads as NULL although
  *           a function sits past its stated end;
- *  abi1     an ABI older than the core still loads: refused;
+ *  abi1     far older: refused;
  *  tiny     a table that stops short of the mandatory ops: refused;
  *  nomr     a module without mr_reg: refused when the component opens.
  * (A newer ABI than the core's is badabi.c.)
@@ -19,7 +19,7 @@
 
 #include "unsupported.h"
 
-#define ABI_CASE_ABI2  1
+#define ABI_CASE_ABI4  1
 #define ABI_CASE_SHORT 2
 #define ABI_CASE_ABI1  3
 #define ABI_CASE_TINY  4
@@ -63,10 +63,10 @@ static int abi_open(const struct rmca_core *core, struct rmca_module ***modules,
 }
 
 RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
-#if ABI_CASE == ABI_CASE_ABI2
-	.abi_version = 2,
-	.name = "abi2",
-	.module_ops_size = 1, /* not there in ABI 2: must not be read */
+#if ABI_CASE == ABI_CASE_ABI4
+	.abi_version = 4,
+	.name = "abi4",
+	.module_ops_size = sizeof(struct rmca_module_ops),
 #elif ABI_CASE == ABI_CASE_SHORT
 	.abi_version = RMCA_COMPONENT_ABI_VERSION,
 	.name = "abishort",
