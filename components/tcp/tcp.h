@@ -90,6 +90,7 @@ struct tcp_module {
 };
 
 struct tcp_mr {
+	struct rmca_module_mr base;
 	struct tcp_module *mod;
 	char *addr;
 	size_t len;
@@ -162,6 +163,7 @@ struct tcp_rx {
 };
 
 struct tcp_conn {
+	struct rmca_conn base;
 	struct tcp_module *mod;
 	struct rmca_list link; /* in mod->conns */
 	struct rmca_list dirty_link; /* in mod->dirty, when linked */
@@ -213,31 +215,31 @@ struct tcp_conn {
 };
 
 /*
- * The core holds a connection, a connection being set up and a region as
- * struct rmca_conn, struct rmca_connecting and struct rmca_module_mr; the
- * ops table (tcp_module.c) turns them into the module's own objects and
- * back through these helpers only, and nothing else in tcp sees the core's
- * types. NULL stays NULL (a send without a region, mr_rkey without a
- * connection).
+ * The core holds a connection, a connection being set up and a region by
+ * the base each embeds (component.h); the ops table (tcp_module.c) goes
+ * from the base to tcp's own object and back through these helpers only,
+ * and nothing else in tcp sees the core's types. NULL stays NULL (a send
+ * without a region, mr_rkey without a connection); with the base first
+ * that costs no branch.
  */
 static inline struct tcp_conn *tcp_conn_from_base(struct rmca_conn *c)
 {
-	return (struct tcp_conn *)(void *)c;
+	return c ? rmca_container_of(c, struct tcp_conn, base) : NULL;
 }
 
 static inline struct rmca_conn *tcp_conn_base(struct tcp_conn *c)
 {
-	return (struct rmca_conn *)(void *)c;
+	return c ? &c->base : NULL;
 }
 
 static inline struct tcp_mr *tcp_mr_from_base(struct rmca_module_mr *mr)
 {
-	return (struct tcp_mr *)(void *)mr;
+	return mr ? rmca_container_of(mr, struct tcp_mr, base) : NULL;
 }
 
 static inline struct rmca_module_mr *tcp_mr_base(struct tcp_mr *mr)
 {
-	return (struct rmca_module_mr *)(void *)mr;
+	return mr ? &mr->base : NULL;
 }
 
 /* tcp_module.c */

@@ -161,6 +161,7 @@ int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 
 	if (!c)
 		return RMCA_ERR_NO_MEMORY;
+	c->base.module = &m->base;
 	c->mod = m;
 	c->fd = fd;
 	c->cookie = cookie;

@@ -29,6 +29,7 @@ enum tc_state {
 };
 
 struct tcp_connecting {
+	struct rmca_connecting base;
 	struct rmca_list link; /* m->awaiting while TC_AWAIT */
 	struct tcp_module *m;
 	enum tc_state state;
@@ -47,13 +48,13 @@ struct tcp_connecting {
 static inline struct tcp_connecting *
 tcp_connecting_from_base(struct rmca_connecting *h)
 {
-	return (struct tcp_connecting *)(void *)h;
+	return rmca_container_of(h, struct tcp_connecting, base);
 }
 
 static inline struct rmca_connecting *
 tcp_connecting_base(struct tcp_connecting *h)
 {
-	return (struct rmca_connecting *)(void *)h;
+	return &h->base;
 }
 
 static void frame(uint8_t type, uint64_t token, uint8_t *buf)
@@ -290,6 +291,7 @@ int rmca_tcp_connect_start(struct rmca_module *mod,
 	if (!h)
 		return RMCA_ERR_NO_MEMORY;
 	rmca_list_init(&h->link);
+	h->base.module = mod;
 	h->m = m;
 	h->fd = -1;
 	h->active = a->active;

@@ -75,6 +75,7 @@ int rmca_tcp_mr_reg(struct tcp_module *m, void *addr, size_t len,
 
 	if (!mr)
 		return RMCA_ERR_NO_MEMORY;
+	mr->base.module = &m->base;
 	mr->mod = m;
 	mr->addr = addr;
 	mr->len = len;
