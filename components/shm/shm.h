@@ -87,6 +87,7 @@ struct shm_module {
 };
 
 struct shm_mr {
+	struct rmca_module_mr base;
 	struct shm_module *mod;
 	char *addr;
 	size_t len;
@@ -130,6 +131,7 @@ struct shm_flight {
 };
 
 struct shm_conn {
+	struct rmca_conn base;
 	struct rmca_list link; /* m->conns */
 	struct shm_module *mod;
 	int fd; /* the unix socket; -1 once closed */
@@ -165,30 +167,30 @@ struct shm_conn {
 };
 
 /*
- * The core holds a connection and a region as struct rmca_conn and struct
- * rmca_module_mr; the ops table (shm_module.c) turns them into the module's
- * own objects and back through these helpers only, and nothing else in shm
+ * The core holds a connection and a region by the base each embeds
+ * (component.h); the ops table (shm_module.c) goes from the base to shm's
+ * own object and back through these helpers only, and nothing else in shm
  * sees the core's types. NULL stays NULL (a send without a region, mr_rkey
- * without a connection).
+ * without a connection); with the base first that costs no branch.
  */
 static inline struct shm_conn *shm_conn_from_base(struct rmca_conn *c)
 {
-	return (struct shm_conn *)(void *)c;
+	return c ? rmca_container_of(c, struct shm_conn, base) : NULL;
 }
 
 static inline struct rmca_conn *shm_conn_base(struct shm_conn *c)
 {
-	return (struct rmca_conn *)(void *)c;
+	return c ? &c->base : NULL;
 }
 
 static inline struct shm_mr *shm_mr_from_base(struct rmca_module_mr *mr)
 {
-	return (struct shm_mr *)(void *)mr;
+	return mr ? rmca_container_of(mr, struct shm_mr, base) : NULL;
 }
 
 static inline struct rmca_module_mr *shm_mr_base(struct shm_mr *mr)
 {
-	return (struct rmca_module_mr *)(void *)mr;
+	return mr ? &mr->base : NULL;
 }
 
 /* shm_module.c */

@@ -170,6 +170,7 @@ int rmca_shm_conn_create(struct shm_module *m, int fd,
 
 	if (!c)
 		return RMCA_ERR_NO_MEMORY;
+	c->base.module = &m->base;
 	c->mod = m;
 	c->fd = fd;
 	c->cookie = cookie;

@@ -265,6 +265,7 @@ int rmca_shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 
 	if (!mr)
 		return RMCA_ERR_NO_MEMORY;
+	mr->base.module = &m->base;
 	mr->mod = m;
 	mr->addr = addr;
 	mr->len = len;
