@@ -183,11 +183,13 @@ enum rmca_verbs_conn_state {
  * of a connection the core does not have yet.
  */
 struct rmca_verbs_connecting {
+	struct rmca_connecting base;
 	long long deadline; /* CLOCK_MONOTONIC ms */
 	void *cookie;
 };
 
 struct rmca_verbs_conn {
+	struct rmca_conn base;
 	struct rmca_verbs_module *mod;
 	struct rmca_verbs_connecting hs;
 	struct rmca_verbs_conn *next;
@@ -251,33 +253,33 @@ struct rmca_verbs_conn {
 };
 
 /*
- * The core holds a connection, a connection being set up and a region as
- * struct rmca_conn, struct rmca_connecting and struct rmca_module_mr; the
- * ops table (verbs_ops.c) turns them into the module's own objects and
- * back through these helpers only. NULL stays NULL (a send without a
- * region, mr_rkey without a connection).
+ * The core holds a connection, a connection being set up and a region by
+ * the base each embeds (component.h); the ops table (verbs_ops.c) goes from
+ * the base to the module's own object and back through these helpers only.
+ * NULL stays NULL (a send without a region, mr_rkey without a connection);
+ * with the base first that costs no branch.
  */
 static inline struct rmca_verbs_conn *
 rmca_verbs_conn_from_base(struct rmca_conn *c)
 {
-	return (struct rmca_verbs_conn *)(void *)c;
+	return c ? rmca_container_of(c, struct rmca_verbs_conn, base) : NULL;
 }
 
 static inline struct rmca_conn *rmca_verbs_conn_base(struct rmca_verbs_conn *c)
 {
-	return (struct rmca_conn *)(void *)c;
+	return c ? &c->base : NULL;
 }
 
 static inline struct rmca_verbs_connecting *
 rmca_verbs_connecting_from_base(struct rmca_connecting *h)
 {
-	return (struct rmca_verbs_connecting *)(void *)h;
+	return rmca_container_of(h, struct rmca_verbs_connecting, base);
 }
 
 static inline struct rmca_connecting *
 rmca_verbs_connecting_base(struct rmca_verbs_connecting *h)
 {
-	return (struct rmca_connecting *)(void *)h;
+	return &h->base;
 }
 
 struct rmca_verbs_parked {
@@ -297,6 +299,7 @@ struct rmca_verbs_mw {
 };
 
 struct rmca_verbs_mr {
+	struct rmca_module_mr base;
 	struct rmca_verbs_mr *next; /* the module's regions */
 	struct rmca_verbs_module *mod;
 	struct ibv_mr *mr; /* local keys (and the remote one, unless below) */
@@ -316,13 +319,13 @@ struct rmca_verbs_mr {
 static inline struct rmca_verbs_mr *
 rmca_verbs_mr_from_base(struct rmca_module_mr *mr)
 {
-	return (struct rmca_verbs_mr *)(void *)mr;
+	return mr ? rmca_container_of(mr, struct rmca_verbs_mr, base) : NULL;
 }
 
 static inline struct rmca_module_mr *
 rmca_verbs_mr_base(struct rmca_verbs_mr *mr)
 {
-	return (struct rmca_module_mr *)(void *)mr;
+	return mr ? &mr->base : NULL;
 }
 
 /* device + PD (verbs_device.c, verbs_pd.c) */

@@ -34,6 +34,8 @@ struct rmca_verbs_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
 
 	if (!c)
 		return NULL;
+	c->base.module = &vm->m;
+	c->hs.base.module = &vm->m;
 	c->mod = vm;
 	rmca_list_init(&c->outstanding);
 	c->token = token;

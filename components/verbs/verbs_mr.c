@@ -104,6 +104,7 @@ int rmca_verbs_mr_reg(struct rmca_module *m, void *addr, size_t len,
 		free(mr);
 		return RMCA_ERR_NO_MEMORY;
 	}
+	mr->base.module = &vm->m;
 	mr->mod = vm;
 	mr->addr = addr;
 	mr->len = len;
