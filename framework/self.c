@@ -48,6 +48,7 @@ struct self_key {
 };
 
 struct self_mr {
+	struct rmca_module_mr base;
 	struct self_module *m;
 	struct rmca_list link; /* m->mrs */
 	char *addr;
@@ -72,6 +73,7 @@ struct self_queue {
 };
 
 struct self_conn {
+	struct rmca_conn base;
 	struct self_module *m;
 	void *cookie;
 	struct self_queue sends, recvs;
@@ -82,22 +84,22 @@ struct self_conn {
  * NULL (a send without a region). */
 static struct self_conn *self_conn_from_base(struct rmca_conn *c)
 {
-	return (struct self_conn *)(void *)c;
+	return c ? rmca_container_of(c, struct self_conn, base) : NULL;
 }
 
 static struct rmca_conn *self_conn_base(struct self_conn *c)
 {
-	return (struct rmca_conn *)(void *)c;
+	return c ? &c->base : NULL;
 }
 
 static struct self_mr *self_mr_from_base(struct rmca_module_mr *mr)
 {
-	return (struct self_mr *)(void *)mr;
+	return mr ? rmca_container_of(mr, struct self_mr, base) : NULL;
 }
 
 static struct rmca_module_mr *self_mr_base(struct self_mr *mr)
 {
-	return (struct rmca_module_mr *)(void *)mr;
+	return mr ? &mr->base : NULL;
 }
 
 static const struct rmca_component self_component = {
@@ -170,6 +172,7 @@ static int self_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 
 	if (!mr)
 		return RMCA_ERR_NO_MEMORY;
+	mr->base.module = &m->base;
 	mr->m = m;
 	mr->addr = addr;
 	mr->len = len;
@@ -597,6 +600,7 @@ int rmca_ep_self(struct rmca_context *ctx, struct rmca_ep **out)
 		return RMCA_ERR_NO_MEMORY;
 	}
 	rmca_ep_lists_init(ep);
+	c->base.module = mod->m;
 	c->m = self_of(mod->m);
 	c->cookie = ep;
 	queue_init(&c->sends);
