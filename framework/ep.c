@@ -229,6 +229,21 @@ static struct rmca_ep *ep_new(struct rmca_context *ctx, struct rmca_mod *mod,
 	return ep;
 }
 
+/* The module's connection just handed out is its own, or it is given back
+ * (ep->conn NULL) and the connect fails. */
+static int ep_conn_made(struct rmca_ep *ep)
+{
+	struct rmca_module *m = ep->mod->m;
+	int rc = rmca_registry_made_by(m, ep->conn ? ep->conn->module : NULL,
+				       "connection");
+
+	if (rc && ep->conn)
+		m->ops->disconnect(ep->conn);
+	if (rc)
+		ep->conn = NULL;
+	return rc;
+}
+
 /*
  * Hand the connection to the module: started (*h set, to be polled) where
  * the module connects without blocking, else done before returning.
@@ -251,12 +266,22 @@ static int ep_connect(struct rmca_ep *ep, const struct rmca_wire_mod *peer_mod,
 
 	snprintf(args.peer_host, sizeof(args.peer_host), "%s", peer_host);
 	*h = NULL;
-	if (ops->connect_start)
+	if (ops->connect_start) {
 		rc = ops->connect_start(ep->mod->m, &args, h);
-	else if (ops->connect)
+		if (!rc && (rc = rmca_registry_made_by(ep->mod->m,
+						       *h ? (*h)->module : NULL,
+						       "connecting handle"))) {
+			if (*h)
+				ops->connect_abort(*h);
+			*h = NULL;
+		}
+	} else if (ops->connect) {
 		rc = ops->connect(ep->mod->m, &args, &ep->conn);
-	else
+		if (!rc)
+			rc = ep_conn_made(ep);
+	} else {
 		rc = RMCA_ERR_UNSUPPORTED;
+	}
 	if (rc)
 		rmca_log(0, "%s: %s %s could not connect: %s", ep->peer,
 			 ep->mod->comp->comp->name, ep->mod->m->device,
@@ -275,6 +300,8 @@ static int ep_connect_poll(struct rmca_ep *ep, struct rmca_connecting **h)
 	if (rc == RMCA_ERR_AGAIN)
 		return rc;
 	*h = NULL;
+	if (!rc)
+		rc = ep_conn_made(ep);
 	if (rc) {
 		rmca_log(0, "%s: %s %s could not connect: %s", ep->peer,
 			 ep->mod->comp->comp->name, ep->mod->m->device,

@@ -52,6 +52,14 @@ int rmca_mr_reg(rmca_context_t *ctx, void *addr, size_t len, unsigned access,
 		if (mod->m->ops->mr_reg)
 			r = mod->m->ops->mr_reg(mod->m, addr, len, mr->access,
 						&mr->mmr[i]);
+		if (!r) {
+			struct rmca_module_mr *x = mr->mmr[i];
+
+			r = rmca_registry_made_by(mod->m, x ? x->module : NULL,
+						  "region");
+			if (r && x)
+				mod->m->ops->mr_dereg(x);
+		}
 
 		if (r) {
 			/* The region still serves the other modules; an

@@ -115,6 +115,28 @@ static void rail_log_fail(struct rmca_ep *ep, int i, const char *what)
 		 r->mod ? r->mod->m->device : "-", r->peer.device, what);
 }
 
+/* What the rail's module just handed out (its connection, or the handle
+ * of one being set up) is its own, or it is given back and the rail fails
+ * to connect. */
+static int rail_made(struct rmca_rail *r)
+{
+	struct rmca_module *m = r->mod->m;
+	int rc;
+
+	if (r->h) {
+		rc = rmca_registry_made_by(m, r->h->module,
+					   "connecting handle");
+		if (rc)
+			m->ops->connect_abort(r->h);
+		return rc;
+	}
+	rc = rmca_registry_made_by(m, r->conn ? r->conn->module : NULL,
+				   "connection");
+	if (rc && r->conn)
+		m->ops->disconnect(r->conn);
+	return rc;
+}
+
 void rmca_rails_connect(struct rmca_ep *ep, int active, int peer_is_local,
 			const char *peer_host, int64_t deadline)
 {
@@ -144,6 +166,8 @@ void rmca_rails_connect(struct rmca_ep *ep, int active, int peer_is_local,
 			rc = ops->connect_start(r->mod->m, &args, &r->h);
 		else
 			rc = ops->connect(r->mod->m, &args, &r->conn);
+		if (!rc)
+			rc = rail_made(r);
 		if (rc) {
 			r->h = NULL;
 			r->conn = NULL;
@@ -172,6 +196,8 @@ int rmca_rails_connect_poll(struct rmca_ep *ep)
 			continue;
 		}
 		r->h = NULL;
+		if (!rc)
+			rc = rail_made(r);
 		if (rc) {
 			r->conn = NULL;
 			snprintf(why, sizeof(why), "could not connect: %s",

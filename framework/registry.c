@@ -588,6 +588,19 @@ int rmca_registry_adopt(struct rmca_component_entry *e,
 	return rc;
 }
 
+int rmca_registry_made_by(const struct rmca_module *m,
+			  const struct rmca_module *made_by, const char *what)
+{
+	if (made_by == m)
+		return 0;
+	rmca_log(0,
+		 "module %.64s handed out a %s whose base names %s (component "
+		 "ABI %u: the module embeds the base and sets module)",
+		 m->device, what, made_by ? "another module" : "no module",
+		 RMCA_COMPONENT_ABI_VERSION);
+	return RMCA_ERR_PROTOCOL;
+}
+
 void rmca_registry_release(struct rmca_registry *r)
 {
 	if (!r->entries)

@@ -52,5 +52,14 @@ int rmca_registry_adopt(struct rmca_component_entry *e,
 			const struct rmca_core *core,
 			struct rmca_module ***modules, int *count);
 void rmca_registry_release(struct rmca_registry *r);
+/*
+ * 0 if made_by, the module named by the base of an object m just handed
+ * out (what: "connection", "connecting handle", "region"), is m. Else one
+ * log line says m broke the component ABI and RMCA_ERR_PROTOCOL is
+ * returned: the caller gives the object back to m (disconnect,
+ * connect_abort, mr_dereg) and fails as on the op's own error.
+ */
+int rmca_registry_made_by(const struct rmca_module *m,
+			  const struct rmca_module *made_by, const char *what);
 
 #endif
