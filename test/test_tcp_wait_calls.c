@@ -244,6 +244,75 @@ static void answered_messages_cost_no_epoll_calls(void **state)
 	api_run(&t);
 }
 
+/*
+ * Echoes of every size while peeking: messages read whole into the read
+ * buffer, cut across it (larger than it), and read straight into the
+ * receive (TCP_RX_DIRECT and up), each answered, arrive byte for byte.
+ */
+#define ECHO_BUF (96 * 1024)
+static const size_t echo_sizes[] = {8, 4096, 20000, 40000, 100, 70000, 1};
+#define NSIZES (sizeof(echo_sizes) / sizeof(echo_sizes[0]))
+
+static void size_server(struct api_peer *p)
+{
+	char *buf = api_alloc(ECHO_BUF);
+	struct rmca_completion c;
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, ECHO_BUF, RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(rmca_recv(p->ep, buf, ECHO_BUF, mr, API_CTX(1)));
+	api_token(p, 0, API_TOKEN_GO);
+	for (size_t i = 0; i < 4 * NSIZES; i++) {
+		api_wait(p, API_CTX(1), &c);
+		API_CHECK_RC(c.status, RMCA_OK);
+		API_CHECK(c.len == echo_sizes[i % NSIZES]);
+		API_CHECK_OK(rmca_send(p->ep, buf, c.len, mr, API_CTX(2)));
+		api_wait_status(p, API_CTX(2), RMCA_OK);
+		API_CHECK_OK(rmca_recv(p->ep, buf, ECHO_BUF, mr, API_CTX(1)));
+	}
+	api_expect_token(p, 0, TOKEN_DONE);
+}
+
+static void size_client(struct api_peer *p)
+{
+	char *out = api_alloc(ECHO_BUF), *in = api_alloc(ECHO_BUF);
+	struct rmca_completion c;
+	rmca_mr_t *mo, *mi;
+
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, out, ECHO_BUF, RMCA_ACCESS_LOCAL, &mo));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, in, ECHO_BUF, RMCA_ACCESS_LOCAL, &mi));
+	api_expect_token(p, 0, API_TOKEN_GO);
+	for (size_t i = 0; i < 4 * NSIZES; i++) {
+		size_t len = echo_sizes[i % NSIZES];
+
+		api_pattern(out, len, (unsigned)i);
+		memset(in, 0, len);
+		API_CHECK_OK(rmca_recv(p->ep, in, ECHO_BUF, mi, API_CTX(3)));
+		API_CHECK_OK(rmca_send(p->ep, out, len, mo, API_CTX(4)));
+		api_wait_status(p, API_CTX(4), RMCA_OK);
+		api_wait(p, API_CTX(3), &c);
+		API_CHECK_RC(c.status, RMCA_OK);
+		API_CHECK(c.len == len);
+		API_CHECK_MSG(api_pattern_check(in, len, (unsigned)i) < 0,
+			      "echo %zu of %zu bytes differs at %ld", i, len,
+			      api_pattern_check(in, len, (unsigned)i));
+	}
+	api_token(p, 0, TOKEN_DONE);
+}
+
+static void answered_messages_of_every_size_arrive_whole(void **state)
+{
+	const struct api_test t = {.server = size_server,
+				   .client = size_client};
+
+	(void)state;
+	setenv("RMCA_transports", "tcp", 1);
+	unsetenv("RMCA_tcp_caps");
+	api_run(&t);
+}
+
 static void first_poll_after_a_post_does_not_look(void **state)
 {
 	const struct api_test t = {.server = target, .client = initiator};
@@ -259,6 +328,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(first_poll_after_a_post_does_not_look),
 		cmocka_unit_test(answered_messages_cost_no_epoll_calls),
+		cmocka_unit_test(answered_messages_of_every_size_arrive_whole),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -360,13 +360,16 @@ static int out_iov(struct tcp_conn *c, struct iovec *iov)
 	return n;
 }
 
-/* What a MSG_PEEK left in the socket leaves it: no hold needs it. */
+/* What a MSG_PEEK left in the socket leaves it: no hold needs it.
+ * MSG_TRUNC discards it without copying it out (the buffer is there for
+ * a kernel that copies all the same). */
 static void peeked_drop(struct tcp_conn *c)
 {
 	ssize_t n;
 
 	while (c->peeked && c->fd >= 0) {
-		n = recv(c->fd, c->mod->scratch, c->peeked, MSG_DONTWAIT);
+		n = recv(c->fd, c->mod->scratch, c->peeked,
+			 MSG_TRUNC | MSG_DONTWAIT);
 		if (n > 0)
 			c->peeked -= (size_t)n;
 		else if (n < 0 && errno == EINTR)
