@@ -14,7 +14,7 @@
 # count per operation (work requests posted, signalled and inline, CQ polls
 # that returned entries, system calls and the doorbell write()s) for rmca,
 # the base build and perftest at n and 2n iterations (contrib/bench/
-# verbs_count.c, strace -c).
+# verbs_count.c, strace -c), in wait mode unless --mode spin is given.
 #
 # One device at a time, client and server in the same guest on the device's
 # own address. --mode spin (default): both busy-poll, as perftest does;
@@ -30,7 +30,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/contrib/bench/lib.sh"
 build= iters=300 sizes=8,4096,65536 out= devices="rxe0 siw0" mode=spin
-runs=1 base= count=0 tests=all rx=512
+runs=1 base= count=0 tests=all rx=512 mode_set=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2; shift ;;
@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
 	-S) sizes=$2; shift ;;
 	--out) out=$2; shift ;;
 	--devices) devices=$2; shift ;;
-	--mode) mode=$2; shift ;;
+	--mode) mode=$2; mode_set=1; shift ;;
 	--runs) runs=$2; shift ;;
 	--base) base=$2; shift ;;
 	--count) count=1 ;;
@@ -50,6 +50,8 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
+# counting is in wait mode unless --mode spin says otherwise
+[ "$count" = 1 ] && [ "$mode_set" = 0 ] && mode=wait
 build=$(bench_build "$build")
 [ -x "$build/tools/rmca_perf" ] || { echo "run-vm.sh: no rmca_perf in $build" >&2; exit 1; }
 [ -e "$build/components/ib/.libs/rmca_ib.so" ] ||
@@ -97,7 +99,7 @@ count_table() { # dev
 			END { printf "%s,%d,%d\n", k, tot, w }' "$f"
 	done >"$out/syscalls-$dev.csv"
 	echo
-	echo "== $dev: per operation (n to 2n), server + client, wait mode"
+	echo "== $dev: per operation (n to 2n), server + client, $mode mode"
 	printf "%-8s %-9s %6s %7s %7s %7s %7s %7s %7s %7s %7s\n" tool test bytes \
 		wr/op sig/op inl/op post/op rwr/op rpost/op hits/op cqe/op
 	awk -F, '

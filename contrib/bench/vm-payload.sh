@@ -118,9 +118,11 @@ perftest_all() {
 }
 
 # Counting (BENCH_COUNT=1): one test at one size, n and 2n iterations, so
-# that set-up cancels in the difference, in wait mode (rmca_perf sleeps on
-# its wait fd, perftest on CQ events, -e): a spinning process makes as many
-# system calls as the time it spins, which says nothing. Each process runs under
+# that set-up cancels in the difference, in wait mode by default (rmca_perf
+# sleeps on its wait fd, perftest on CQ events, -e). With --mode spin both
+# busy-poll: what a spinning pass costs (perftest's: nothing but the CQ
+# read; rmca_perf's: its clock, and rmca's look at the fds) then shows per
+# operation, scaled by how long each operation took. Each process runs under
 # verbs_count.so (work requests, CQ polls) and strace -c (system calls; the
 # doorbells of rxe and siw are write()s). Lines "tool,test,size,n,side" +
 # the shim's counters go to count-DEV.csv, strace summaries to
@@ -151,7 +153,7 @@ count_rmca() { # build tool test size n
 	local b=$1 tool=$2 t=$3 s=$4 n=$5 spid p srv=$out/rmca-$dev.server
 	RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
 		count_wrap "$tool,$t,$s,$n,server" "$out/strace-$dev-$tool-$t-$s-$n-server.txt" \
-		timeout 300 "$b/tools/rmca_perf" -s -l "$ip:0" >"$srv" 2>&1 &
+		timeout 300 "$b/tools/rmca_perf" -s $spin -l "$ip:0" >"$srv" 2>&1 &
 	spid=$!
 	for _ in $(seq 300); do
 		grep -q '^listening on port' "$srv" && break
@@ -161,7 +163,7 @@ count_rmca() { # build tool test size n
 	hw_snap >"$out/hw.before"
 	RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
 		count_wrap "$tool,$t,$s,$n,client" "$out/strace-$dev-$tool-$t-$s-$n-client.txt" \
-		timeout 300 "$b/tools/rmca_perf" --parsable -t "$t" -S "$s" \
+		timeout 300 "$b/tools/rmca_perf" $spin --parsable -t "$t" -S "$s" \
 		-n "$n" -W 0 $rx "$ip:$p" >/dev/null 2>&1 || echo "count: rmca_perf $t $s $n failed on $dev"
 	wait "$spid"
 	hw_snap >"$out/hw.after"
@@ -173,12 +175,12 @@ count_perftest() { # test tool size n extra...
 	shift 4
 	port=$((port + 1))
 	count_wrap "perftest,$t,$s,$n,server" "$out/strace-$dev-perftest-$t-$s-$n-server.txt" \
-		timeout 300 "$tool" -d "$dev" -i 1 -R -F -e -p "$port" -s "$s" -n "$n" "$@" >/dev/null 2>&1 &
+		timeout 300 "$tool" -d "$dev" -i 1 -R -F $events -p "$port" -s "$s" -n "$n" "$@" >/dev/null 2>&1 &
 	spid=$!
 	sleep 2
 	hw_snap >"$out/hw.before"
 	count_wrap "perftest,$t,$s,$n,client" "$out/strace-$dev-perftest-$t-$s-$n-client.txt" \
-		timeout 300 "$tool" -d "$dev" -i 1 -R -F -e -p "$port" -s "$s" -n "$n" "$@" "$ip" >/dev/null 2>&1 ||
+		timeout 300 "$tool" -d "$dev" -i 1 -R -F $events -p "$port" -s "$s" -n "$n" "$@" "$ip" >/dev/null 2>&1 ||
 		echo "count: $tool $s $n failed on $dev"
 	wait "$spid"
 	hw_snap >"$out/hw.after"
@@ -231,7 +233,7 @@ for spec in ${BENCH_DEVICES:-rxe0 siw0}; do
 	atomics=$(ibv_devinfo -v -d "$dev" 2>/dev/null | sed -n 's/.*atomic_cap:[[:space:]]*\([A-Z_]*\).*/\1/p')
 	echo "# $dev: atomic_cap ${atomics:-?}" >"$out/perftest-$dev.atomic"
 	if [ "${BENCH_COUNT:-0}" = 1 ]; then
-		echo "== $dev ($comp, $ip), counting, wait mode"
+		echo "== $dev ($comp, $ip), counting, $mode mode"
 		: >"$out/count-$dev.csv"
 		: >"$out/hw-$dev.csv"
 		count_all
