@@ -61,6 +61,7 @@ struct rmca_cq {
 	uint32_t polled;      /* modules that said RMCA_PROGRESS_POLLED */
 	bool eps_polled;      /* every endpoint is on such a module */
 	long long last_epoll; /* ns */
+	unsigned spin_passes; /* since the clock was last read */
 };
 
 void rmca_core_work_due(struct rmca_context *ctx)
@@ -217,9 +218,13 @@ static void core_work(struct rmca_context *ctx)
  * (listeners, hang-ups, wakeups) once per SPIN_EPOLL_NS instead of every
  * time, so a caller spinning on rmca_poll makes no system call. One that
  * sleeps on rmca_wait_fd is woken as before; what woke it is read by the
- * modules' progress ops, or by the fd callbacks within SPIN_EPOLL_NS.
+ * modules' progress ops, or by the fd callbacks within SPIN_EPOLL_NS. The
+ * clock is read every SPIN_CLOCK_EVERY such passes only: where it is a
+ * system call (no vDSO clock, as in an emulated guest) it would otherwise
+ * be one per pass.
  */
-#define SPIN_EPOLL_NS 1000000ll
+#define SPIN_EPOLL_NS	 1000000ll
+#define SPIN_CLOCK_EVERY 16
 
 static bool eps_polled(struct rmca_context *ctx)
 {
@@ -259,16 +264,25 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 {
 	struct rmca_cq *cq = ctx->cq;
 	struct epoll_event ev[64];
-	long long now = cq->eps_polled && !timeout_ms ? rmca_now_ns() : 0;
+	long long now = 0;
 	/* At most every other pass skips: a caller that posts before each
 	 * poll still reads what arrives. */
 	bool fresh_post = !timeout_ms && cq->posted && cq->looked;
+	bool look = true;
 	int n = 0;
 
+	if (cq->eps_polled && !timeout_ms) {
+		look = false;
+		if (++cq->spin_passes >= SPIN_CLOCK_EVERY) {
+			cq->spin_passes = 0;
+			now = rmca_now_ns();
+			look = now - cq->last_epoll >= SPIN_EPOLL_NS;
+		}
+	}
 	cq->posted = false;
 	cq->looked = false;
 	core_work(ctx);
-	if (!fresh_post && (!now || now - cq->last_epoll >= SPIN_EPOLL_NS)) {
+	if (!fresh_post && look) {
 		cq->looked = true;
 		if (timeout_ms || !eager_read(ctx)) {
 			cq->eager_run = 0;

@@ -6,16 +6,24 @@
  *    when it has an event: rdma_get_cm_event is a system call (a command
  *    write() on the ucma fd) whether an event waits or not, and the
  *    channel's fd is in the context's epoll set;
+ *  - a caller spinning on rmca_poll while completions keep coming reads the
+ *    CQ alone: neither the completion channel's event (ibv_get_cq_event, a
+ *    read(), and the arming after it) per completion, nor the epoll set
+ *    on every pass (epoll_wait at most once a millisecond);
  *  - opening the components on a host whose addresses no RDMA device
  *    serves does not sleep (a network namespace of its own, with a dummy
  *    interface: the answer for that address is ENODEV at once);
+ *  - puts posted one call at a time in a window are signalled once in many
+ *    work requests (the completion of a signalled one retires those before
+ *    it), and each still completes once, RMCA_OK, with its own context;
  *  - sends submitted before the peer posts its receives wait for them in
  *    rmca, not on the wire: on rxe the device counts no RNR NAK (each
  *    costs the sender the responder's RNR timer, 655 ms under rdma_cm).
  *
- * This program's own rdma_get_cm_event, nanosleep and clock_nanosleep come
- * first in the lookup scope (it is linked -rdynamic): the components call
- * these, which count, then the real ones.
+ * This program's own rdma_get_cm_event, ibv_get_cq_event, ibv_open_device
+ * (its contexts' post_send counts work requests), epoll_wait, nanosleep
+ * and clock_nanosleep come first in the lookup scope (it is linked -rdynamic):
+ * the components call these, which count, then the real ones.
  *
  * Device from RMCA_transports (ib or iwarp), address from RMCATEST_HOST.
  */
@@ -27,7 +35,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
+
+#include <infiniband/verbs.h>
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,7 +52,95 @@ struct rdma_event_channel;
 struct rdma_cm_event;
 
 static bool counting;
-static long cm_reads, sleeps;
+static long cm_reads, sleeps, cq_events, epolls, send_wrs, signalled;
+/* messages posted, and READs posted after the first and before the last
+ * (lastmsg) of them */
+static long msgs, reads_mid, lastmsg;
+
+/* The real fn of a library a component dlopen()ed (not in RTLD_NEXT's
+ * scope). */
+static void *real_fn(const char *lib, const char *fn)
+{
+	void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+	void *f = dlsym(h ? h : RTLD_NEXT, fn);
+
+	if (!f)
+		abort();
+	return f;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
+		     void **ctx);
+int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
+		     void **ctx)
+{
+	static int (*real)(struct ibv_comp_channel *, struct ibv_cq **,
+			   void **);
+
+	if (!real)
+		real = (int (*)(struct ibv_comp_channel *, struct ibv_cq **,
+				void **))real_fn("libibverbs.so.1",
+						 "ibv_get_cq_event");
+	cq_events += counting;
+	return real(ch, cq, ctx);
+}
+
+/* The device contexts opened, with their own post_send. */
+static struct {
+	struct ibv_context *ctx;
+	int (*post_send)(struct ibv_qp *, struct ibv_send_wr *,
+			 struct ibv_send_wr **);
+} opened[16];
+static int nopened;
+
+static int counted_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			     struct ibv_send_wr **bad)
+{
+	int i;
+
+	for (const struct ibv_send_wr *w = wr; counting && w; w = w->next) {
+		send_wrs++;
+		signalled += !!(w->send_flags & IBV_SEND_SIGNALED);
+		if (w->opcode == IBV_WR_SEND ||
+		    w->opcode == IBV_WR_SEND_WITH_IMM)
+			msgs++;
+		else if (w->opcode == IBV_WR_RDMA_READ && msgs &&
+			 msgs < lastmsg)
+			reads_mid++;
+	}
+	for (i = 0; i < nopened; i++)
+		if (opened[i].ctx == qp->context)
+			return opened[i].post_send(qp, wr, bad);
+	abort();
+}
+
+struct ibv_context *ibv_open_device(struct ibv_device *dev)
+{
+	static struct ibv_context *(*real)(struct ibv_device *);
+	struct ibv_context *ctx;
+
+	if (!real)
+		real = (struct ibv_context * (*)(struct ibv_device *))
+			real_fn("libibverbs.so.1", "ibv_open_device");
+	ctx = real(dev);
+	if (ctx && nopened < 16) {
+		opened[nopened].ctx = ctx;
+		opened[nopened++].post_send = ctx->ops.post_send;
+		ctx->ops.post_send = counted_post_send;
+	}
+	return ctx;
+}
+
+int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+{
+	static int (*real)(int, struct epoll_event *, int, int);
+
+	if (!real)
+		real = (int (*)(int, struct epoll_event *, int, int))dlsym(
+			RTLD_NEXT, "epoll_wait");
+	epolls += counting;
+	return real(epfd, ev, max, timeout);
+}
 
 int rdma_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_event **ev);
 int rdma_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_event **ev)
@@ -112,10 +211,13 @@ static void spin_wait(struct api_peer *p, void *ctx, long *polls)
 		      api_strerror(c.status));
 }
 
+/* ping_side checks the completion channel and the epoll set too. */
+static bool check_spin;
+
 static void ping_side(struct api_peer *p)
 {
 	uint8_t *buf = api_alloc(64);
-	long polls = 0;
+	long polls = 0, t0 = 0, ms;
 	rmca_mr_t *mr;
 
 	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
@@ -125,8 +227,9 @@ static void ping_side(struct api_peer *p)
 		api_expect_token(p, 0, API_TOKEN_GO);
 	for (int i = 0; i < PINGS + WARMUP; i++) {
 		if (i == WARMUP) {
-			cm_reads = 0;
+			cm_reads = cq_events = epolls = 0;
 			polls = 0;
+			t0 = api_now_ms();
 			counting = true;
 		}
 		API_CHECK_OK(rmca_recv(p->ep, buf + 32, 8, mr, API_CTX(1)));
@@ -138,6 +241,7 @@ static void ping_side(struct api_peer *p)
 		spin_wait(p, API_CTX(2), &polls);
 	}
 	counting = false;
+	ms = api_now_ms() - t0;
 	/* No connection event comes in a ping-pong: before, every rmca_poll
 	 * read the channel once. A few reads are left for an event that
 	 * does come (a late one of the set-up). */
@@ -146,6 +250,24 @@ static void ping_side(struct api_peer *p)
 		      "(%ld rmca_poll calls)",
 		      p->is_server ? "server" : "client", cm_reads, PINGS,
 		      polls);
+	if (!check_spin)
+		goto done;
+	/* The module is never idle for the second it was given here: its
+	 * completion channel's event is not taken (before: one per
+	 * completion, and an arming after each). One take is left for the
+	 * warm-up's. */
+	API_CHECK_MSG(cq_events <= 1,
+		      "%s: %ld completion channel events taken in %d round "
+		      "trips (%ld rmca_poll calls, %ld ms)",
+		      p->is_server ? "server" : "client", cq_events, PINGS,
+		      polls, ms);
+	/* The core looks at the fds once a millisecond while every endpoint
+	 * is on a module that polls (before: on every rmca_poll). */
+	API_CHECK_MSG(epolls <= ms + 2,
+		      "%s: %ld epoll_wait calls in %ld ms of spinning (%ld "
+		      "rmca_poll calls)",
+		      p->is_server ? "server" : "client", epolls, ms, polls);
+done:
 	if (p->is_server)
 		api_expect_token(p, 0, API_TOKEN_GO);
 	else
@@ -157,6 +279,118 @@ static void ping_side(struct api_peer *p)
 static void test_ping_pong_reads_no_idle_cm_channel(void **state)
 {
 	const struct api_test t = {.server = ping_side, .client = ping_side};
+
+	(void)state;
+	api_run(&t);
+}
+
+static void test_spinning_ping_pong_reads_the_cq_alone(void **state)
+{
+	const struct api_test t = {.server = ping_side, .client = ping_side};
+
+	(void)state;
+	/* busy for a second before the channel is re-armed: longer than
+	 * any round trip, even in a starved guest */
+	setenv("RMCA_ib_idle_us", "1000000", 1);
+	setenv("RMCA_iwarp_idle_us", "1000000", 1);
+	check_spin = true;
+	api_run(&t);
+	check_spin = false;
+	unsetenv("RMCA_ib_idle_us");
+	unsetenv("RMCA_iwarp_idle_us");
+}
+
+/* ---- puts posted one call at a time ---- */
+
+#define NPUT	   600
+#define PUT_WINDOW 64
+
+static void put_server(struct api_peer *p)
+{
+	uint64_t *dst = api_alloc(NPUT * 8);
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, dst, NPUT * 8,
+				 RMCA_ACCESS_LOCAL | RMCA_ACCESS_REMOTE_WRITE,
+				 &mr));
+	api_put_region(p, 0, dst, NPUT * 8, mr, p->ep);
+	api_expect_token(p, 0, API_TOKEN_GO);
+	for (int i = 0; i < NPUT; i++)
+		API_CHECK_MSG(dst[i] == 0x5000ull + (uint64_t)i,
+			      "put %d left %#llx", i,
+			      (unsigned long long)dst[i]);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(dst);
+}
+
+static void put_client(struct api_peer *p)
+{
+	uint64_t *src = api_alloc(NPUT * 8);
+	bool *seen = calloc(NPUT, sizeof(*seen));
+	int posted = 0, done = 0;
+	struct api_region r;
+	rmca_mr_t *mr;
+	long end;
+
+	API_CHECK(seen != NULL);
+	for (int i = 0; i < NPUT; i++)
+		src[i] = 0x5000ull + (uint64_t)i;
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, src, NPUT * 8, RMCA_ACCESS_LOCAL, &mr));
+	api_get_region(p, 0, &r);
+	send_wrs = signalled = 0;
+	counting = true;
+	end = api_now_ms() + 4 * API_TIMEOUT_MS;
+	while (done < NPUT) {
+		int k;
+
+		API_CHECK_MSG(api_now_ms() < end, "%d of %d puts completed",
+			      done, NPUT);
+		if (posted < NPUT && posted - done < PUT_WINDOW) {
+			API_CHECK_OK(API_POST(
+				p,
+				rmca_put(p->ep, src + posted, 8, mr,
+					 r.addr + (uint64_t)posted * 8, r.rkey,
+					 0, API_CTX(0x100 + posted))));
+			posted++;
+			continue;
+		}
+		api_progress(p);
+		k = api_stashed();
+		for (int i = 0; i < k; i++) {
+			const struct rmca_completion *c = api_stash_at(i);
+			long n = (long)(uintptr_t)c->user_ctx - 0x100;
+
+			API_CHECK_MSG(n >= 0 && n < posted && !seen[n],
+				      "completion of %p: not one of the puts "
+				      "out, or twice",
+				      c->user_ctx);
+			API_CHECK_MSG(c->status == RMCA_OK, "put %ld: %s", n,
+				      api_strerror(c->status));
+			seen[n] = true;
+			done++;
+		}
+		api_stash_clear();
+	}
+	counting = false;
+	/* puts without RMCA_DELIVERED: a flush puts them in place */
+	API_CHECK_OK(rmca_flush(p->ep, API_CTX(1)));
+	api_wait_status(p, API_CTX(1), RMCA_OK);
+	api_token(p, 0, API_TOKEN_GO);
+	/* Before, every one of them was signalled: nothing later was known
+	 * to be. Now once per 32 work requests, or where the stream paused
+	 * with no signalled one out (a READ then retires the rest). */
+	API_CHECK_MSG(send_wrs >= NPUT && signalled <= NPUT / 8,
+		      "%d puts: %ld work requests posted, %ld signalled", NPUT,
+		      send_wrs, signalled);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(seen);
+	free(src);
+}
+
+static void test_put_stream_is_signalled_once_in_many(void **state)
+{
+	const struct api_test t = {.server = put_server, .client = put_client};
 
 	(void)state;
 	api_run(&t);
@@ -251,6 +485,73 @@ static void test_sends_before_receives_wait_without_rnr(void **state)
 	api_run(&t);
 }
 
+/* ---- a stream of sends reads credits before they run out ---- */
+
+#define NSTREAM 64
+
+static void stream_server(struct api_peer *p)
+{
+	uint64_t *buf = api_alloc(NSTREAM * 8);
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, NSTREAM * 8, RMCA_ACCESS_LOCAL, &mr));
+	for (int i = 0; i < NSTREAM; i++)
+		API_CHECK_OK(rmca_recv(p->ep, buf + i, 8, mr, API_CTX(1 + i)));
+	/* the receives batched behind the first ones reach the device */
+	api_progress(p);
+	api_token(p, 0, API_TOKEN_GO);
+	for (int i = 0; i < NSTREAM; i++) {
+		api_wait_status(p, API_CTX(1 + i), RMCA_OK);
+		API_CHECK_MSG(buf[i] == 0x700ull + (uint64_t)i,
+			      "message %d arrived as %#llx", i,
+			      (unsigned long long)buf[i]);
+	}
+	api_token(p, 0, API_TOKEN_GO);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+static void stream_client(struct api_peer *p)
+{
+	uint64_t *buf = api_alloc(NSTREAM * 8);
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, NSTREAM * 8, RMCA_ACCESS_LOCAL, &mr));
+	api_expect_token(p, 0, API_TOKEN_GO);
+	msgs = reads_mid = 0;
+	lastmsg = NSTREAM;
+	counting = true;
+	/* The first send finds no credit known: it and all behind it wait
+	 * for a READ of the peer's count, which says NSTREAM. */
+	for (int i = 0; i < NSTREAM; i++) {
+		buf[i] = 0x700ull + (uint64_t)i;
+		API_CHECK_OK(rmca_send(p->ep, buf + i, 8, mr, API_CTX(1 + i)));
+	}
+	for (int i = 0; i < NSTREAM; i++)
+		api_wait_status(p, API_CTX(1 + i), RMCA_OK);
+	counting = false;
+	api_expect_token(p, 0, API_TOKEN_GO);
+	/* Sends had to wait for that READ: the next goes once half the
+	 * credits are used, while the rest are sent (before: only when the
+	 * next send found none left, and it waited a round trip). */
+	API_CHECK_MSG(msgs == NSTREAM && reads_mid >= 1,
+		      "%ld messages posted, %ld READs among them", msgs,
+		      reads_mid);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+static void test_send_stream_reads_credits_before_they_run_out(void **state)
+{
+	const struct api_test t = {.server = stream_server,
+				   .client = stream_client};
+
+	(void)state;
+	api_run(&t);
+}
+
 /* ---- module open on addresses no device serves ---- */
 
 static int sh(const char *cmd)
@@ -316,7 +617,11 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ping_pong_reads_no_idle_cm_channel),
+		cmocka_unit_test(test_spinning_ping_pong_reads_the_cq_alone),
+		cmocka_unit_test(test_put_stream_is_signalled_once_in_many),
 		cmocka_unit_test(test_sends_before_receives_wait_without_rnr),
+		cmocka_unit_test(
+			test_send_stream_reads_credits_before_they_run_out),
 		cmocka_unit_test(
 			test_open_does_not_sleep_on_an_address_without_device),
 	};

@@ -51,6 +51,10 @@ struct rmca_verbs_cfg {
 	enum ibv_transport_type transport;
 	/* Loopback: -1 auto (probe), 0 no, 1 yes. */
 	int loopback;
+	/* Microseconds a busy module keeps polling its CQ before it takes
+	 * the completion channel's event and arms it again (<name>_idle_us,
+	 * verbs_cq.c). */
+	long long idle_us;
 };
 
 struct rmca_verbs_op;
@@ -64,6 +68,14 @@ struct rmca_verbs_module {
 	struct ibv_comp_channel *chan;
 	struct ibv_cq *cq;
 	int cq_size, cq_used;
+	/* The channel's event is left unread while completions keep coming
+	 * (verbs_cq.c): busy since the last arming, quiet since when. */
+	bool cq_busy;
+	/* a connection may need its unsignalled tail retired (sq_close) */
+	bool close_due;
+	int close_passes;
+	int quiet_polls;
+	long long quiet_since, idle_ns; /* CLOCK_MONOTONIC ns; ns */
 	struct rdma_event_channel *ec;
 	struct rdma_cm_id *listen_id;
 	int timer_fd; /* credit re-read (iwarp) */
@@ -219,6 +231,9 @@ struct rmca_verbs_conn {
 	uint64_t peer_posted;
 	bool credit_inflight;
 	bool credit_wanted;
+	/* credits left at which the next READ goes before they run out
+	 * (0: none goes early; see credit_prefetch in verbs_post.c) */
+	uint64_t credit_low;
 	/* iwarp: sends whose local completion came, held until a READ
 	 * posted after them proves the peer took them (see verbs_post.c) */
 	uint64_t send_seq, confirmed;
@@ -228,6 +243,10 @@ struct rmca_verbs_conn {
 	uint64_t sq_ring[RMCA_VERBS_SQ_RING];
 	uint64_t sq_head, sq_tail;
 	int unsig; /* WRs posted since the last signalled one */
+	/* of them, puts and (ib) sends: their completion is owed to the
+	 * core and only a later signalled WR brings it */
+	int unsig_owed;
+	int sig_out; /* signalled send queue WRs not completed yet */
 	uint32_t max_inline; /* bytes a send may carry inline */
 	/* iwarp message headers (ack_header): receive slots [0, rq_size),
 	 * then one per send queue slot */
@@ -409,6 +428,7 @@ void rmca_verbs_timer_arm(struct rmca_verbs_module *vm);
 void rmca_verbs_release_held(struct rmca_verbs_conn *c, int status);
 int rmca_verbs_qp_make(struct rmca_verbs_conn *c, struct rdma_cm_id *id,
 		       struct ibv_qp_init_attr *qa);
+void rmca_verbs_sq_close(struct rmca_verbs_conn *c);
 void rmca_verbs_sq_retire(struct rmca_verbs_conn *c, uint64_t wr_id,
 			  void (*done)(struct rmca_verbs_conn *,
 				       struct rmca_verbs_op *));

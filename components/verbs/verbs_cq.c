@@ -109,6 +109,11 @@ static void on_success(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 	case RMCA_VOP_CREDIT:
 	case RMCA_VOP_FLUSH:
 		credit_update(c);
+		/* sends waited for this READ, or a READ went early last time:
+		 * the next goes when half of what it granted is left */
+		if (op->kind == RMCA_VOP_CREDIT &&
+		    (c->waiting || c->credit_low))
+			c->credit_low = (c->peer_posted - c->sends_posted) / 2;
 		if (op->seq > c->confirmed)
 			c->confirmed = op->seq;
 		rmca_verbs_release_held(c, 0);
@@ -133,6 +138,9 @@ static void finish(struct rmca_verbs_module *vm, struct rmca_verbs_conn *c,
 	op->posted = false; /* a second completion naming it is dropped */
 	rmca_list_del(&op->link);
 	c->nout--;
+	if (op->signalled && is_send_side(op->kind) && c->sig_out &&
+	    !--c->sig_out && c->unsig_owed)
+		vm->close_due = true;
 	if (!is_send_side(op->kind))
 		c->rq_used--;
 	if (op->kind == RMCA_VOP_CREDIT)
@@ -232,36 +240,113 @@ static void kick(struct rmca_verbs_module *vm)
 	}
 }
 
-
-int rmca_verbs_cq_poll(struct rmca_verbs_module *vm)
+static int drain(struct rmca_verbs_module *vm)
 {
 	struct ibv_wc wc[16];
 	int n, i, total = 0;
 
-	if (cq_unread())
-		return 0;
 	while ((n = ibv_poll_cq(vm->cq, 16, wc)) > 0) {
+		/* a QP error event explains the flushed completions: read it
+		 * first (a system call, so only when a completion failed) */
+		for (i = 0; i < n; i++)
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				rmca_verbs_async_drain(vm->dev);
+				break;
+			}
 		for (i = 0; i < n; i++)
 			one(vm, &wc[i]);
 		total += n;
 		kick(vm);
 	}
-	if (!total && vm->rbatch_total)
-		kick(vm);
 	return total;
 }
 
-void rmca_verbs_cq_event(void *arg, uint32_t events)
+/*
+ * The completion channel. An armed CQ queues one event on the channel at
+ * its next completion, which makes the channel's fd, and so the wait fd,
+ * readable. Taking that event (a read()) and arming the CQ again
+ * (ibv_req_notify_cq, a system call on rxe and siw) after every completion
+ * costs a caller that spins on rmca_poll two system calls per operation,
+ * where reading the CQ itself (ibv_poll_cq) costs none: the CQ is read on
+ * every pass anyway (rmca_verbs_progress). So while completions keep
+ * coming, the event stays unread: the wait fd stays readable (spuriously
+ * at times, which the contract allows) and nothing is lost. Once no
+ * completion came for idle_ns, the event is taken, the CQ armed and read
+ * once more for what came before the arming; from then on a caller that
+ * sleeps on the wait fd is woken by the next completion. One that sleeps
+ * while the module is busy returns at once and polls until then. The clock
+ * is read only every QUIET_CLOCK_EVERY quiet passes.
+ */
+#define QUIET_CLOCK_EVERY 16
+
+static void rearm(struct rmca_verbs_module *vm)
 {
-	struct rmca_verbs_module *vm = arg;
 	struct ibv_cq *cq;
 	void *ctx;
 
-	if (!ibv_get_cq_event(vm->chan, &cq, &ctx)) {
+	/* at most one event per arming, none if it is still on its way (it
+	 * is then taken at the next idle time: the callback marks busy) */
+	if (!ibv_get_cq_event(vm->chan, &cq, &ctx))
 		ibv_ack_cq_events(cq, 1);
-		ibv_req_notify_cq(cq, 0);
+	ibv_req_notify_cq(vm->cq, 0);
+	vm->cq_busy = false;
+	vm->quiet_since = 0;
+	vm->quiet_polls = 0;
+}
+
+static bool idle(struct rmca_verbs_module *vm)
+{
+	long long now;
+
+	if (vm->quiet_since && ++vm->quiet_polls < QUIET_CLOCK_EVERY)
+		return false;
+	vm->quiet_polls = 0;
+	if (!vm->idle_ns)
+		return true;
+	now = rmca_now_ns();
+	if (!vm->quiet_since) {
+		vm->quiet_since = now;
+		return false;
 	}
-	/* a QP error event explains the flushed completions below */
-	rmca_verbs_async_drain(vm->dev);
+	return now - vm->quiet_since >= vm->idle_ns;
+}
+
+int rmca_verbs_cq_poll(struct rmca_verbs_module *vm)
+{
+	int total;
+
+	if (cq_unread())
+		return 0;
+	total = drain(vm);
+	if (!total && vm->cq_busy && idle(vm)) {
+		rearm(vm);
+		total = drain(vm);
+	}
+	/* unsignalled WRs no signalled one follows: the caller did not post
+	 * another behind them and waits (or two more passes went by) */
+	if (vm->close_due && (!total || ++vm->close_passes > 2)) {
+		struct rmca_verbs_conn *c;
+
+		vm->close_due = false;
+		vm->close_passes = 0;
+		for (c = vm->conns; c; c = c->next)
+			rmca_verbs_sq_close(c);
+	}
+	if (total) {
+		vm->cq_busy = true;
+		vm->quiet_since = 0;
+		vm->quiet_polls = 0;
+	} else if (vm->rbatch_total) {
+		kick(vm);
+	}
+	return total;
+}
+
+/* The channel is readable: its event is taken once the module is idle. */
+void rmca_verbs_cq_event(void *arg, uint32_t events)
+{
+	struct rmca_verbs_module *vm = arg;
+
+	vm->cq_busy = true;
 	rmca_verbs_cq_poll(vm);
 }

@@ -340,6 +340,7 @@ int rmca_verbs_probe(const struct rmca_core *core,
 		}
 		d->mods[d->nmods++] = vm;
 		park_limits(core, vm);
+		vm->idle_ns = cfg->idle_us * 1000;
 		mods[nmod++] = &vm->m;
 	}
 	loopback_probe(core, cfg, mods, nmod);

@@ -175,12 +175,24 @@ static bool cm_due(const struct rmca_verbs_module *vm)
 	return false;
 }
 
-/* Completions; rdma_cm events come through cm_cb. */
+/*
+ * Completions; rdma_cm events come through cm_cb. The CQ is read here with
+ * ibv_poll_cq, in user space, on every pass, so the module says
+ * RMCA_PROGRESS_POLLED once it found something: while the caller spins, the
+ * core then looks at the fds once a millisecond instead of every pass, and
+ * the completion channel's event (a read() and the re-arming
+ * ibv_req_notify_cq, a system call each) is taken at most that often
+ * instead of once per completion. The channel stays armed meanwhile, so
+ * the wait fd is readable whenever a completion waits: a caller that stops
+ * spinning and sleeps on it is woken as before.
+ */
 int rmca_verbs_progress(struct rmca_module *m)
 {
 	struct rmca_verbs_module *vm = rmca_verbs_mod(m);
+	int n;
 
 	if (cm_due(vm))
 		rmca_verbs_cm_tick(vm);
-	return rmca_verbs_cq_poll(vm);
+	n = rmca_verbs_cq_poll(vm);
+	return n > 0 ? n | RMCA_PROGRESS_POLLED : n;
 }

@@ -14,8 +14,11 @@
  * ping-pong needs no READ. While a send waits, everything submitted after
  * it waits behind it, so the order of operations stays the order of calls;
  * the counter is re-read on a timer (1 ms doubling to 64 ms) until the
- * peer has posted. The flush READ reads the same counter and refreshes the
- * credits too. Receives never wait.
+ * peer has posted. Where sends had to wait for a READ (a stream that no
+ * reply refreshes), the next READ goes once half of what the last one
+ * granted is used, while the sends go on, so the stream does not stop for
+ * a round trip each time the credits run out. The flush READ reads the
+ * same counter and refreshes the credits too. Receives never wait.
  *
  * An iWARP send completes locally when its data has left; the peer may still
  * refuse it (its receive is too small). So on iwarp the completion of a send
@@ -418,16 +421,27 @@ static void fill_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
  * in order, so the completion of a signalled WR retires every unsignalled
  * one posted before it (rmca_verbs_sq_retire), and a WR that fails or is
  * flushed completes with its own error whether signalled or not (IBTA
- * 10.8.6; rxe and siw both do). A signalled WR is sure to follow
+ * 10.8.6; rxe and siw both do): each op still completes once, with its own
+ * status. A signalled WR is sure to follow
  *  - inside one chained post, when a later WR of the chain is signalled;
  *  - behind an iWARP send: its completion is the peer's confirmation, and
  *    the confirming READ goes after it (rmca_verbs_release_held re-posts
- *    one while sends are held).
+ *    one while sends are held);
+ *  - behind a put or an ib send posted alone while a signalled WR is still
+ *    out and at least UNSIG_MIN_OUT WRs are in the queue (a stream): once
+ *    no signalled WR is out and such WRs are left behind the last one, the
+ *    next put or send is signalled, and if none is posted before the CQ
+ *    is found empty (the caller waits for them), a READ of the peer's
+ *    credit counter goes, signalled, to retire them (rmca_verbs_sq_close).
+ *    A stream of puts posted one call at a time is thus signalled about
+ *    once per SIGNAL_EVERY WRs; a lone put or a short burst is signalled as
+ *    before, so it never waits for a READ's round trip.
  * Every SIGNAL_EVERY-th WR is signalled anyway, and so is one that leaves
  * fewer than two free slots, so the queue never fills with WRs that no
  * completion would retire.
  */
-#define SIGNAL_EVERY 32
+#define SIGNAL_EVERY  32
+#define UNSIG_MIN_OUT 4
 
 static int sq_cap(const struct rmca_verbs_conn *c)
 {
@@ -447,7 +461,26 @@ static bool want_signal(const struct rmca_verbs_conn *c,
 		return true;
 	if (chained)
 		return false;
-	return !rmca_verbs_flavour(c->mod)->confirm_sends || !is_msg(op);
+	if (rmca_verbs_flavour(c->mod)->confirm_sends && is_msg(op))
+		return false;
+	return !c->sig_out || c->sq_used < UNSIG_MIN_OUT;
+}
+
+/* Whether an unsignalled op's completion must come from the CQ (iWARP
+ * sends complete when the peer confirms them). */
+static bool owed(const struct rmca_verbs_conn *c, const struct rmca_verbs_op *op)
+{
+	return op->kind == RMCA_VOP_PUT ||
+	       (is_msg(op) && !rmca_verbs_flavour(c->mod)->confirm_sends);
+}
+
+/* No signalled WR is out any more, but puts or sends posted after the
+ * last one are, and nothing was posted to retire them: a signalled READ
+ * does (see above). */
+void rmca_verbs_sq_close(struct rmca_verbs_conn *c)
+{
+	if (c->unsig_owed && !c->sig_out && c->state == RMCA_VCONN_UP)
+		rmca_verbs_credit_read(c);
 }
 
 static void held_append(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
@@ -469,6 +502,12 @@ static void posted_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 	c->sq_tail++;
 	c->sq_used = (int)(c->sq_tail - c->sq_head);
 	c->unsig = op->signalled ? 0 : c->unsig + 1;
+	if (op->signalled) {
+		c->unsig_owed = 0;
+		c->sig_out++;
+	} else if (owed(c, op)) {
+		c->unsig_owed++;
+	}
 	link_out(c, op);
 	if (is_msg(op)) {
 		c->sends_posted++;
@@ -790,6 +829,15 @@ int rmca_verbs_taken(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 	return 0;
 }
 
+/* Credits running low in a stream: read the counter before they are gone
+ * (credit_low is set when a READ completes, see verbs_cq.c). */
+static void credit_prefetch(struct rmca_verbs_conn *c)
+{
+	if (c->credit_low && !c->credit_inflight &&
+	    c->peer_posted - c->sends_posted <= c->credit_low)
+		rmca_verbs_credit_read(c);
+}
+
 /* Post what waits, in order and in chains; on a failed connection
  * complete it. */
 void rmca_verbs_pending_run(struct rmca_verbs_conn *c)
@@ -832,6 +880,8 @@ void rmca_verbs_pending_run(struct rmca_verbs_conn *c)
 		posted = post_list(c, ops, n + !!rd, &err);
 		if (rd && posted <= n)
 			rmca_verbs_op_free(rd);
+		if (nmsg)
+			credit_prefetch(c);
 		if (posted >= n)
 			continue;
 		/* the rest back at the head, in order */
@@ -891,6 +941,8 @@ int rmca_verbs_submit(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 	posted = post_list(c, ops, ops[1] ? 2 : 1, &ret);
 	if (ops[1] && posted < 2)
 		rmca_verbs_op_free(ops[1]);
+	if (posted && is_msg(op))
+		credit_prefetch(c);
 	if (posted)
 		return 0;
 	/* a full send queue: up to its size more wait, and go out in
