@@ -71,6 +71,7 @@ struct rmca_verbs_module {
 	/* The channel's event is left unread while completions keep coming
 	 * (verbs_cq.c): busy since the last arming, quiet since when. */
 	bool cq_busy;
+	bool cq_found; /* completions read since the last progress op */
 	/* a connection may need its unsignalled tail retired (sq_close) */
 	bool close_due;
 	int close_passes;

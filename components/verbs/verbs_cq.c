@@ -333,6 +333,7 @@ int rmca_verbs_cq_poll(struct rmca_verbs_module *vm)
 			rmca_verbs_sq_close(c);
 	}
 	if (total) {
+		vm->cq_found = true;
 		vm->cq_busy = true;
 		vm->quiet_since = 0;
 		vm->quiet_polls = 0;

@@ -178,7 +178,9 @@ static bool cm_due(const struct rmca_verbs_module *vm)
 /*
  * Completions; rdma_cm events come through cm_cb. The CQ is read here with
  * ibv_poll_cq, in user space, on every pass, so the module says
- * RMCA_PROGRESS_POLLED once it found something: while the caller spins, the
+ * RMCA_PROGRESS_POLLED once completions were found (here or by an fd
+ * callback since the last pass, which reads the CQ first while the core
+ * still looks at the fds on every pass): while the caller spins, the
  * core then looks at the fds once a millisecond instead of every pass, and
  * the completion channel's event (a read() and the re-arming
  * ibv_req_notify_cq, a system call each) is taken at most that often
@@ -194,5 +196,8 @@ int rmca_verbs_progress(struct rmca_module *m)
 	if (cm_due(vm))
 		rmca_verbs_cm_tick(vm);
 	n = rmca_verbs_cq_poll(vm);
-	return n > 0 ? n | RMCA_PROGRESS_POLLED : n;
+	if (!vm->cq_found)
+		return n;
+	vm->cq_found = false;
+	return n | RMCA_PROGRESS_POLLED;
 }
