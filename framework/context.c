@@ -223,6 +223,7 @@ static const struct rmca_core_ops rmca_core_ops = {
 	.fd_mod = core_fd_mod,
 	.list_selects = rmca_list_selects,
 	.log = core_log,
+	.mem_find = rmca_mem_find,
 	.no_module = core_no_module,
 	.param_bool = core_param_bool,
 	.param_enum = core_param_enum,
@@ -582,6 +583,7 @@ static int context_init(rmca_context_t **out, bool inspect)
 	ctx->inspect = inspect;
 	rmca_list_init(&ctx->eps);
 	rmca_list_init(&ctx->mrs);
+	rmca_list_init(&ctx->mems);
 	rmca_list_init(&ctx->listeners);
 	ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (ctx->epfd < 0) {
@@ -662,6 +664,8 @@ void rmca_finalize(rmca_context_t *ctx)
 	if (ctx->params)
 		rmca_params_destroy(ctx->params);
 	rmca_cq_fini(ctx);
+	/* Last: the modules that mapped or published them are closed. */
+	rmca_mem_free_all(ctx);
 	free(ctx->fds);
 	close(ctx->epfd);
 	free(ctx);

@@ -85,6 +85,7 @@ struct rmca_context {
 	struct rmca_cq *cq; /* completions not yet returned by rmca_poll */
 	struct rmca_list eps; /* open endpoints (struct rmca_ep) */
 	struct rmca_list mrs; /* registered regions (struct rmca_mr) */
+	struct rmca_list mems; /* rmca_mem_alloc's (struct rmca_mem, mem.c) */
 	struct rmca_list listeners; /* struct rmca_listener */
 	struct rmca_job *job; /* rmca_job_join (job.c) */
 	const char *registering; /* component whose parameters are registered */
@@ -92,6 +93,11 @@ struct rmca_context {
 	bool inspect; /* rmca_info: keep going past bad parameters */
 	int init_error; /* first error met during init (inspect mode) */
 };
+
+/* mem.c */
+int rmca_mem_find(const struct rmca_core *core, const void *addr, size_t len,
+		  struct rmca_mem_info *out);
+void rmca_mem_free_all(struct rmca_context *ctx);
 
 static inline struct rmca_context *rmca_core_ctx(const struct rmca_core *core)
 {

@@ -174,6 +174,17 @@ struct rmca_ep_rail {
 int rmca_ep_query_rail(const rmca_ep_t *ep, int index,
 		       struct rmca_ep_rail *rail);
 
+/* Memory the library can share: len bytes (rounded up to whole pages),
+ * page-aligned and zero-filled, in *addr until rmca_mem_free or
+ * rmca_finalize. Register it with rmca_mr_reg like any memory; a
+ * same-host peer's puts and gets into it then copy straight into the
+ * pages (shm maps them) instead of through the kernel. Every other
+ * transport treats it as ordinary memory. */
+int rmca_mem_alloc(rmca_context_t *ctx, size_t len, void **addr);
+/* addr as rmca_mem_alloc returned it. RMCA_ERR_INVALID, freeing nothing,
+ * if it is not, or while a region registered in it is not deregistered. */
+int rmca_mem_free(rmca_context_t *ctx, void *addr);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

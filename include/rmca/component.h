@@ -60,8 +60,9 @@ extern "C" {
  * 4: module op reach, core op route.
  * 5: struct rmca_conn, rmca_connecting and rmca_module_mr are base objects
  *    defined here, embedded by the module (before, each component defined
- *    them as it liked): older components are refused. */
-#define RMCA_COMPONENT_ABI_VERSION 5u
+ *    them as it liked): older components are refused.
+ * 6: core op mem_find. */
+#define RMCA_COMPONENT_ABI_VERSION 6u
 #define RMCA_COMPONENT_ABI_MIN	   5u
 
 /* The symbol every component exports, defined as
@@ -132,6 +133,14 @@ typedef void (*rmca_fd_cb)(void *arg, uint32_t events);
 
 struct rmca_core;
 
+/* An allocation of rmca_mem_alloc, as mem_find describes it. */
+struct rmca_mem_info {
+	int fd;	     /* the memfd behind it, open in this process */
+	void *base;  /* where it is mapped here */
+	size_t len;  /* its size, whole pages */
+	uint64_t id; /* the memfd's inode: names it to other processes */
+};
+
 struct rmca_core_ops {
 	void (*log)(const struct rmca_core *core, int level, const char *fmt,
 		    ...) __attribute__((format(printf, 3, 4)));
@@ -192,6 +201,12 @@ struct rmca_core_ops {
 	int (*route)(const struct rmca_core *core, const struct sockaddr *dst,
 		     const struct sockaddr *src, unsigned *ifindex, char *why,
 		     size_t why_len);
+
+	/* ABI 6. The allocation of rmca_mem_alloc that holds all of
+	 * [addr, addr + len): 0 and *out, or RMCA_ERR_NOT_FOUND. It stays
+	 * while a region registered in it does (rmca_mem_free refuses). */
+	int (*mem_find)(const struct rmca_core *core, const void *addr,
+			size_t len, struct rmca_mem_info *out);
 };
 
 struct rmca_core {
