@@ -19,6 +19,12 @@
  *   the target's memory untouched;
  * - a deregistration wins against puts racing with it: once rmca_mr_dereg
  *   returned, not one byte of the region changes;
+ * - the same over a target's memory from rmca_mem_alloc, which the
+ *   initiator maps (no process_vm_writev/readv at all): puts and gets land
+ *   byte for byte, every refusal holds with the mapping in place, a
+ *   deregistration still wins against racing puts, a put into a peer
+ *   killed a moment before completes RMCA_ERR_CONNECTION, and the mapping
+ *   goes once the last key in it is deregistered or the connection ends;
  * - a ping-pong spinning on rmca_poll makes (almost) no system call: the
  *   core looks at its fds once a millisecond, not on every rmca_poll.
  *   Counted against the milliseconds the loop took, not against the
@@ -39,6 +45,8 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,6 +93,71 @@ static int memfd_maps(void)
 	return n;
 }
 
+/* Lines of /proc/self/maps that are a peer's rmca_mem_alloc memory (the
+ * tests' initiators allocate none of their own). */
+static int mem_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "/memfd:rmca-mem") != NULL;
+	fclose(f);
+	return n;
+}
+
+/* The target's memory comes from rmca_mem_alloc: the initiator maps it. */
+static bool mapped;
+
+static uint8_t *target_mem(struct api_peer *p, size_t len)
+{
+	void *m;
+
+	if (!mapped)
+		return api_alloc(len);
+	API_CHECK_OK(rmca_mem_alloc(p->ctx, len, &m));
+	return m;
+}
+
+/* This program's process_vm_writev and process_vm_readv come first in the
+ * lookup scope (it is linked -rdynamic): counted, then the real ones. */
+static long ncma;
+
+#define CMA_COUNTED(name)                                                      \
+	ssize_t name(pid_t pid, const struct iovec *l, unsigned long nl,       \
+		     const struct iovec *r, unsigned long nr,                  \
+		     unsigned long flags)                                      \
+	{                                                                      \
+		static ssize_t (*real)(pid_t, const struct iovec *,            \
+				       unsigned long, const struct iovec *,    \
+				       unsigned long, unsigned long);          \
+                                                                               \
+		if (!real)                                                     \
+			real = (ssize_t(*)(                                    \
+				pid_t, const struct iovec *, unsigned long,    \
+				const struct iovec *, unsigned long,           \
+				unsigned long))dlsym(RTLD_NEXT, #name);        \
+		ncma++;                                                        \
+		return real(pid, l, nl, r, nr, flags);                         \
+	}
+
+CMA_COUNTED(process_vm_writev)
+CMA_COUNTED(process_vm_readv)
+
+/* Mapped: the initiator's direct accesses so far went through its mapping
+ * of the target's memory, none through the kernel. */
+static void expect_mapped(void)
+{
+	if (!mapped)
+		return;
+	API_CHECK_MSG(ncma == 0, "%ld process_vm_writev/readv calls", ncma);
+	API_CHECK_MSG(mem_maps() == 1, "%d mappings of the target's memory",
+		      mem_maps());
+}
+
 static void expect_shm(struct api_peer *p)
 {
 	struct rmca_ep_attr a;
@@ -96,6 +169,8 @@ static void expect_shm(struct api_peer *p)
 	API_CHECK_MSG(memfd_maps() > 0,
 		      "no memfd segment mapped while connected");
 	API_CHECK_MSG(dev_shm_rmca() == 0, "an rmca file is in /dev/shm");
+	/* The probe at wire-up read one word by CMA: count from here. */
+	ncma = 0;
 }
 
 /* ---- SIGKILL mid-transfer ---- */
@@ -103,12 +178,14 @@ static void expect_shm(struct api_peer *p)
 /* The victim: a target that serves until it is killed. */
 static void victim(struct api_peer *p)
 {
-	uint8_t *mem = api_alloc(NBIG * BIG);
+	uint8_t *mem;
+
 	rmca_mr_t *mr;
 
 	api_server_listen(p, api_host());
 	api_server_accept_all(p);
 	expect_shm(p);
+	mem = target_mem(p, NBIG * BIG);
 	API_CHECK_OK(rmca_mr_reg(
 		p->ctx, mem, NBIG * BIG,
 		RMCA_ACCESS_REMOTE_WRITE | RMCA_ACCESS_REMOTE_READ, &mr));
@@ -136,7 +213,9 @@ static void kill_server(struct api_peer *p)
 static void kill_client(struct api_peer *p)
 {
 	uint8_t *buf = api_alloc(2 * NBIG * BIG + NRECV * 64);
-	int n = 2 * NBIG + NRECV, ok = 0, seen[2 * NBIG + NRECV] = {0};
+	/* Mapped: one put more, posted once the victim is dead. */
+	int n = 2 * NBIG + NRECV + mapped, ok = 0;
+	int seen[2 * NBIG + NRECV + 1] = {0};
 	struct rmca_completion c;
 	struct api_region r;
 	rmca_mr_t *mr;
@@ -167,7 +246,26 @@ static void kill_client(struct api_peer *p)
 	end = api_now_ms() + API_TIMEOUT_MS;
 	while (!api_stashed() && api_now_ms() < end)
 		api_progress(p);
-	API_CHECK(kill(pid, SIGKILL) == 0);
+	if (mapped) {
+		long pfd = syscall(SYS_pidfd_open, pid, 0);
+		struct pollfd pf = {.fd = (int)pfd, .events = POLLIN};
+
+		expect_mapped();
+		API_CHECK(pfd >= 0);
+		API_CHECK(kill(pid, SIGKILL) == 0);
+		/* Dead, and not a call on the context since: the put copies
+		 * into the mapping, which outlives the victim, and must
+		 * still not say it was delivered. */
+		API_CHECK(poll(&pf, 1, API_TIMEOUT_MS) == 1);
+		close((int)pfd);
+		API_CHECK_OK(API_POST(p, rmca_put(p->ep, buf, BIG, mr, r.addr,
+						  r.rkey, RMCA_DELIVERED,
+						  API_CTX(n))));
+		API_CHECK_MSG(ncma == 0, "%ld process_vm_writev/readv calls",
+			      ncma);
+	} else {
+		API_CHECK(kill(pid, SIGKILL) == 0);
+	}
 	end = api_now_ms() + API_TIMEOUT_MS;
 	while (got < n) {
 		API_CHECK_MSG(api_now_ms() < end,
@@ -179,11 +277,12 @@ static void kill_client(struct api_peer *p)
 				continue;
 			seen[i]++;
 			got++;
-			API_CHECK_MSG(
-				c.status == RMCA_ERR_CONNECTION ||
-					(i >= NRECV && c.status == RMCA_OK),
-				"op %d ended %d (%s)", i, c.status,
-				api_strerror(c.status));
+			API_CHECK_MSG(c.status == RMCA_ERR_CONNECTION ||
+					      (i >= NRECV &&
+					       i < 2 * NBIG + NRECV &&
+					       c.status == RMCA_OK),
+				      "op %d ended %d (%s)", i, c.status,
+				      api_strerror(c.status));
 			ok += c.status == RMCA_OK;
 		}
 	}
@@ -198,6 +297,7 @@ static void kill_client(struct api_peer *p)
 	api_progress_for(p, 10);
 	api_stash_clear();
 	API_CHECK_MSG(memfd_maps() == 0, "segment still mapped after close");
+	API_CHECK_MSG(mem_maps() == 0, "the victim's memory still mapped");
 	API_CHECK_MSG(dev_shm_rmca() == 0, "an rmca file is in /dev/shm");
 }
 
@@ -208,6 +308,11 @@ static void test_kill9_mid_transfer_completes_each_op_once(void **state)
 
 	(void)state;
 	api_run(&t);
+	assert_int_equal(dev_shm_rmca(), 0);
+	/* The victim's memory from rmca_mem_alloc, mapped by the client. */
+	mapped = true;
+	api_run(&t);
+	mapped = false;
 	assert_int_equal(dev_shm_rmca(), 0);
 	/* Again with every byte in the rings, pieces in flight. */
 	setenv("RMCA_shm_cma", "no", 1);
@@ -613,6 +718,124 @@ static void test_big_put_and_get_need_no_target_core(void **state)
 	api_run(&t);
 }
 
+/* ---- memory from rmca_mem_alloc: mapped by a same-host initiator ---- */
+
+/* Puts and gets of every size the initiator copies itself, at odd
+ * offsets, up to both ends of the region: offset, length, seed. */
+static const struct {
+	size_t off, len;
+	unsigned seed;
+} mput[] = {{DBIG, DBIG, 5},
+	    {13, 100003, 6},
+	    {2 * DBIG - SHM_INLINE_MAX - 1, SHM_INLINE_MAX + 1, 7}},
+  mget[] = {{0, DBIG, 0},
+	    {777, 4097, 0},
+	    {2 * DBIG - SHM_RESP_INLINE - 1, SHM_RESP_INLINE + 1, 0}};
+
+#define NMAP (sizeof(mput) / sizeof(mput[0]))
+
+static void alloc_server(struct api_peer *p)
+{
+	bool shm = !p->arg;
+	uint8_t *mem, *exp = api_alloc(3 * DBIG), *one = api_alloc(DBIG);
+	rmca_mr_t *mr;
+	void *junk;
+
+	if (shm)
+		expect_shm(p);
+	API_CHECK_RC(rmca_mem_alloc(p->ctx, 0, &junk), RMCA_ERR_INVALID);
+	API_CHECK_RC(rmca_mem_alloc(NULL, 64, &junk), RMCA_ERR_INVALID);
+	API_CHECK_OK(rmca_mem_alloc(p->ctx, 3 * DBIG, &junk));
+	mem = junk;
+	for (size_t i = 0; i < 3 * DBIG; i++)
+		API_CHECK_MSG(!mem[i], "byte %zu of new memory is not 0", i);
+	api_pattern(mem, 3 * DBIG, 3);
+	API_CHECK_OK(rmca_mr_reg(
+		p->ctx, mem, 2 * DBIG,
+		RMCA_ACCESS_REMOTE_WRITE | RMCA_ACCESS_REMOTE_READ, &mr));
+	/* Not while a region in it is registered; not a pointer inside. */
+	API_CHECK_RC(rmca_mem_free(p->ctx, mem), RMCA_ERR_INVALID);
+	API_CHECK_RC(rmca_mem_free(p->ctx, mem + 4096), RMCA_ERR_INVALID);
+	api_put_region(p, 0, mem, 2 * DBIG, mr, p->ep);
+	api_expect_token(p, 0, TOKEN_GO);
+	api_pattern(exp, 3 * DBIG, 3);
+	for (size_t i = 0; i < NMAP; i++) {
+		api_pattern(one, mput[i].len, mput[i].seed);
+		memcpy(exp + mput[i].off, one, mput[i].len);
+	}
+	for (size_t i = 0; i < 3 * DBIG; i++)
+		API_CHECK_MSG(mem[i] == exp[i], "byte %zu is %#x, expected %#x",
+			      i, mem[i], exp[i]);
+	/* The last key in the allocation goes: the client unmaps it. */
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	API_CHECK_OK(rmca_mem_free(p->ctx, mem));
+	API_CHECK_RC(rmca_mem_free(p->ctx, mem), RMCA_ERR_INVALID);
+	api_token(p, 0, TOKEN_GO);
+	api_expect_token(p, 0, TOKEN_GO);
+}
+
+static void alloc_client(struct api_peer *p)
+{
+	bool shm = !p->arg;
+	uint8_t *buf = api_alloc(DBIG), *exp = api_alloc(2 * DBIG);
+	struct api_region r;
+	rmca_mr_t *mr;
+	long end;
+
+	if (shm)
+		expect_shm(p);
+	api_get_region(p, 0, &r);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, DBIG, RMCA_ACCESS_LOCAL, &mr));
+	api_pattern(exp, 2 * DBIG, 3);
+	for (size_t i = 0; i < NMAP; i++) {
+		memset(buf, 0, DBIG);
+		API_CHECK_OK(API_POST(p, rmca_get(p->ep, buf, mget[i].len, mr,
+						  r.addr + mget[i].off, r.rkey,
+						  API_CTX(1))));
+		api_wait_status(p, API_CTX(1), RMCA_OK);
+		API_CHECK_MSG(!memcmp(buf, exp + mget[i].off, mget[i].len),
+			      "get %zu read something else", i);
+	}
+	for (size_t i = 0; i < NMAP; i++) {
+		api_pattern(buf, mput[i].len, mput[i].seed);
+		API_CHECK_OK(API_POST(p, rmca_put(p->ep, buf, mput[i].len, mr,
+						  r.addr + mput[i].off, r.rkey,
+						  RMCA_DELIVERED, API_CTX(2))));
+		api_wait_status(p, API_CTX(2), RMCA_OK);
+	}
+	if (shm) {
+		API_CHECK_MSG(ncma == 0, "%ld process_vm_writev/readv calls",
+			      ncma);
+		API_CHECK_MSG(mem_maps() == 1,
+			      "%d mappings of the target's memory", mem_maps());
+	}
+	api_token(p, 0, TOKEN_GO);
+	api_expect_token(p, 0, TOKEN_GO);
+	end = api_now_ms() + API_TIMEOUT_MS;
+	while (mem_maps() != 0) {
+		API_CHECK_MSG(api_now_ms() < end,
+			      "the target's memory is still mapped after its "
+			      "last region went");
+		api_progress(p);
+	}
+	api_token(p, 0, TOKEN_GO);
+}
+
+static void test_mem_alloc_is_mapped_by_the_initiator(void **state)
+{
+	struct api_test t = {.server = alloc_server,
+			     .client = alloc_client,
+			     .no_barrier = true};
+
+	(void)state;
+	api_run(&t);
+	/* Ordinary memory to every other transport. */
+	setenv("RMCA_transports", "tcp", 1);
+	t.arg = "tcp";
+	api_run(&t);
+	setenv("RMCA_transports", "shm", 1);
+}
+
 enum refusal {
 	REFUSE_MADE_UP,	  /* the right slot, another key */
 	REFUSE_NO_SLOT,	  /* a slot that holds nothing (or another key) */
@@ -632,9 +855,9 @@ static void refuse_server(struct api_peer *p)
 		: how == REFUSE_WRITEONLY
 			? RMCA_ACCESS_REMOTE_WRITE
 			: RMCA_ACCESS_REMOTE_WRITE | RMCA_ACCESS_REMOTE_READ;
-	uint8_t *mem = api_alloc(2 * DBIG), *msg = api_alloc(64);
+	uint8_t *mem = target_mem(p, 2 * DBIG + 4096), *msg = api_alloc(64);
 	struct rmca_completion c;
-	rmca_mr_t *mr, *mm;
+	rmca_mr_t *mr, *mm, *warm;
 
 	expect_shm(p);
 	api_pattern(mem, 2 * DBIG, 9);
@@ -642,6 +865,11 @@ static void refuse_server(struct api_peer *p)
 		access |= RMCA_MR_USE_ONCE;
 	API_CHECK_OK(rmca_mr_reg(p->ctx, mem, DBIG, access, &mr));
 	api_put_region(p, 0, mem, DBIG, mr, p->ep);
+	/* Past what is checked, in the same allocation: a region whose get
+	 * makes the client map it before it tries the refused access. */
+	API_CHECK_OK(rmca_mr_reg(p->ctx, mem + 2 * DBIG, 4096,
+				 RMCA_ACCESS_REMOTE_READ, &warm));
+	api_put_region(p, 0, mem + 2 * DBIG, 4096, warm, p->ep);
 	if (how == REFUSE_DEREG)
 		API_CHECK_OK(rmca_mr_dereg(mr));
 	if (how == REFUSE_REVOKED) {
@@ -667,13 +895,18 @@ static void refuse_client(struct api_peer *p)
 	enum refusal how = (enum refusal)(intptr_t)p->arg;
 	uint8_t *buf = api_alloc(DBIG + 4096);
 	uint64_t key, addr;
-	struct api_region r;
+	struct api_region r, w;
 	rmca_mr_t *mr;
 
 	expect_shm(p);
 	api_get_region(p, 0, &r);
+	api_get_region(p, 0, &w);
 	API_CHECK_OK(
 		rmca_mr_reg(p->ctx, buf, DBIG + 4096, RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(API_POST(p, rmca_get(p->ep, buf + DBIG, 4096, mr, w.addr,
+					  w.rkey, API_CTX(2))));
+	api_wait_status(p, API_CTX(2), RMCA_OK);
+	expect_mapped();
 	if (how == REFUSE_REVOKED) {
 		API_CHECK_OK(API_POST(p, rmca_send_inv(p->ep, buf, 8, mr,
 						       r.rkey, API_CTX(3))));
@@ -700,6 +933,9 @@ static void refuse_client(struct api_peer *p)
 	if (how == REFUSE_WRITEONLY)
 		API_CHECK_MSG(api_pattern_check(buf, DBIG, 4) < 0,
 			      "a refused get wrote into its buffer");
+	if (mapped)
+		API_CHECK_MSG(ncma == 0, "%ld process_vm_writev/readv calls",
+			      ncma);
 	api_token(p, 0, TOKEN_GO);
 	api_expect_token(p, 0, TOKEN_GO);
 }
@@ -715,6 +951,13 @@ static void test_direct_access_is_refused_untouched(void **state)
 		t.arg = (void *)i;
 		api_run(&t);
 	}
+	/* Again with the client holding a mapping of the region's pages. */
+	mapped = true;
+	for (intptr_t i = 0; i < REFUSE_MAX; i++) {
+		t.arg = (void *)i;
+		api_run(&t);
+	}
+	mapped = false;
 }
 
 /* The region, filled with this after the dereg, must stay so. */
@@ -722,7 +965,7 @@ static void test_direct_access_is_refused_untouched(void **state)
 
 static void race_server(struct api_peer *p)
 {
-	uint8_t *mem = api_alloc(4 * DBIG);
+	uint8_t *mem = target_mem(p, 4 * DBIG);
 	rmca_mr_t *mr;
 
 	expect_shm(p);
@@ -765,6 +1008,9 @@ static void race_client(struct api_peer *p)
 			break;
 	}
 	API_CHECK_RC(c.status, RMCA_ERR_REMOTE_ACCESS);
+	if (mapped)
+		API_CHECK_MSG(ncma == 0, "%d puts, %ld process_vm_writev calls",
+			      n, ncma);
 	api_token(p, 0, TOKEN_GO);
 	api_expect_token(p, 0, TOKEN_GO);
 }
@@ -780,6 +1026,14 @@ static void test_dereg_wins_against_racing_puts(void **state)
 		t.arg = (void *)i;
 		api_run(&t);
 	}
+	/* Into the client's mapping: a memcpy per chunk, no system call
+	 * between two checks of the key. */
+	mapped = true;
+	for (intptr_t i = 0; i < 12; i++) {
+		t.arg = (void *)i;
+		api_run(&t);
+	}
+	mapped = false;
 }
 
 /* ---- which transport serves a local peer ---- */
@@ -1066,6 +1320,7 @@ int main(void)
 		cmocka_unit_test(
 			test_garbage_in_the_rings_ends_only_that_connection),
 		cmocka_unit_test(test_big_put_and_get_need_no_target_core),
+		cmocka_unit_test(test_mem_alloc_is_mapped_by_the_initiator),
 		cmocka_unit_test(test_direct_access_is_refused_untouched),
 		cmocka_unit_test(test_dereg_wins_against_racing_puts),
 		cmocka_unit_test(test_rings_carry_everything_without_cma),

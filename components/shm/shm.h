@@ -34,7 +34,7 @@
 #include "shm_pub.h"
 #include "shm_ring.h"
 
-#define SHM_PROTO_VERSION 3u
+#define SHM_PROTO_VERSION 4u
 #define SHM_MAX_OPS	  16384 /* outstanding ops per connection, then AGAIN */
 #define SHM_MAX_PENDING	  64	/* accepted sockets awaiting their connect() */
 
@@ -55,6 +55,19 @@ struct shm_addr_blob {
 };
 
 struct shm_key; /* shm_keys.c */
+
+/* An allocation of the target's that a published key lies in. */
+struct shm_memref {
+	uint64_t id;   /* the memfd's inode; 0: free */
+	unsigned refs; /* published keys in it */
+};
+
+/* A peer's allocation, mapped here (shm_map.c). */
+struct shm_map {
+	uint64_t id; /* 0: none */
+	char *addr;
+	size_t len;
+};
 
 struct shm_keytab {
 	struct shm_key **buckets;
@@ -77,6 +90,7 @@ struct shm_module {
 	struct shm_keypub *pub; /* ... mapped here, the one writer */
 	unsigned nfree;		/* free slots of pub, in free_slots */
 	uint16_t free_slots[SHM_KEY_SLOTS];
+	struct shm_memref mems[SHM_MEM_SLOTS]; /* pub->mem[], this side's */
 	/* Closed connections whose peer was copying under a key when they
 	 * closed: a deregistration still waits for it. */
 	struct rmca_list zombies;
@@ -93,6 +107,7 @@ struct shm_mr {
 	size_t len;
 	unsigned access;
 	uint64_t key; /* regions that are not use-once: one key for all */
+	struct rmca_mem_info mem; /* the allocation it lies in; id 0: none */
 	struct rmca_list once; /* use-once keys, one per connection */
 };
 
@@ -142,6 +157,9 @@ struct shm_conn {
 	bool cma;     /* both sides may attach to each other */
 	uint64_t tag; /* our side's shm_side.tag */
 	const struct shm_keypub *peer_keys; /* mapped read-only, or NULL */
+	struct shm_map *maps; /* the peer's allocations, by pub->mem entry */
+	uint64_t mem_gen;     /* the peer's pub->mem_gen as of the last sweep */
+	bool nomap;	      /* pidfd_getfd refused: CMA only */
 	bool failed;
 	int fail_status;
 	struct shm_seg *seg;
@@ -241,6 +259,14 @@ void rmca_shm_wait_accessors(struct shm_module *m, unsigned slot);
 /* Closed connections whose peer copies under no key any more (or all):
  * freed. */
 void rmca_shm_reap_zombies(struct shm_module *m, bool all);
+
+/* shm_map.c: the peer's allocation of entry mem, mapped here, or NULL
+ * (then CMA). Called with the key announced and its slot checked. */
+char *rmca_shm_map(struct shm_conn *c, unsigned mem, uint64_t id, int fd,
+		   uint64_t len);
+/* Mappings of allocations no key of the peer reaches any more: gone. */
+void rmca_shm_map_sweep(struct shm_conn *c);
+void rmca_shm_map_release(struct shm_conn *c);
 
 /* shm_connect.c */
 int rmca_shm_listen(struct shm_module *m);

@@ -68,6 +68,8 @@ void rmca_shm_conn_fail(struct shm_conn *c, int status)
 	rmca_shm_complete_all(c, status == RMCA_ERR_PROTOCOL
 					 ? RMCA_ERR_PROTOCOL
 					 : RMCA_ERR_CONNECTION);
+	/* Nothing copies into the peer's memory any more. */
+	rmca_shm_map_release(c);
 	/* The hang-up tells the peer at once; answers already in the rings
 	 * stay readable for it. */
 	close_fd(c);
@@ -200,6 +202,7 @@ int rmca_shm_conn_create(struct shm_module *m, int fd,
 
 void rmca_shm_conn_unmap(struct shm_conn *c)
 {
+	rmca_shm_map_release(c);
 	munmap(c->seg, sizeof(*c->seg));
 	if (c->peer_keys)
 		munmap((void *)c->peer_keys, sizeof(*c->peer_keys));
@@ -213,6 +216,7 @@ void rmca_shm_disconnect(struct shm_conn *c)
 
 	rmca_shm_complete_all(c, RMCA_ERR_CANCELED);
 	__atomic_store_n(&c->r.me->closed, 1, __ATOMIC_SEQ_CST);
+	rmca_shm_map_release(c);
 	close_fd(c);
 	rmca_shm_keys_drop_conn(m, c);
 	/* The peer may be copying under one of our keys still: the
@@ -247,6 +251,7 @@ int rmca_shm_progress(struct rmca_module *mod)
 		/* Out of the peer's receives: read its count now, while
 		 * waiting, rather than when the next send is posted. */
 		rmca_shm_credit(c);
+		rmca_shm_map_sweep(c);
 		/* Since the last pass: the fd callback may have read it. */
 		if (c->activity != c->activity_polled) {
 			c->activity_polled = c->activity;

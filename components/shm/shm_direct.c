@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -20,15 +21,25 @@ static uint64_t ld(const uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
+/* What a slot says of the allocation its region lies in (mem 0: none). */
+struct shm_grant {
+	uint64_t mem, id, fd, base, len;
+};
+
 /* The slot still grants [raddr, raddr + len) with need to this
  * connection, as of seq; false if it changed or never did. */
 static bool slot_grants(const struct shm_conn *c, const struct shm_kslot *s,
 			uint64_t seq, uint64_t rkey, uint64_t raddr,
-			uint64_t len, unsigned need)
+			uint64_t len, unsigned need, struct shm_grant *g)
 {
 	uint64_t key = ld(&s->key), base = ld(&s->addr), size = ld(&s->len);
 	uint64_t tag = ld(&s->tag), access = ld(&s->access);
 
+	g->mem = ld(&s->mem);
+	g->id = ld(&s->mem_id);
+	g->fd = ld(&s->mem_fd);
+	g->base = ld(&s->mem_base);
+	g->len = ld(&s->mem_len);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if ((seq & 1) || ld(&s->seq) != seq)
 		return false;
@@ -40,31 +51,42 @@ static bool slot_grants(const struct shm_conn *c, const struct shm_kslot *s,
 	       len <= size - (raddr - base);
 }
 
-int rmca_shm_direct(struct shm_conn *c, bool to_peer, char *local,
-		    uint64_t raddr, uint64_t rkey, size_t len)
-{
-	unsigned slot = shm_key_slot(rkey);
-	unsigned need =
-		to_peer ? RMCA_ACCESS_REMOTE_WRITE : RMCA_ACCESS_REMOTE_READ;
-	const struct shm_kslot *s;
-	uint64_t seq;
-	int st = 0;
+static bool peer_gone(const struct shm_conn *c);
 
-	if (!c->cma || !c->peer_keys || !slot)
-		return SHM_NOT_DIRECT;
-	s = &c->peer_keys->slot[slot];
-	/* Announce, then look (shm_pub.h). */
-	__atomic_store_n(&c->r.me->access, slot, __ATOMIC_SEQ_CST);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&c->r.peer->closed, __ATOMIC_SEQ_CST)) {
-		st = RMCA_ERR_CONNECTION;
-		goto out;
+/* Withdrawn since seq: the rest lands nowhere. */
+static bool withdrawn(const struct shm_kslot *s, uint64_t seq)
+{
+	return __atomic_load_n(&s->seq, __ATOMIC_SEQ_CST) != seq;
+}
+
+/* Through the peer's allocation, mapped here: a memcpy per chunk. */
+static int copy_mapped(const struct shm_conn *c, const struct shm_kslot *s,
+		       uint64_t seq, bool to_peer, char *local, char *remote,
+		       size_t len)
+{
+	while (len) {
+		size_t n = len < SHM_DIRECT_CHUNK ? len : SHM_DIRECT_CHUNK;
+
+		if (to_peer)
+			memcpy(remote, local, n);
+		else
+			memcpy(local, remote, n);
+		local += n;
+		remote += n;
+		len -= n;
+		if (len && withdrawn(s, seq))
+			return RMCA_ERR_REMOTE_ACCESS;
 	}
-	seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-	if (!slot_grants(c, s, seq, rkey, raddr, len, need)) {
-		st = RMCA_ERR_REMOTE_ACCESS;
-		goto out;
-	}
+	/* What process_vm_writev/readv would say: the peer exited. The
+	 * pages outlive it here, in the mapping, but nobody reads them. */
+	return peer_gone(c) ? RMCA_ERR_CONNECTION : 0;
+}
+
+/* Through the kernel (CMA). */
+static int copy_cma(const struct shm_conn *c, const struct shm_kslot *s,
+		    uint64_t seq, bool to_peer, char *local, uint64_t raddr,
+		    size_t len)
+{
 	while (len) {
 		size_t n = len < SHM_DIRECT_CHUNK ? len : SHM_DIRECT_CHUNK;
 		struct iovec l = {.iov_base = local, .iov_len = n};
@@ -77,20 +99,55 @@ int rmca_shm_direct(struct shm_conn *c, bool to_peer, char *local,
 
 		if (got < 0 && errno == EINTR)
 			continue;
-		if (got <= 0) {
-			st = got < 0 && errno == ESRCH ? RMCA_ERR_CONNECTION
-						       : RMCA_ERR_REMOTE_ACCESS;
-			break;
-		}
+		if (got <= 0)
+			return got < 0 && errno == ESRCH
+				       ? RMCA_ERR_CONNECTION
+				       : RMCA_ERR_REMOTE_ACCESS;
 		local += got;
 		raddr += (uint64_t)got;
 		len -= (size_t)got;
-		/* Withdrawn meanwhile: the rest lands nowhere. */
-		if (len && __atomic_load_n(&s->seq, __ATOMIC_SEQ_CST) != seq) {
-			st = RMCA_ERR_REMOTE_ACCESS;
-			break;
-		}
+		if (len && withdrawn(s, seq))
+			return RMCA_ERR_REMOTE_ACCESS;
 	}
+	return 0;
+}
+
+int rmca_shm_direct(struct shm_conn *c, bool to_peer, char *local,
+		    uint64_t raddr, uint64_t rkey, size_t len)
+{
+	unsigned slot = shm_key_slot(rkey);
+	unsigned need =
+		to_peer ? RMCA_ACCESS_REMOTE_WRITE : RMCA_ACCESS_REMOTE_READ;
+	const struct shm_kslot *s;
+	struct shm_grant g;
+	char *map = NULL;
+	uint64_t seq;
+	int st;
+
+	if (!c->cma || !c->peer_keys || !slot)
+		return SHM_NOT_DIRECT;
+	s = &c->peer_keys->slot[slot];
+	/* Announce, then look (shm_pub.h). */
+	__atomic_store_n(&c->r.me->access, slot, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&c->r.peer->closed, __ATOMIC_SEQ_CST)) {
+		st = RMCA_ERR_CONNECTION;
+		goto out;
+	}
+	seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+	if (!slot_grants(c, s, seq, rkey, raddr, len, need, &g)) {
+		st = RMCA_ERR_REMOTE_ACCESS;
+		goto out;
+	}
+	/* The region lies in the peer's allocation, whole: map that. The
+	 * key stays granted while announced, so the memfd named is the
+	 * one there. */
+	if (g.mem && raddr >= g.base && raddr - g.base <= g.len &&
+	    len <= g.len - (raddr - g.base))
+		map = rmca_shm_map(c, (unsigned)g.mem, g.id, (int)g.fd, g.len);
+	st = map ? copy_mapped(c, s, seq, to_peer, local,
+			       map + (raddr - g.base), len)
+		 : copy_cma(c, s, seq, to_peer, local, raddr, len);
 out:
 	__atomic_store_n(&c->r.me->access, 0, __ATOMIC_RELEASE);
 	return st;
@@ -148,7 +205,8 @@ void rmca_shm_reap_zombies(struct shm_module *m, bool all)
 	struct rmca_list *l, *next;
 
 	for (l = m->zombies.next; l != &m->zombies; l = next) {
-		struct shm_conn *c = rmca_list_entry(l, struct shm_conn, link);
+		struct shm_conn *c =
+			rmca_list_entry(l, struct shm_conn, link);
 
 		next = l->next;
 		if (all ||

@@ -29,6 +29,7 @@ struct shm_key {
 	struct shm_key *next;	 /* hash chain */
 	struct rmca_list mr_link; /* use-once: mr->once */
 	unsigned slot;		 /* in the published table, 0: none */
+	unsigned mem;		 /* its allocation's entry there, 0: none */
 };
 
 #define KEYTAB_MIN   64
@@ -93,12 +94,46 @@ static void slot_store(uint64_t *p, uint64_t v)
 	__atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 
+/* The entry of pub->mem[] for allocation id, with one more key in it;
+ * 0 when every entry is taken (the key is then reached by CMA). */
+static unsigned mem_ref(struct shm_module *m, uint64_t id)
+{
+	unsigned i, spare = 0;
+
+	for (i = 1; i < SHM_MEM_SLOTS; i++) {
+		if (m->mems[i].id == id) {
+			m->mems[i].refs++;
+			return i;
+		}
+		if (!m->mems[i].id && !spare)
+			spare = i;
+	}
+	if (spare) {
+		m->mems[spare].id = id;
+		m->mems[spare].refs = 1;
+		__atomic_store_n(&m->pub->mem[spare], id, __ATOMIC_RELEASE);
+	}
+	return spare;
+}
+
+/* The last key in it gone: peers unmap it at their next look. */
+static void mem_unref(struct shm_module *m, unsigned i)
+{
+	if (--m->mems[i].refs)
+		return;
+	m->mems[i].id = 0;
+	__atomic_store_n(&m->pub->mem[i], 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->pub->mem_gen, m->pub->mem_gen + 1,
+			 __ATOMIC_RELEASE);
+}
+
 /* A seqlock write: readers that overlap it see seq odd or changed. */
 static void publish(struct shm_module *m, const struct shm_key *e,
 		    const struct shm_mr *mr, uint64_t tag)
 {
 	struct shm_kslot *s = &m->pub->slot[e->slot];
 	uint64_t seq = s->seq;
+	bool mem = e->mem != 0;
 
 	slot_store(&s->seq, seq + 1);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
@@ -106,6 +141,11 @@ static void publish(struct shm_module *m, const struct shm_key *e,
 	slot_store(&s->len, mr->len);
 	slot_store(&s->tag, tag);
 	slot_store(&s->access, mr->access);
+	slot_store(&s->mem, e->mem);
+	slot_store(&s->mem_id, mem ? mr->mem.id : 0);
+	slot_store(&s->mem_fd, mem ? (uint64_t)mr->mem.fd : 0);
+	slot_store(&s->mem_base, mem ? (uint64_t)(uintptr_t)mr->mem.base : 0);
+	slot_store(&s->mem_len, mem ? mr->mem.len : 0);
 	slot_store(&s->key, e->key);
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
 }
@@ -227,6 +267,7 @@ static struct shm_key *add(struct shm_module *m, struct shm_mr *mr,
 	e->slot = ps;
 	if (ps) {
 		m->nfree--;
+		e->mem = mr->mem.id ? mem_ref(m, mr->mem.id) : 0;
 		publish(m, e, mr, conn ? conn->tag : 0);
 	}
 	rmca_list_init(&e->mr_link);
@@ -245,6 +286,9 @@ static void del(struct shm_module *m, struct shm_key *e)
 
 	if (e->slot)
 		unpublish(m, e->slot);
+	/* After: no peer copies under the key, so none uses the mapping. */
+	if (e->mem)
+		mem_unref(m, e->mem);
 	for (pp = &t->buckets[slot(t, e->key)]; *pp; pp = &(*pp)->next) {
 		if (*pp == e) {
 			*pp = e->next;
@@ -270,6 +314,9 @@ int rmca_shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 	mr->addr = addr;
 	mr->len = len;
 	mr->access = access;
+	/* In an allocation of rmca_mem_alloc: peers may map it. */
+	if (mod->core->ops->mem_find(mod->core, addr, len, &mr->mem))
+		mr->mem.id = 0;
 	rmca_list_init(&mr->once);
 	if (!(access & RMCA_MR_USE_ONCE)) {
 		e = add(m, mr, NULL);

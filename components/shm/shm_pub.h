@@ -22,6 +22,16 @@
  * bytes, so a deregistration waits for one chunk at most. When
  * rmca_mr_dereg returns no peer is inside the region, and none can enter.
  *
+ * A region that lies in an allocation of rmca_mem_alloc (a memfd) names it
+ * in its slot: the memfd's number in the target, its inode, where it is
+ * mapped there and its size. The initiator fetches that descriptor with
+ * pidfd_getfd (the same ptrace permission as CMA), checks it is the memfd
+ * named (inode, seals, size), maps it once per connection and copies with
+ * memcpy, under the same announce-check-copy-recheck protocol. mem[] lists
+ * the allocations some published key lies in; the target clears an entry
+ * when the last such key goes and bumps mem_gen, so that initiators unmap
+ * what no key reaches any more.
+ *
  * This guards against a peer's mistakes, not against a hostile peer: a
  * process that may attach to another (same user, ptrace allowed) can write
  * its memory with or without rmca. Peers that cannot attach use the rings,
@@ -37,6 +47,7 @@
 #define SHM_SLOT_MASK	 ((uint64_t)SHM_KEY_SLOTS - 1)
 #define SHM_PUB_MAGIC	 0x59454b52u /* "RKEY" */
 #define SHM_DIRECT_CHUNK (1u << 20)
+#define SHM_MEM_SLOTS	 256u /* allocations published at once; 0 unused */
 
 struct shm_kslot {
 	uint64_t seq; /* odd while the target rewrites the slot */
@@ -45,13 +56,21 @@ struct shm_kslot {
 	uint64_t len;
 	uint64_t tag;	 /* use-once: the connection's tag (shm_side.tag) */
 	uint64_t access; /* RMCA_ACCESS_REMOTE_* */
-	uint64_t pad[2];
+	/* The allocation the region lies in; mem 0: none (CMA). */
+	uint64_t mem;	   /* its entry in shm_keypub.mem */
+	uint64_t mem_id;   /* the memfd's inode */
+	uint64_t mem_fd;   /* its descriptor in the target */
+	uint64_t mem_base; /* its address in the target */
+	uint64_t mem_len;
+	uint64_t pad[5];
 };
 
 struct shm_keypub {
 	uint32_t magic;
 	uint32_t version;
-	uint8_t pad[56];
+	uint64_t mem_gen; /* bumped when an entry of mem[] is cleared */
+	uint8_t pad[48];
+	uint64_t mem[SHM_MEM_SLOTS]; /* memfd inodes; 0: free */
 	struct shm_kslot slot[SHM_KEY_SLOTS];
 };
 
