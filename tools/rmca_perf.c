@@ -99,6 +99,7 @@ enum format { FMT_TABLE, FMT_PARSABLE, FMT_CSV, FMT_JSON };
 
 struct opts {
 	bool server, raw, spin;
+	bool alloc; /* buffers from rmca_mem_alloc */
 	enum format fmt;
 	const char *listen_at, *peer, *tests, *sizes;
 	long iters, window, warmup; /* warmup < 0: a tenth of iters */
@@ -505,10 +506,31 @@ static void *xalloc(size_t len)
 	return p;
 }
 
+/* A data buffer: from rmca_mem_alloc with --alloc (ucx_perftest allocates
+ * its buffers through UCX too), else xalloc. Freed by bufs_free. */
+static void *buf_alloc(rmca_context_t *ctx, bool alloc, size_t len)
+{
+	void *p;
+
+	if (!alloc)
+		return xalloc(len);
+	CHECK(rmca_mem_alloc(ctx, len ? len : 8, &p),
+	      "allocating %zu bytes with rmca_mem_alloc", len);
+	return p;
+}
+
+/* Buffers of buf_alloc: rmca_finalize already freed those of --alloc. */
+static void buf_free(bool alloc, void *p)
+{
+	if (!alloc)
+		free(p);
+}
+
 /* ---- rmca server ---- */
 
 struct server_bufs {
 	size_t max;
+	bool alloc;
 	char *rma, *sbuf, *rbuf;
 	uint64_t *word;
 	rmca_mr_t *rma_mr, *smr, *rmr, *word_mr;
@@ -520,9 +542,9 @@ static void setup_buffers(struct bench *b, struct server_bufs *s, size_t max,
 	unsigned rw = RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE;
 
 	s->max = max;
-	s->rma = xalloc(max);
-	s->sbuf = xalloc(max);
-	s->rbuf = xalloc(max);
+	s->rma = buf_alloc(b->ctx, s->alloc, max);
+	s->sbuf = buf_alloc(b->ctx, s->alloc, max);
+	s->rbuf = buf_alloc(b->ctx, s->alloc, max);
 	s->word = xalloc(64);
 	CHECK(rmca_mr_reg(b->ctx, s->rma, max, rw, &s->rma_mr),
 	      "registering %zu bytes for the client's puts and gets", max);
@@ -612,7 +634,7 @@ static void serve_send_bw(struct bench *b, struct server_bufs *s,
 static int serve(const struct opts *o)
 {
 	struct bench b = {.spin = o->spin};
-	struct server_bufs s = {0};
+	struct server_bufs s = {.alloc = o->alloc};
 	rmca_listener_t *l;
 	struct ctrl t;
 	struct region reg = {0};
@@ -675,9 +697,9 @@ static int serve(const struct opts *o)
 	rmca_listener_close(l);
 	/* The regions go with the context; their memory only after it. */
 	rmca_finalize(b.ctx);
-	free(s.rma);
-	free(s.sbuf);
-	free(s.rbuf);
+	buf_free(s.alloc, s.rma);
+	buf_free(s.alloc, s.sbuf);
+	buf_free(s.alloc, s.rbuf);
 	free(s.word);
 	return 0;
 }
@@ -1164,8 +1186,11 @@ static int client(const struct opts *o)
 		max = lat_sizes[i] > max ? lat_sizes[i] : max;
 	for (int i = 0; i < nbw; i++)
 		max = bw_sizes[i] > max ? bw_sizes[i] : max;
-	c.src = xalloc(max);
-	c.dst = xalloc(max);
+	/* With --alloc, once the context is there. */
+	if (!o->alloc || o->raw) {
+		c.src = xalloc(max);
+		c.dst = xalloc(max);
+	}
 	c.lat = calloc((size_t)maxiters, sizeof(*c.lat));
 	b->res = xalloc((size_t)o->window * sizeof(*b->res));
 	b->free_slots = calloc((size_t)o->window, sizeof(*b->free_slots));
@@ -1173,7 +1198,8 @@ static int client(const struct opts *o)
 		die(ENOMEM, "allocating the result arrays");
 	for (long i = 0; i < o->window; i++)
 		b->free_slots[b->nfree++] = i;
-	memset(c.src, 0x5a, max);
+	if (c.src)
+		memset(c.src, 0x5a, max);
 
 	if (o->raw) {
 		struct addrinfo *ai;
@@ -1195,6 +1221,11 @@ static int client(const struct opts *o)
 		long r0;
 
 		CHECK(rmca_init(&b->ctx), "rmca could not start");
+		if (o->alloc) {
+			c.src = buf_alloc(b->ctx, true, max);
+			c.dst = buf_alloc(b->ctx, true, max);
+			memset(c.src, 0x5a, max);
+		}
 		CHECK(rmca_connect(b->ctx, o->peer, 10000, &b->ep),
 		      "connecting to %s", o->peer);
 		show_ep(o, b->ep);
@@ -1291,8 +1322,8 @@ static int client(const struct opts *o)
 		rmca_ep_close(b->ep);
 		rmca_finalize(b->ctx);
 	}
-	free(c.src);
-	free(c.dst);
+	buf_free(o->alloc && !o->raw, c.src);
+	buf_free(o->alloc && !o->raw, c.dst);
 	free(c.lat);
 	free(b->res);
 	free(b->free_slots);
@@ -1301,9 +1332,11 @@ static int client(const struct opts *o)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: rmca_perf -s [-l HOST:PORT] [--raw] [--spin]\n"
+	fprintf(f, "Usage: rmca_perf -s [-l HOST:PORT] [--raw] [--spin] "
+		   "[--alloc]\n"
 		   "       rmca_perf [-t TESTS] [-n N] [-w N] [-W N] [-S "
 		   "SIZES] [--raw] [--spin]\n"
+		   "                 [--alloc]\n"
 		   "                 [--parsable | --csv | --json] HOST:PORT\n"
 		   "       rmca_perf -h | --help | -V | --version\n"
 		   "Latency, bandwidth and message rate of rmca operations "
@@ -1334,6 +1367,10 @@ static void usage(FILE *f)
 		   "(send_lat, send_bw)\n"
 		   "      --spin          busy-poll instead of sleeping in "
 		   "poll()\n"
+		   "      --alloc         data buffers from rmca_mem_alloc "
+		   "(memory a same-host\n"
+		   "                      peer maps), as ucx_perftest "
+		   "allocates its through UCX\n"
 		   "      --parsable      one line per value: "
 		   "test,size,iters,value,unit\n"
 		   "      --csv           one line per result, every column, "
@@ -1378,6 +1415,7 @@ static int check_tests(const char *list)
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
+		{"alloc", no_argument, NULL, 'A'},
 		{"help", no_argument, NULL, 'h'},
 		{"iterations", required_argument, NULL, 'n'},
 		{"listen", required_argument, NULL, 'l'},
@@ -1436,6 +1474,9 @@ int main(int argc, char **argv)
 			break;
 		case 'R':
 			o.raw = true;
+			break;
+		case 'A':
+			o.alloc = true;
 			break;
 		case 'P':
 			o.spin = true;

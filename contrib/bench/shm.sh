@@ -15,7 +15,10 @@
 #   --out DIR    keep the raw outputs there
 #
 # Measures, each R times, alternating: rmca_perf --spin send_lat 8 B and
-# put_bw 1 MiB over shm (RMCA_transports=shm) and over tcp; ucx_perftest
+# put_bw 1 MiB over shm (RMCA_transports=shm) and over tcp, and put_bw
+# 1 MiB over shm with both sides' buffers from rmca_mem_alloc (--alloc:
+# the client maps the server's memory, as UCX maps ucx_perftest's, which
+# allocates its buffers through UCX); ucx_perftest
 # tag_lat 8 B and ucp_put_bw 1 MiB with UCX_TLS=sm; memcpy and
 # process_vm_writev of 1 MiB (shm_copy.c). Then what does not drift with
 # the load: the system calls of an 8 B spinning ping-pong, both processes,
@@ -36,7 +39,7 @@ while [ $# -gt 0 ]; do
 	--reps) reps=$2; shift ;;
 	--cpus) cpus=$2; shift ;;
 	--out) out=$2; shift ;;
-	-h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "shm.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -57,11 +60,13 @@ if [ "$cpus" != none ] && command -v taskset >/dev/null; then
 	srv=(taskset -c "${cpus%,*}") cli=(taskset -c "${cpus#*,}")
 fi
 
-# rmca_perf server and client; the client's options. csv on stdout.
+# rmca_perf server and client; the client's options (--alloc: the
+# server's too). csv on stdout.
 rmca() {
-	local log=$out/server.log port= spid
+	local log=$out/server.log port= spid alloc=
 	: >"$log" # there before the server writes it: sed reads it at once
-	"${srv[@]}" "$perf" -s -l 127.0.0.1:0 --spin >"$log" 2>&1 &
+	[ "$1" = --alloc ] && alloc=--alloc
+	"${srv[@]}" "$perf" -s -l 127.0.0.1:0 --spin $alloc >"$log" 2>&1 &
 	spid=$!
 	for _ in $(seq 200); do
 		port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log" 2>/dev/null)
@@ -96,6 +101,8 @@ for r in $(seq "$reps"); do
 	{
 		rmca -t send_lat -S 8 -n "$n" | grep us_median
 		rmca -t put_bw -S 1m -n 256 | grep MB/s
+		rmca --alloc -t put_bw -S 1m -n 256 |
+			sed -n 's/^put_bw,\(.*MB\/s\)$/alloc_put_bw,\1/p'
 		RMCA_transports=tcp rmca -t send_lat -S 8 -n "$n" |
 			sed -n 's/^send_lat,\(.*us_median\)$/tcp_send_lat,\1/p'
 		RMCA_transports=tcp rmca -t put_bw -S 1m -n 64 |
