@@ -19,8 +19,10 @@
  * Nor does a pass ask epoll_wait() which fd is ready when the answer is
  * likely the fd found ready last (a connection in a request/response
  * exchange): if that fd's owner allows it (RMCA_FD_EAGER), its callback
- * reads it first, and when that produced a completion the pass is done
- * with the fds, as a plain socket's recv() would have been. Whatever else
+ * reads it first, and when that produced a completion, or served a peer's
+ * request (which completes nothing here: the module's progress op says so
+ * with RMCA_PROGRESS_SERVED), the pass is done with the fds, as a plain
+ * socket's recv() would have been. Whatever else
  * is ready stays so for the next look, which comes at once when the eager
  * read finds nothing, and after at most EAGER_MAX eager passes in a row.
  */
@@ -241,9 +243,32 @@ static bool eps_polled(struct rmca_context *ctx)
 	return !rmca_list_empty(&ctx->eps);
 }
 
-/* Read the fd found ready last, if that may be enough for this pass:
- * true when it produced a completion. */
-static bool eager_read(struct rmca_context *ctx)
+/* Every module's progress op; true when one says RMCA_PROGRESS_SERVED. */
+static bool mods_progress(struct rmca_context *ctx)
+{
+	bool served = false;
+
+	for (size_t i = 0; i < ctx->nmods; i++) {
+		const struct rmca_module *m = ctx->mods[i].m;
+		int r;
+
+		if (!m->ops->progress)
+			continue;
+		r = m->ops->progress(ctx->mods[i].m);
+		if ((r & RMCA_PROGRESS_POLLED) && ctx->mods[i].index < 32)
+			ctx->cq->polled |= 1u << ctx->mods[i].index;
+		served |= r > 0 && (r & RMCA_PROGRESS_SERVED);
+	}
+	return served;
+}
+
+/*
+ * Read the fd found ready last, if that may be enough for this pass:
+ * true when it produced a completion, or its module says it served a
+ * request (which completes nothing here; *progressed: the progress ops
+ * were asked that, and ran for this pass).
+ */
+static bool eager_read(struct rmca_context *ctx, bool *progressed)
 {
 	struct rmca_cq *cq = ctx->cq;
 	int fd = cq->hot_fd;
@@ -252,8 +277,11 @@ static bool eager_read(struct rmca_context *ctx)
 	if (fd < 0 || cq->eager_run >= EAGER_MAX)
 		return false;
 	ctx->fds[fd].cb(ctx->fds[fd].arg, EPOLLIN);
-	if (cq->pushed == before)
-		return false;
+	if (cq->pushed == before) {
+		*progressed = true;
+		if (!mods_progress(ctx))
+			return false;
+	}
 	cq->eager_run++;
 	return true;
 }
@@ -269,6 +297,7 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 	 * poll still reads what arrives. */
 	bool fresh_post = !timeout_ms && cq->posted && cq->looked;
 	bool look = true;
+	bool progressed = false;
 	int n = 0;
 
 	if (cq->eps_polled && !timeout_ms) {
@@ -284,7 +313,7 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 	core_work(ctx);
 	if (!fresh_post && look) {
 		cq->looked = true;
-		if (timeout_ms || !eager_read(ctx)) {
+		if (timeout_ms || !eager_read(ctx, &progressed)) {
 			cq->eager_run = 0;
 			n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
 			if (cq->polled) {
@@ -305,12 +334,9 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 			cq->hot_fd = fd;
 		ctx->fds[fd].cb(ctx->fds[fd].arg, ev[i].events);
 	}
-	for (size_t i = 0; i < ctx->nmods; i++)
-		if (ctx->mods[i].m->ops->progress &&
-		    (ctx->mods[i].m->ops->progress(ctx->mods[i].m) &
-		     RMCA_PROGRESS_POLLED) &&
-		    ctx->mods[i].index < 32)
-			cq->polled |= 1u << ctx->mods[i].index;
+	/* Once more only if a callback ran since */
+	if (!progressed || n > 0)
+		mods_progress(ctx);
 	core_work(ctx);
 	if (!rmca_list_empty(&ctx->listeners))
 		rmca_listeners_progress(ctx);

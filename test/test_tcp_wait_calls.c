@@ -323,12 +323,95 @@ static void first_poll_after_a_post_does_not_look(void **state)
 	api_run(&t);
 }
 
+/*
+ * A target that sleeps on the wait fd serves each put and fetch-add with
+ * the eager read alone: the request makes no completion there, but the
+ * module says its fd callback found work (RMCA_PROGRESS_SERVED), so the
+ * poll does not go on to an epoll_wait() that would find nothing.
+ */
+#define SERVE_ROUNDS 64
+#define SERVE_WARM   4
+
+static void serving_target(struct api_peer *p)
+{
+	volatile uint64_t *tgt = api_alloc(64);
+	struct pollfd pf = {.fd = rmca_wait_fd(p->ctx), .events = POLLIN};
+	long end = api_now_ms() + API_TIMEOUT_MS;
+	long waits = -1, reads_at = 0, served = 0;
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(
+		p->ctx, (void *)tgt, 64,
+		RMCA_ACCESS_REMOTE_WRITE | RMCA_ACCESS_REMOTE_ATOMIC, &mr));
+	api_put_u64(p, 0, (uintptr_t)tgt);
+	api_put_u64(p, 0, rmca_mr_rkey(mr, p->ep));
+	/* tgt[0]: the puts (each writes its count), tgt[1]: the fetch-adds */
+	while (tgt[1] < SERVE_ROUNDS / 2) {
+		API_CHECK_MSG(api_now_ms() < end, "the requests stopped");
+		if (waits < 0 && tgt[1] >= SERVE_WARM) {
+			waits = epoll_waits;
+			reads_at = reads;
+			served = (long)tgt[0] + (long)tgt[1];
+		}
+		API_CHECK_MSG(poll(&pf, 1, API_TIMEOUT_MS) == 1,
+			      "the wait fd stayed silent");
+		API_CHECK(api_progress(p) == 0);
+	}
+	served = (long)tgt[0] + (long)tgt[1] - served;
+	API_CHECK_MSG(epoll_waits == waits,
+		      "%ld requests served, %ld epoll_wait() and %ld reads",
+		      served, epoll_waits - waits, reads - reads_at);
+	api_expect_token(p, 0, TOKEN_DONE);
+}
+
+static void requesting_initiator(struct api_peer *p)
+{
+	uint64_t *src = api_alloc(16);
+	uint64_t addr = api_get_u64(p, 0), key = api_get_u64(p, 0);
+	struct rmca_atomic op = {.kind = RMCA_ATOMIC_FADD,
+				 .raddr = addr + 8,
+				 .rkey = key,
+				 .operand = 1};
+	rmca_mr_t *ms;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, src, 16, RMCA_ACCESS_LOCAL, &ms));
+	for (uint64_t i = 0; i < SERVE_ROUNDS; i++) {
+		if (i % 2 == 0) {
+			src[0] = i / 2 + 1;
+			API_CHECK_OK(
+				API_POST(p, rmca_put(p->ep, src, 8, ms, addr,
+						     key, 0, API_CTX(1))));
+			api_wait_status(p, API_CTX(1), RMCA_OK);
+		} else {
+			API_CHECK_OK(
+				API_POST(p, rmca_atomic(p->ep, &op, src + 1, ms,
+							API_CTX(2))));
+			api_wait_status(p, API_CTX(2), RMCA_OK);
+			API_CHECK(src[1] == i / 2);
+		}
+	}
+	api_token(p, 0, TOKEN_DONE);
+}
+
+static void a_sleeping_target_serves_requests_without_epoll(void **state)
+{
+	const struct api_test t = {.server = serving_target,
+				   .client = requesting_initiator};
+
+	(void)state;
+	setenv("RMCA_transports", "tcp", 1);
+	unsetenv("RMCA_tcp_caps");
+	api_run(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(first_poll_after_a_post_does_not_look),
 		cmocka_unit_test(answered_messages_cost_no_epoll_calls),
 		cmocka_unit_test(answered_messages_of_every_size_arrive_whole),
+		cmocka_unit_test(
+			a_sleeping_target_serves_requests_without_epoll),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -72,6 +72,7 @@ struct tcp_module {
 	/* Connections with frames held back for the next progress pass, or
 	 * with buffered input to go on with (struct tcp_conn, dirty_link). */
 	struct rmca_list dirty;
+	bool served; /* input read since the last progress op */
 	/* Frames and ops kept for reuse (at most TCP_SPARE_MAX of each), so
 	 * that a message costs no allocation. */
 	struct rmca_list spare_outs, spare_ops;

@@ -129,10 +129,14 @@ static void conn_cb(void *arg, uint32_t events)
 	conn_serve(c, events & (EPOLLIN | EPOLLERR | EPOLLHUP));
 }
 
+/* Says RMCA_PROGRESS_SERVED after input was read: on the target of a put or
+ * an atomic, the request an eager read served makes no completion, and the
+ * core would otherwise go on to an epoll_wait() that finds nothing. */
 int rmca_tcp_progress(struct rmca_module *mod)
 {
 	struct tcp_module *m = rmca_container_of(mod, struct tcp_module, base);
 	struct tcp_conn *c;
+	int r;
 	/* Each once: serving may queue a connection again, for the next
 	 * pass. */
 	struct rmca_list todo;
@@ -150,7 +154,11 @@ int rmca_tcp_progress(struct rmca_module *mod)
 		if (c->fd >= 0)
 			conn_serve(c, false);
 	}
-	return rmca_tcp_pending_expire(mod);
+	r = rmca_tcp_pending_expire(mod);
+	if (!m->served)
+		return r;
+	m->served = false;
+	return r | RMCA_PROGRESS_SERVED;
 }
 
 int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,

@@ -447,5 +447,6 @@ void rmca_tcp_rx(struct tcp_conn *c)
 			return;
 		if (rx_fill(c, &drained) <= 0)
 			return;
+		c->mod->served = true;
 	}
 }

@@ -260,6 +260,7 @@ struct rmca_conn_args {
 
 /* OR-ed into the progress op's result, see there. */
 #define RMCA_PROGRESS_POLLED (1 << 30)
+#define RMCA_PROGRESS_SERVED (1 << 29)
 
 /* What a module is asked about one module of a peer (reach). */
 struct rmca_reach_args {
@@ -329,7 +330,10 @@ struct rmca_module_ops {
 	 * >= 0; a module whose data moves without its fds (shm polls shared
 	 * memory) ORs in RMCA_PROGRESS_POLLED when it found work, so that
 	 * while every endpoint is on such modules a spinning rmca_poll looks
-	 * at the fds once a millisecond only. */
+	 * at the fds once a millisecond only. It ORs in RMCA_PROGRESS_SERVED
+	 * when its fd callbacks read input since its last call (a peer's
+	 * request served makes no completion here): after an eager read
+	 * (RMCA_FD_EAGER) that did, the core does not go on to epoll_wait. */
 	int (*progress)(struct rmca_module *m);
 	int (*put)(struct rmca_conn *c, const void *buf, size_t len,
 		   struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
