@@ -149,6 +149,7 @@ static int core_fd_add(const struct rmca_core *core, int fd, uint32_t events,
 	ctx->fds[fd].cb = cb;
 	ctx->fds[fd].arg = arg;
 	ctx->fds[fd].eager = events & RMCA_FD_EAGER;
+	ctx->neager += ctx->fds[fd].eager;
 	return 0;
 }
 
@@ -167,8 +168,10 @@ static void core_fd_del(const struct rmca_core *core, int fd)
 	struct rmca_context *ctx = rmca_core_ctx(core);
 
 	epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, fd, NULL);
-	if (fd >= 0 && (size_t)fd < ctx->nfds)
+	if (fd >= 0 && (size_t)fd < ctx->nfds) {
+		ctx->neager -= ctx->fds[fd].eager;
 		ctx->fds[fd] = (struct rmca_fd_slot){ 0 };
+	}
 	rmca_progress_fd_gone(ctx, fd);
 }
 

@@ -65,6 +65,7 @@ struct rmca_context {
 	int epfd;
 	struct rmca_fd_slot *fds; /* indexed by fd */
 	size_t nfds;
+	unsigned neager; /* fds added with RMCA_FD_EAGER */
 
 	/* framework parameters */
 	const char *transports;

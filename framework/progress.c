@@ -44,6 +44,9 @@
 /* Passes in a row that may read the last ready fd instead of looking at
  * all of them: the other fds wait at most this many passes. */
 #define EAGER_MAX 256
+/* Eager reads that found nothing and stood for the look at the fds, at
+ * most this many between two epoll_wait() calls (see idle_skip). */
+#define EAGER_IDLE_MAX 8
 
 struct rmca_cq {
 	struct rmca_req *head, *tail;
@@ -59,6 +62,7 @@ struct rmca_cq {
 	unsigned long pushed; /* completions queued, ever */
 	int hot_fd;	      /* eager fd found ready last, or -1 */
 	unsigned eager_run;   /* passes in a row done by reading hot_fd */
+	unsigned idle_run;    /* of those, passes that found nothing */
 	/* Spinning without system calls (rmca_progress). */
 	uint32_t polled;      /* modules that said RMCA_PROGRESS_POLLED */
 	bool eps_polled;      /* every endpoint is on such a module */
@@ -286,6 +290,25 @@ static bool eager_read(struct rmca_context *ctx, bool *progressed)
 	return true;
 }
 
+/*
+ * An eager read that found nothing may stand for the look at the fds when
+ * hot_fd is the context's only eager fd (one connection): what else is
+ * there (listeners, the core's own fds) can wait EAGER_IDLE_MAX passes, and
+ * a caller spinning on its one connection then spends one system call per
+ * idle pass, as on a plain socket, instead of two. With more connections
+ * another one may be the one that is ready: the pass looks at once.
+ */
+static bool idle_skip(struct rmca_context *ctx)
+{
+	struct rmca_cq *cq = ctx->cq;
+
+	if (ctx->neager != 1 || cq->idle_run >= EAGER_IDLE_MAX)
+		return false;
+	cq->idle_run++;
+	cq->eager_run++;
+	return true;
+}
+
 /* One pass of the event loop: the core's work, fds ready within
  * timeout_ms, every module's progress op, the core's work again. */
 int rmca_progress(struct rmca_context *ctx, int timeout_ms)
@@ -313,8 +336,10 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 	core_work(ctx);
 	if (!fresh_post && look) {
 		cq->looked = true;
-		if (timeout_ms || !eager_read(ctx, &progressed)) {
+		if ((timeout_ms || !eager_read(ctx, &progressed)) &&
+		    !(progressed && idle_skip(ctx))) {
 			cq->eager_run = 0;
+			cq->idle_run = 0;
 			n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
 			if (cq->polled) {
 				cq->last_epoll = now ? now : rmca_now_ns();
