@@ -18,6 +18,13 @@
  * and the server ends the vanished peer's handshake without waiting for
  * its deadline. The server then finalizes with the silent handshake still
  * pending, which releases it.
+ *
+ * A peer whose connection was made (its verbs hello placed, so that its
+ * own rmca_connect has returned) and that left before the listener looked
+ * is still accepted: rmca_accept hands out the endpoint, failed, as over
+ * tcp and shm. The module reported a connect that failed ("could not
+ * connect: connection lost") and the listener accepted nothing, while the
+ * peer had its endpoint (test_api_wait_fd's ep_close case, once on siw0).
  */
 #include "config.h"
 
@@ -51,6 +58,10 @@
 #define ROUNDS	       20
 #define SILENT_TOKEN   0x51e47000000001ull
 #define GONE_TOKEN     0x90e00000000002ull
+#define LEFT_TOKEN     0x1ef700000000003ull
+#define TOKEN_EST      0xe57
+#define TOKEN_STOPPED  0x5709
+#define TOKEN_LEFT     0x1ef7
 #define ATOMIC_CPU     2 /* RMCA_atomic_mode=cpu, set for every side below */
 #define C_EST	       0
 #define C_SILENT       1
@@ -564,6 +575,145 @@ static void test_parked_requests_expire(void **state)
 	unsetenv("RMCA_atomic_mode");
 }
 
+/* ---- a peer made and gone before the listener looked ---- */
+
+#ifdef HAVE_VERBS
+/* ESTABLISHED, with the passive side's private data in *pd. */
+static void cm_established(struct rdma_event_channel *ec, struct vpdata *pd)
+{
+	struct pollfd pfd = {.fd = ec->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+	enum rdma_cm_event_type got;
+	bool have;
+
+	API_CHECK_MSG(poll(&pfd, 1, API_TIMEOUT_MS) == 1,
+		      "no rdma_cm event (waiting for ESTABLISHED)");
+	API_CHECK(!rdma_get_cm_event(ec, &ev));
+	got = ev->event;
+	have = ev->param.conn.private_data &&
+	       ev->param.conn.private_data_len >= sizeof(*pd);
+	if (have)
+		memcpy(pd, ev->param.conn.private_data, sizeof(*pd));
+	rdma_ack_cm_event(ev);
+	API_CHECK_MSG(got == RDMA_CM_EVENT_ESTABLISHED,
+		      "rdma_cm said %s, expected ESTABLISHED", ev_name(got));
+	API_CHECK_MSG(have, "no private data with ESTABLISHED");
+}
+
+/* The verbs hello, and a READ of the peer's control word behind it: RDMAP
+ * and IB answer a READ only once the messages before it were placed. */
+static void hello_placed(struct rdma_cm_id *id, const struct vpdata *pd)
+{
+	static uint64_t words[2];
+	struct ibv_mr *mr =
+		ibv_reg_mr(id->qp->pd, words, sizeof(words),
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_sge hello = {.addr = (uintptr_t)&words[0], .length = 8},
+		       rd = {.addr = (uintptr_t)&words[1], .length = 8};
+	struct ibv_send_wr w[2] = {
+		{.wr_id = 1,
+		 .sg_list = &hello,
+		 .num_sge = 1,
+		 .opcode = IBV_WR_SEND,
+		 .next = &w[1]},
+		{.wr_id = 2,
+		 .sg_list = &rd,
+		 .num_sge = 1,
+		 .opcode = IBV_WR_RDMA_READ,
+		 .send_flags = IBV_SEND_SIGNALED,
+		 .wr.rdma = {.remote_addr = le64toh(pd->ctl_addr),
+			     .rkey = le32toh(pd->ctl_rkey)}}};
+	struct ibv_send_wr *bad;
+	long end = api_now_ms() + API_TIMEOUT_MS;
+	struct ibv_wc wc;
+	int n;
+
+	API_CHECK(mr);
+	hello.lkey = rd.lkey = mr->lkey;
+	words[0] = LEFT_TOKEN;
+	API_CHECK_MSG(!ibv_post_send(id->qp, w, &bad), "post: %s",
+		      strerror(errno));
+	while (!(n = ibv_poll_cq(id->qp->send_cq, 1, &wc)))
+		API_CHECK_MSG(api_now_ms() < end, "the READ never came back");
+	API_CHECK(n == 1 && wc.wr_id == 2);
+	API_CHECK_MSG(wc.status == IBV_WC_SUCCESS, "READ: %s",
+		      ibv_wc_status_str(wc.status));
+	ibv_dereg_mr(mr);
+}
+#endif
+
+/* Made (hello placed), then gone, while the server makes no call. */
+static void client_made_and_gone(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+#ifdef HAVE_VERBS
+	struct rdma_event_channel *ec;
+	struct rdma_cm_id *id;
+	struct rmca_hello answer;
+	struct vpdata pd;
+	int fd;
+
+	fd = atk_connect(api_host(), port);
+	verbs_hello(fd, LEFT_TOKEN, &answer);
+	id = cm_request(&answer, LEFT_TOKEN, &ec);
+	cm_established(ec, &pd);
+	api_token(p, 0, TOKEN_EST);
+	api_expect_token(p, 0, TOKEN_STOPPED);
+	hello_placed(id, &pd);
+	API_CHECK(!rdma_disconnect(id));
+	/* On iwarp ours ends once the server's side has closed, its event
+	 * queued; ib's waits for the server's answer, which it gives only
+	 * when it looks (its event comes with the request, at once). */
+	if (!strcmp(transport(), "iwarp"))
+		cm_expect(ec, RDMA_CM_EVENT_DISCONNECTED);
+	cm_close(id, ec);
+	api_token(p, 0, TOKEN_LEFT);
+	api_expect_token(p, 0, TOKEN_DONE);
+	close(fd);
+#else
+	api_token(p, 0, TOKEN_DONE);
+#endif
+}
+
+static void made_server(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(64);
+	rmca_ep_t *ep = NULL;
+	rmca_mr_t *mr;
+	uint64_t v;
+
+	API_CHECK_OK(rmca_init(&p->ctx));
+	if (!have_module(p->ctx))
+		api_skip(p, "no module of this transport (no device here)");
+	api_server_listen(p, api_host());
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
+	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
+	/* progresses meanwhile: the hello answered, the request accepted */
+	api_expect_token(p, 0, TOKEN_EST);
+	/* From here no call on the context until the peer has gone: the
+	 * next pass finds its hello and its disconnect together. */
+	api_token(p, 0, TOKEN_STOPPED);
+	API_CHECK(read(p->link[0].rd, &v, sizeof(v)) == sizeof(v) &&
+		  v == TOKEN_LEFT);
+	API_CHECK_OK(rmca_accept(p->l, API_TIMEOUT_MS, &ep));
+	API_CHECK_OK(rmca_recv(ep, buf, 64, mr, API_CTX(1)));
+	api_wait_status(p, API_CTX(1), RMCA_ERR_CONNECTION);
+	rmca_ep_close(ep);
+	api_token(p, 0, TOKEN_DONE);
+}
+
+static void test_peer_made_and_gone_is_accepted(void **state)
+{
+	const struct api_test t = {.server = made_server,
+				   .client = client_made_and_gone,
+				   .manual = true};
+
+	(void)state;
+	setenv("RMCA_atomic_mode", "cpu", 1);
+	api_run(&t);
+	unsetenv("RMCA_atomic_mode");
+}
+
 static void client_late(struct api_peer *p)
 {
 	int port = api_client_read_port(p);
@@ -619,6 +769,7 @@ int main(void)
 		cmocka_unit_test(test_silent_and_vanished_peers_do_not_block),
 		cmocka_unit_test(test_parked_requests_are_bounded),
 		cmocka_unit_test(test_parked_requests_expire),
+		cmocka_unit_test(test_peer_made_and_gone_is_accepted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -215,6 +215,7 @@ struct rmca_verbs_conn {
 	int fail_status; /* the first error seen */
 	int remote_err; /* RMCA_ERR_REMOTE_ACCESS learnt from the device */
 	bool failed_reported;
+	bool made; /* was UP: handed out even if it failed since */
 	bool has_pd;
 	bool waiting; /* a send waits for credits */
 	struct rmca_verbs_ctl *ctl;

@@ -561,7 +561,7 @@ int rmca_verbs_connect_poll(struct rmca_verbs_connecting *h,
 	const struct rmca_core *core = vm->m.core;
 	int ret;
 
-	if (c->state == RMCA_VCONN_UP) {
+	if (c->state == RMCA_VCONN_UP || c->made) {
 		if (c->nudges > 1)
 			core->ops->log(core, RMCA_LOG_DEBUG,
 				       "%s: hello confirmed after %d READs",
@@ -569,6 +569,15 @@ int rmca_verbs_connect_poll(struct rmca_verbs_connecting *h,
 		/* the core has it now: failures are reported from here on */
 		c->cookie = c->hs.cookie;
 		*out = c;
+		/* Made, then lost before the core looked (a peer that
+		 * connected and left at once): the connection was, and its
+		 * loss is reported as for any, not as a failed connect that
+		 * the peer never saw. */
+		if (c->state == RMCA_VCONN_FAILED && c->cookie &&
+		    !c->failed_reported) {
+			c->failed_reported = true;
+			core->ops->conn_failed(core, c->cookie, c->fail_status);
+		}
 		return 0;
 	}
 	if (c->state == RMCA_VCONN_FAILED) {

@@ -139,6 +139,7 @@ void rmca_verbs_conn_fail(struct rmca_verbs_conn *c, int status)
 		c->fail_status = status;
 	if (c->state != RMCA_VCONN_FAILED)
 		c->abandon_ms = rmca_now_ms() + ABANDON_MS;
+	c->made |= was_up;
 	c->state = RMCA_VCONN_FAILED;
 	qp_to_error(c);
 	rmca_verbs_release_held(c, c->fail_status);
