@@ -11,6 +11,7 @@
 #include "api_util.h"
 #include "attack_util.h"
 #include "frame.h"
+#include "wire_util.h"
 
 int atk_connect(const char *host, int port)
 {
@@ -55,31 +56,28 @@ int atk_read(int fd, void *buf, size_t len)
 	return 0;
 }
 
-int atk_hello_encode(uint64_t token, uint8_t role, uint8_t atomic_mode,
-		     uint8_t *buf, size_t cap)
+/* An active hello offering one tcp module, fake data port 9. */
+static const struct rmca_hello *tcp_hello(uint64_t token, uint8_t role,
+					  uint8_t atomic_mode)
 {
 	static struct rmca_hello h;
 	/* a tcp addr() blob of this version, port 9 */
 	static const uint8_t blob[8] = {'R', 'T', 'C', 'P', TCP_PROTO_VERSION,
 					0,   9,	  0};
-	int n;
 
-	memset(&h, 0, sizeof(h));
-	h.version = RMCA_WIRE_VERSION;
-	h.kind = RMCA_WIRE_HELLO;
-	h.token = token;
-	h.role = role;
-	h.atomic_mode = atomic_mode;
-	h.choice_a = h.choice_p = RMCA_WIRE_NO_CHOICE;
-	snprintf(h.boot_id, sizeof(h.boot_id), "attacker");
+	wu_hello(&h, token, role, atomic_mode, "attacker");
 	h.nmods = 1;
-	snprintf(h.mods[0].component, sizeof(h.mods[0].component), "tcp");
-	snprintf(h.mods[0].device, sizeof(h.mods[0].device), "lo");
-	h.mods[0].caps = 0x3f;
-	h.mods[0].priority = 10;
-	h.mods[0].addr_len = sizeof(blob);
-	memcpy(h.mods[0].addr, blob, sizeof(blob));
-	n = rmca_hello_encode(&h, buf, cap);
+	h.mods[0] = wu_mod("tcp", "lo", 0x3f, 10);
+	wu_mod_addr(&h.mods[0], blob, sizeof(blob));
+	return &h;
+}
+
+int atk_hello_encode(uint64_t token, uint8_t role, uint8_t atomic_mode,
+		     uint8_t *buf, size_t cap)
+{
+	int n = rmca_hello_encode(tcp_hello(token, role, atomic_mode), buf,
+				  cap);
+
 	API_CHECK(n > 0);
 	return n;
 }
@@ -87,12 +85,19 @@ int atk_hello_encode(uint64_t token, uint8_t role, uint8_t atomic_mode,
 int atk_hello(int fd, uint64_t token, uint8_t role, uint8_t atomic_mode,
 	      struct rmca_hello *answer)
 {
+	return atk_hello_send(fd, tcp_hello(token, role, atomic_mode), answer);
+}
+
+int atk_hello_send(int fd, const struct rmca_hello *h,
+		   struct rmca_hello *answer)
+{
 	static uint8_t buf[4 + RMCA_HELLO_MAX];
 	char why[256];
+	int len = rmca_hello_encode(h, buf + 4, RMCA_HELLO_MAX);
 	uint32_t n;
 
-	n = (uint32_t)atk_hello_encode(token, role, atomic_mode, buf + 4,
-				       RMCA_HELLO_MAX);
+	API_CHECK(len > 0);
+	n = (uint32_t)len;
 	buf[0] = (uint8_t)n;
 	buf[1] = (uint8_t)(n >> 8);
 	buf[2] = (uint8_t)(n >> 16);

@@ -24,10 +24,13 @@ int atk_read(int fd, void *buf, size_t len);
  * given token, role and atomic mode; returns the encoded length. */
 int atk_hello_encode(uint64_t token, uint8_t role, uint8_t atomic_mode,
 		     uint8_t *buf, size_t cap);
-/* Send a hello (length-prefixed) and decode the answer into *answer:
+/* Send that hello (length-prefixed) and decode the answer into *answer:
  * 0, or -1 when the listener closed without one. */
 int atk_hello(int fd, uint64_t token, uint8_t role, uint8_t atomic_mode,
 	      struct rmca_hello *answer);
+/* The same for any hello h. */
+int atk_hello_send(int fd, const struct rmca_hello *h,
+		   struct rmca_hello *answer);
 /* The tcp data port named in a passive hello's chosen module. */
 int atk_data_port(const struct rmca_hello *answer);
 

@@ -14,25 +14,16 @@
 #include <rmca/component.h>
 
 #include "select.h"
+#include "wire_util.h"
 
 #define ALL (RMCA_CAP_LOOPBACK | RMCA_CAP_REMOTE_COMPLETION)
 
-static struct rmca_wire_mod mod(const char *comp, const char *dev,
-				uint32_t caps, int prio)
-{
-	struct rmca_wire_mod m = { .caps = caps, .priority = prio };
-
-	strcpy(m.component, comp);
-	strcpy(m.device, dev);
-	return m;
-}
-
 static void highest_priority_pair_wins(void **state)
 {
-	struct rmca_wire_mod a[] = { mod("tcp", "lo", ALL, 10),
-				     mod("ib", "rxe0", ALL, 50) };
-	struct rmca_wire_mod p[] = { mod("ib", "rxe0", ALL, 50),
-				     mod("tcp", "lo", ALL, 10) };
+	struct rmca_wire_mod a[] = {wu_mod("tcp", "lo", ALL, 10),
+				    wu_mod("ib", "rxe0", ALL, 50)};
+	struct rmca_wire_mod p[] = {wu_mod("ib", "rxe0", ALL, 50),
+				    wu_mod("tcp", "lo", ALL, 10)};
 	struct rmca_selection s;
 
 	(void)state;
@@ -44,12 +35,12 @@ static void highest_priority_pair_wins(void **state)
 
 static void both_sides_compute_the_same_pair(void **state)
 {
-	struct rmca_wire_mod a[] = { mod("iwarp", "siw0", ALL, 40),
-				     mod("ib", "rxe0", ALL, 50),
-				     mod("ib", "rxe1", ALL, 50) };
-	struct rmca_wire_mod p[] = { mod("ib", "rxe1", ALL, 50),
-				     mod("ib", "rxe0", ALL, 50),
-				     mod("iwarp", "siw0", ALL, 40) };
+	struct rmca_wire_mod a[] = {wu_mod("iwarp", "siw0", ALL, 40),
+				    wu_mod("ib", "rxe0", ALL, 50),
+				    wu_mod("ib", "rxe1", ALL, 50)};
+	struct rmca_wire_mod p[] = {wu_mod("ib", "rxe1", ALL, 50),
+				    wu_mod("ib", "rxe0", ALL, 50),
+				    wu_mod("iwarp", "siw0", ALL, 40)};
 	struct rmca_selection s1, s2;
 
 	(void)state;
@@ -63,10 +54,11 @@ static void both_sides_compute_the_same_pair(void **state)
 
 static void local_peer_skips_module_without_loopback(void **state)
 {
-	struct rmca_wire_mod a[] = { mod("iwarp", "siw0", RMCA_CAP_REMOTE_COMPLETION, 40),
-				     mod("tcp", "lo", ALL, 10) };
-	struct rmca_wire_mod p[] = { mod("iwarp", "siw0", ALL, 40),
-				     mod("tcp", "lo", ALL, 10) };
+	struct rmca_wire_mod a[] = {
+		wu_mod("iwarp", "siw0", RMCA_CAP_REMOTE_COMPLETION, 40),
+		wu_mod("tcp", "lo", ALL, 10)};
+	struct rmca_wire_mod p[] = {wu_mod("iwarp", "siw0", ALL, 40),
+				    wu_mod("tcp", "lo", ALL, 10)};
 	struct rmca_selection s;
 
 	(void)state;
@@ -80,8 +72,8 @@ static void local_peer_skips_module_without_loopback(void **state)
 
 static void missing_component_on_one_side_is_explained(void **state)
 {
-	struct rmca_wire_mod a[] = { mod("ib", "rxe0", ALL, 50) };
-	struct rmca_wire_mod p[] = { mod("tcp", "lo", ALL, 10) };
+	struct rmca_wire_mod a[] = {wu_mod("ib", "rxe0", ALL, 50)};
+	struct rmca_wire_mod p[] = {wu_mod("tcp", "lo", ALL, 10)};
 	struct rmca_selection s;
 
 	(void)state;
@@ -94,10 +86,12 @@ static void missing_component_on_one_side_is_explained(void **state)
 
 static void required_caps_filter_pairs(void **state)
 {
-	struct rmca_wire_mod a[] = { mod("ib", "rxe0", ALL, 50),
-				     mod("tcp", "lo", ALL | RMCA_CAP_ATOMIC, 10) };
-	struct rmca_wire_mod p[] = { mod("ib", "rxe0", ALL, 50),
-				     mod("tcp", "lo", ALL | RMCA_CAP_ATOMIC, 10) };
+	struct rmca_wire_mod a[] = {
+		wu_mod("ib", "rxe0", ALL, 50),
+		wu_mod("tcp", "lo", ALL | RMCA_CAP_ATOMIC, 10)};
+	struct rmca_wire_mod p[] = {
+		wu_mod("ib", "rxe0", ALL, 50),
+		wu_mod("tcp", "lo", ALL | RMCA_CAP_ATOMIC, 10)};
 	struct rmca_selection s;
 
 	(void)state;
@@ -120,10 +114,10 @@ static int refuse_ib(void *arg, int li, int pi, char *why, size_t len)
 
 static void unreachable_pairs_are_skipped_with_the_modules_reason(void **state)
 {
-	struct rmca_wire_mod a[] = { mod("ib", "rxe0", ALL, 50),
-				     mod("tcp", "lo", ALL, 10) };
-	struct rmca_wire_mod p[] = { mod("tcp", "lo", ALL, 10),
-				     mod("ib", "rxe0", ALL, 50) };
+	struct rmca_wire_mod a[] = {wu_mod("ib", "rxe0", ALL, 50),
+				    wu_mod("tcp", "lo", ALL, 10)};
+	struct rmca_wire_mod p[] = {wu_mod("tcp", "lo", ALL, 10),
+				    wu_mod("ib", "rxe0", ALL, 50)};
 	struct rmca_selection s;
 
 	(void)state;
@@ -155,10 +149,10 @@ static int route_of(void *arg, int li, int pi, char *why, size_t len)
 
 static void the_addressed_route_wins_among_equal_priorities(void **state)
 {
-	struct rmca_wire_mod a[] = { mod("ib", "rxe0", ALL, 50),
-				     mod("ib", "rxe1", ALL, 50) };
-	struct rmca_wire_mod p[] = { mod("ib", "rxe0", ALL, 50),
-				     mod("ib", "rxe1", ALL, 50) };
+	struct rmca_wire_mod a[] = {wu_mod("ib", "rxe0", ALL, 50),
+				    wu_mod("ib", "rxe1", ALL, 50)};
+	struct rmca_wire_mod p[] = {wu_mod("ib", "rxe0", ALL, 50),
+				    wu_mod("ib", "rxe1", ALL, 50)};
 	struct rmca_selection s;
 
 	(void)state;
@@ -183,11 +177,11 @@ static void the_addressed_route_wins_among_equal_priorities(void **state)
 static void rails_pair_distinct_devices_of_equal_priority(void **state)
 {
 	struct rmca_wire_mod a[] = {
-		mod("ib", "rxe0", ALL, 50), mod("ib", "rxe1", ALL, 50),
-		mod("ib", "rxe2", ALL, 40), mod("tcp", "lo", ALL, 50)};
+		wu_mod("ib", "rxe0", ALL, 50), wu_mod("ib", "rxe1", ALL, 50),
+		wu_mod("ib", "rxe2", ALL, 40), wu_mod("tcp", "lo", ALL, 50)};
 	struct rmca_wire_mod p[] = {
-		mod("ib", "rxe0", ALL, 50), mod("ib", "rxe1", ALL, 50),
-		mod("ib", "rxe2", ALL, 40), mod("tcp", "lo", ALL, 50)};
+		wu_mod("ib", "rxe0", ALL, 50), wu_mod("ib", "rxe1", ALL, 50),
+		wu_mod("ib", "rxe2", ALL, 40), wu_mod("tcp", "lo", ALL, 50)};
 	uint8_t ra[8], rp[8];
 	struct rmca_selection s;
 

@@ -50,6 +50,7 @@
 
 #include "api_util.h"
 #include "attack_util.h"
+#include "wire_util.h"
 
 #define TOKEN_DONE     0xd0e
 #define TOKEN_ANSWERED 0xa45
@@ -124,44 +125,16 @@ static int still_open(int fd)
 static void verbs_hello(int fd, uint64_t token, struct rmca_hello *answer)
 {
 	static struct rmca_hello h;
-	static uint8_t buf[4 + RMCA_HELLO_MAX];
 	struct vaddr a = {.version = 1, .family = 4, .port = htobe16(9)};
-	char why[256];
-	uint32_t n;
-	int len;
 
 	API_CHECK(inet_pton(AF_INET, api_host(), a.ip) == 1);
 	snprintf(a.device, sizeof(a.device), "hostile0");
-	memset(&h, 0, sizeof(h));
-	h.version = RMCA_WIRE_VERSION;
-	h.kind = RMCA_WIRE_HELLO;
-	h.token = token;
-	h.role = RMCA_ROLE_ACTIVE;
-	h.atomic_mode = ATOMIC_CPU;
-	h.choice_a = h.choice_p = RMCA_WIRE_NO_CHOICE;
-	snprintf(h.boot_id, sizeof(h.boot_id), "hostile");
+	wu_hello(&h, token, RMCA_ROLE_ACTIVE, ATOMIC_CPU, "hostile");
 	h.nmods = 1;
-	snprintf(h.mods[0].component, sizeof(h.mods[0].component), "%s",
-		 transport());
-	snprintf(h.mods[0].device, sizeof(h.mods[0].device), "hostile0");
-	h.mods[0].caps = 0x3f;
-	h.mods[0].priority = 10;
-	h.mods[0].addr_len = sizeof(a);
-	memcpy(h.mods[0].addr, &a, sizeof(a));
-	len = rmca_hello_encode(&h, buf + 4, RMCA_HELLO_MAX);
-	API_CHECK(len > 0);
-	n = (uint32_t)len;
-	buf[0] = (uint8_t)n;
-	buf[1] = (uint8_t)(n >> 8);
-	buf[2] = (uint8_t)(n >> 16);
-	buf[3] = (uint8_t)(n >> 24);
-	atk_write(fd, buf, 4 + n);
-	API_CHECK_MSG(!atk_read(fd, buf, 4), "no answer to the hello");
-	n = buf[0] | buf[1] << 8 | buf[2] << 16 | (uint32_t)buf[3] << 24;
-	API_CHECK_MSG(n <= RMCA_HELLO_MAX, "answer of %u bytes", n);
-	API_CHECK_MSG(!atk_read(fd, buf, n), "answer cut short");
-	API_CHECK_MSG(!rmca_hello_decode(buf, n, answer, why, sizeof(why)),
-		      "the answer does not decode: %s", why);
+	h.mods[0] = wu_mod(transport(), "hostile0", 0x3f, 10);
+	wu_mod_addr(&h.mods[0], &a, sizeof(a));
+	API_CHECK_MSG(!atk_hello_send(fd, &h, answer),
+		      "no answer to the hello");
 	API_CHECK_MSG(answer->kind == RMCA_WIRE_HELLO, "refused: %s",
 		      answer->reason);
 	API_CHECK(answer->choice_p < answer->nmods);

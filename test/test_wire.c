@@ -14,28 +14,18 @@
 
 #include "ctrl.h"
 #include "wire.h"
+#include "wire_util.h"
 
 static void sample(struct rmca_hello *h)
 {
-	memset(h, 0, sizeof(*h));
-	h->version = RMCA_WIRE_VERSION;
-	h->kind = RMCA_WIRE_HELLO;
-	h->token = 0x1122334455667788ull;
-	h->role = RMCA_ROLE_ACTIVE;
-	h->atomic_mode = 2;
-	h->choice_a = h->choice_p = RMCA_WIRE_NO_CHOICE;
+	wu_hello(h, 0x1122334455667788ull, RMCA_ROLE_ACTIVE, 2,
+		 "5b9c8a46-3f0e-4f0a-9d57-2ab0b8f1e6c1");
 	h->netns = 4026531840ull;
-	strcpy(h->boot_id, "5b9c8a46-3f0e-4f0a-9d57-2ab0b8f1e6c1");
 	h->nmods = 2;
-	strcpy(h->mods[0].component, "ib");
-	strcpy(h->mods[0].device, "rxe0");
-	h->mods[0].caps = RMCA_CAP_ATOMIC | RMCA_CAP_LOOPBACK;
-	h->mods[0].priority = 50;
-	h->mods[0].addr_len = 3;
-	memcpy(h->mods[0].addr, "\x01\x02\x03", 3);
-	strcpy(h->mods[1].component, "tcp");
-	strcpy(h->mods[1].device, "lo");
-	h->mods[1].priority = -1;
+	h->mods[0] =
+		wu_mod("ib", "rxe0", RMCA_CAP_ATOMIC | RMCA_CAP_LOOPBACK, 50);
+	wu_mod_addr(&h->mods[0], "\x01\x02\x03", 3);
+	h->mods[1] = wu_mod("tcp", "lo", 0, -1);
 }
 
 static int encode(const struct rmca_hello *h, uint8_t *buf)
