@@ -1194,7 +1194,7 @@ COUNTED(2, ssize_t, recv, (int fd, void *buf, size_t len, int flags),
  * yields the CPU (sched_yield is not counted: it is this loop's, not
  * rmca's): on a loaded machine both sides may share one CPU, and a side
  * that spun on would hand the CPU to its peer only when the scheduler
- * preempts it, one message per time slice (10,010 of them, longer than
+ * preempts it, one message per time slice (10,020 of them, longer than
  * the run's time limit). */
 static void spin_for(struct api_peer *p, int want, int seen[3], long *polls)
 {
