@@ -154,6 +154,29 @@ static void tally_wait(struct api_peer *p, struct tally *t, uintptr_t kind,
 	tally_wait_for(p, t, kind, t->n, what);
 }
 
+/* Progress until the n ops of kind have completed, each once, RMCA_OK. */
+static void wait_all_ok(struct api_peer *p, int n, uintptr_t kind,
+			const char *what)
+{
+	struct tally t;
+
+	tally_init(&t, n);
+	tally_wait(p, &t, kind, what);
+	for (int i = 0; i < n; i++)
+		API_CHECK_MSG(t.status[i] == RMCA_OK, "%s: %d: %s", what, i,
+			      api_strerror(t.status[i]));
+	tally_free(&t);
+}
+
+/* Receives [from, to) into their slots of buf, at once. */
+static void post_recvs(struct api_peer *p, uint8_t *buf, rmca_mr_t *mr,
+		       int from, int to)
+{
+	for (int i = from; i < to; i++)
+		API_CHECK_OK(rmca_recv(p->ep, buf + i * SLOT, SLOT, mr,
+				       API_CTX(CTX_RECV + i)));
+}
+
 /* ---- more receives than the receive queue holds ---- */
 
 #define NRECV  240 /* the receive queue holds 128 */
@@ -162,7 +185,6 @@ static void tally_wait(struct api_peer *p, struct tally *t, uintptr_t kind,
 static void many_recv_server(struct api_peer *p)
 {
 	uint8_t *buf = api_alloc(NRECV * SLOT);
-	struct tally t;
 	rmca_mr_t *mr;
 	int i, r;
 
@@ -170,16 +192,9 @@ static void many_recv_server(struct api_peer *p)
 		rmca_mr_reg(p->ctx, buf, NRECV * SLOT, RMCA_ACCESS_LOCAL, &mr));
 	for (r = 0; r < ROUNDS; r++) {
 		/* all at once, no progress in between: none may be refused */
-		for (i = 0; i < NRECV; i++)
-			API_CHECK_OK(rmca_recv(p->ep, buf + i * SLOT, SLOT, mr,
-					       API_CTX(CTX_RECV + i)));
+		post_recvs(p, buf, mr, 0, NRECV);
 		api_token(p, 0, API_TOKEN_GO);
-		tally_init(&t, NRECV);
-		tally_wait(p, &t, CTX_RECV, "receives");
-		for (i = 0; i < NRECV; i++)
-			API_CHECK_MSG(t.status[i] == RMCA_OK, "receive %d: %s",
-				      i, api_strerror(t.status[i]));
-		tally_free(&t);
+		wait_all_ok(p, NRECV, CTX_RECV, "receives");
 		/* in order: the i-th receive holds the i-th message */
 		for (i = 0; i < NRECV; i++)
 			msg_check(buf + i * SLOT, msg_len(i), i);
@@ -193,7 +208,6 @@ static void many_recv_server(struct api_peer *p)
 static void many_recv_client(struct api_peer *p)
 {
 	uint8_t *buf = api_alloc(NRECV * SLOT);
-	struct tally t;
 	rmca_mr_t *mr;
 	int i, r;
 
@@ -207,12 +221,7 @@ static void many_recv_client(struct api_peer *p)
 			API_CHECK_OK(API_POST(
 				p, rmca_send(p->ep, buf + i * SLOT, msg_len(i),
 					     mr, API_CTX(CTX_SEND + i))));
-		tally_init(&t, NRECV);
-		tally_wait(p, &t, CTX_SEND, "sends");
-		for (i = 0; i < NRECV; i++)
-			API_CHECK_MSG(t.status[i] == RMCA_OK, "send %d: %s", i,
-				      api_strerror(t.status[i]));
-		tally_free(&t);
+		wait_all_ok(p, NRECV, CTX_SEND, "sends");
 		api_expect_token(p, 0, API_TOKEN_GO);
 	}
 	API_CHECK_OK(rmca_mr_dereg(mr));
@@ -237,7 +246,7 @@ static void wrap_server(struct api_peer *p)
 {
 	uint8_t *buf = api_alloc(NWRAP * SLOT), *dst = api_alloc(NWRAP * 8);
 	rmca_mr_t *mr, *dmr;
-	int i, posted = 0, seen = 0, k;
+	int i, posted = NPOSTED, seen = 0, k;
 	long end;
 
 	API_CHECK_OK(
@@ -245,9 +254,7 @@ static void wrap_server(struct api_peer *p)
 	API_CHECK_OK(rmca_mr_reg(p->ctx, dst, NWRAP * 8,
 				 RMCA_ACCESS_LOCAL | RMCA_ACCESS_REMOTE_WRITE,
 				 &dmr));
-	for (; posted < NPOSTED; posted++)
-		API_CHECK_OK(rmca_recv(p->ep, buf + posted * SLOT, SLOT, mr,
-				       API_CTX(CTX_RECV + posted)));
+	post_recvs(p, buf, mr, 0, NPOSTED);
 	api_put_region(p, 0, dst, NWRAP * 8, dmr, p->ep);
 	end = api_now_ms() + 4 * API_TIMEOUT_MS;
 	while (seen < NWRAP) {
@@ -376,9 +383,7 @@ static void break_server(struct api_peer *p)
 	/* receives in steps: the client's completions come in bursts, and
 	 * what waits goes out in chains behind them */
 	while (done < TAKEN) {
-		for (i = done; i < done + STEP; i++)
-			API_CHECK_OK(rmca_recv(p->ep, buf + i * SLOT, SLOT, mr,
-					       API_CTX(CTX_RECV + i)));
+		post_recvs(p, buf, mr, done, done + STEP);
 		tally_wait_for(p, &t, CTX_RECV, done + STEP, "messages");
 		done += STEP;
 	}
