@@ -58,13 +58,14 @@ struct shm_key; /* shm_keys.c */
 
 /* An allocation of the target's that a published key lies in. */
 struct shm_memref {
-	uint64_t id;   /* the memfd's inode; 0: free */
-	unsigned refs; /* published keys in it */
+	uint64_t id;	 /* the memfd's inode; 0: free */
+	uint64_t serial; /* pub->mem[] names it so: never reused */
+	unsigned refs;	 /* published keys in it */
 };
 
 /* A peer's allocation, mapped here (shm_map.c). */
 struct shm_map {
-	uint64_t id; /* 0: none */
+	uint64_t serial; /* the peer's pub->mem[] entry; 0: none */
 	char *addr;
 	size_t len;
 };
@@ -91,6 +92,7 @@ struct shm_module {
 	unsigned nfree;		/* free slots of pub, in free_slots */
 	uint16_t free_slots[SHM_KEY_SLOTS];
 	struct shm_memref mems[SHM_MEM_SLOTS]; /* pub->mem[], this side's */
+	uint64_t mem_serial;		       /* the last one handed out */
 	/* Closed connections whose peer was copying under a key when they
 	 * closed: a deregistration still waits for it. */
 	struct rmca_list zombies;
@@ -262,8 +264,8 @@ void rmca_shm_reap_zombies(struct shm_module *m, bool all);
 
 /* shm_map.c: the peer's allocation of entry mem, mapped here, or NULL
  * (then CMA). Called with the key announced and its slot checked. */
-char *rmca_shm_map(struct shm_conn *c, unsigned mem, uint64_t id, int fd,
-		   uint64_t len);
+char *rmca_shm_map(struct shm_conn *c, unsigned mem, uint64_t serial,
+		   uint64_t id, int fd, uint64_t len);
 /* Mappings of allocations no key of the peer reaches any more: gone. */
 void rmca_shm_map_sweep(struct shm_conn *c);
 void rmca_shm_map_release(struct shm_conn *c);

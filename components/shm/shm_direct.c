@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE /* process_vm_readv */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -23,7 +24,7 @@ static uint64_t ld(const uint64_t *p)
 
 /* What a slot says of the allocation its region lies in (mem 0: none). */
 struct shm_grant {
-	uint64_t mem, id, fd, base, len;
+	uint64_t mem, serial, id, fd, base, len;
 };
 
 /* The slot still grants [raddr, raddr + len) with need to this
@@ -36,6 +37,7 @@ static bool slot_grants(const struct shm_conn *c, const struct shm_kslot *s,
 	uint64_t tag = ld(&s->tag), access = ld(&s->access);
 
 	g->mem = ld(&s->mem);
+	g->serial = ld(&s->mem_serial);
 	g->id = ld(&s->mem_id);
 	g->fd = ld(&s->mem_fd);
 	g->base = ld(&s->mem_base);
@@ -142,9 +144,11 @@ int rmca_shm_direct(struct shm_conn *c, bool to_peer, char *local,
 	/* The region lies in the peer's allocation, whole: map that. The
 	 * key stays granted while announced, so the memfd named is the
 	 * one there. */
-	if (g.mem && raddr >= g.base && raddr - g.base <= g.len &&
+	if (g.mem && g.mem < SHM_MEM_SLOTS && g.fd <= INT_MAX &&
+	    raddr >= g.base && raddr - g.base <= g.len &&
 	    len <= g.len - (raddr - g.base))
-		map = rmca_shm_map(c, (unsigned)g.mem, g.id, (int)g.fd, g.len);
+		map = rmca_shm_map(c, (unsigned)g.mem, g.serial, g.id,
+				   (int)g.fd, g.len);
 	st = map ? copy_mapped(c, s, seq, to_peer, local,
 			       map + (raddr - g.base), len)
 		 : copy_cma(c, s, seq, to_peer, local, raddr, len);

@@ -110,8 +110,10 @@ static unsigned mem_ref(struct shm_module *m, uint64_t id)
 	}
 	if (spare) {
 		m->mems[spare].id = id;
+		m->mems[spare].serial = ++m->mem_serial;
 		m->mems[spare].refs = 1;
-		__atomic_store_n(&m->pub->mem[spare], id, __ATOMIC_RELEASE);
+		__atomic_store_n(&m->pub->mem[spare], m->mem_serial,
+				 __ATOMIC_RELEASE);
 	}
 	return spare;
 }
@@ -146,6 +148,7 @@ static void publish(struct shm_module *m, const struct shm_key *e,
 	slot_store(&s->mem_fd, mem ? (uint64_t)mr->mem.fd : 0);
 	slot_store(&s->mem_base, mem ? (uint64_t)(uintptr_t)mr->mem.base : 0);
 	slot_store(&s->mem_len, mem ? mr->mem.len : 0);
+	slot_store(&s->mem_serial, mem ? m->mems[e->mem].serial : 0);
 	slot_store(&s->key, e->key);
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
 }

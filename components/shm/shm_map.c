@@ -28,9 +28,9 @@
 
 static void unmap(struct shm_map *mp)
 {
-	if (mp->id)
+	if (mp->serial)
 		munmap(mp->addr, mp->len);
-	mp->id = 0;
+	mp->serial = 0;
 	mp->addr = NULL;
 	mp->len = 0;
 }
@@ -60,20 +60,20 @@ static bool is_named(int fd, uint64_t id, uint64_t len)
 	       (uint64_t)st.st_size == len;
 }
 
-char *rmca_shm_map(struct shm_conn *c, unsigned mem, uint64_t id, int fd,
-		   uint64_t len)
+char *rmca_shm_map(struct shm_conn *c, unsigned mem, uint64_t serial,
+		   uint64_t id, int fd, uint64_t len)
 {
 	struct shm_map *mp;
 	int lfd;
 	void *p;
 
-	if (c->nomap || !mem || mem >= SHM_MEM_SLOTS || !id || fd < 0 || !len ||
-	    len > SIZE_MAX)
+	if (c->nomap || !mem || mem >= SHM_MEM_SLOTS || !serial || !id ||
+	    fd < 0 || !len || len > SIZE_MAX)
 		return NULL;
 	if (!c->maps && !(c->maps = calloc(SHM_MEM_SLOTS, sizeof(*c->maps))))
 		return NULL;
 	mp = &c->maps[mem];
-	if (mp->id == id && mp->len == len)
+	if (mp->serial == serial && mp->len == len)
 		return mp->addr;
 	unmap(mp);
 	lfd = fetch(c, fd);
@@ -96,7 +96,7 @@ char *rmca_shm_map(struct shm_conn *c, unsigned mem, uint64_t id, int fd,
 	if (p == MAP_FAILED)
 		return NULL;
 	(void)madvise(p, (size_t)len, MADV_DONTFORK);
-	mp->id = id;
+	mp->serial = serial;
 	mp->addr = p;
 	mp->len = (size_t)len;
 	return p;
@@ -113,9 +113,9 @@ void rmca_shm_map_sweep(struct shm_conn *c)
 		return;
 	c->mem_gen = gen;
 	for (unsigned i = 1; i < SHM_MEM_SLOTS; i++)
-		if (c->maps[i].id &&
+		if (c->maps[i].serial &&
 		    __atomic_load_n(&c->peer_keys->mem[i], __ATOMIC_ACQUIRE) !=
-			    c->maps[i].id)
+			    c->maps[i].serial)
 			unmap(&c->maps[i]);
 }
 

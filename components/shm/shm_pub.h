@@ -28,9 +28,11 @@
  * pidfd_getfd (the same ptrace permission as CMA), checks it is the memfd
  * named (inode, seals, size), maps it once per connection and copies with
  * memcpy, under the same announce-check-copy-recheck protocol. mem[] lists
- * the allocations some published key lies in; the target clears an entry
- * when the last such key goes and bumps mem_gen, so that initiators unmap
- * what no key reaches any more.
+ * the allocations some published key lies in, each by a serial the target
+ * never reuses (an inode number may come back); the target clears an
+ * entry when the last such key goes and bumps mem_gen, so that initiators
+ * unmap what no key reaches any more, and a mapping is reused only for the
+ * serial it was made for.
  *
  * This guards against a peer's mistakes, not against a hostile peer: a
  * process that may attach to another (same user, ptrace allowed) can write
@@ -62,7 +64,8 @@ struct shm_kslot {
 	uint64_t mem_fd;   /* its descriptor in the target */
 	uint64_t mem_base; /* its address in the target */
 	uint64_t mem_len;
-	uint64_t pad[5];
+	uint64_t mem_serial; /* as in shm_keypub.mem[mem] */
+	uint64_t pad[4];
 };
 
 struct shm_keypub {
@@ -70,7 +73,7 @@ struct shm_keypub {
 	uint32_t version;
 	uint64_t mem_gen; /* bumped when an entry of mem[] is cleared */
 	uint8_t pad[48];
-	uint64_t mem[SHM_MEM_SLOTS]; /* memfd inodes; 0: free */
+	uint64_t mem[SHM_MEM_SLOTS]; /* serials; 0: free */
 	struct shm_kslot slot[SHM_KEY_SLOTS];
 };
 
