@@ -21,33 +21,21 @@
 #include <cmocka.h>
 #include <rmca.h>
 
-static char dir[] = "/tmp/rmca-made-by-XXXXXX";
-static char so[PATH_MAX];
+#include "lone_plugin.h"
+
+static struct lone_plugin plugin;
 
 static int setup(void **state)
 {
-	const char *b = getenv("RMCATEST_BUILDDIR");
-	char cmd[2 * PATH_MAX];
-
 	(void)state;
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(so, sizeof(so), "%s/rmca_stray.so", dir);
-	snprintf(cmd, sizeof(cmd), "cp '%s/.libs/rmca_stray.so' '%s'",
-		 b ? b : ".", so);
-	if (system(cmd) != 0)
-		return -1;
 	/* only the stray component */
-	setenv("RMCA_component_path", dir, 1);
-	unsetenv("RMCA_transports");
-	return 0;
+	return lone_plugin_setup(&plugin, "rmca_stray.so");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	unlink(so);
-	rmdir(dir);
+	lone_plugin_teardown(&plugin);
 	return 0;
 }
 
