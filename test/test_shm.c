@@ -78,8 +78,8 @@ static int dev_shm_rmca(void)
 	return n;
 }
 
-/* Lines of /proc/self/maps that are an rmca shm segment. */
-static int memfd_maps(void)
+/* Lines of /proc/self/maps naming the memfd called name. */
+static int maps_of(const char *name)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
 	char line[512];
@@ -88,25 +88,22 @@ static int memfd_maps(void)
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		n += strstr(line, "/memfd:rmca-shm") != NULL;
+		n += strstr(line, name) != NULL;
 	fclose(f);
 	return n;
+}
+
+/* Lines of /proc/self/maps that are an rmca shm segment. */
+static int memfd_maps(void)
+{
+	return maps_of("/memfd:rmca-shm");
 }
 
 /* Lines of /proc/self/maps that are a peer's rmca_mem_alloc memory (the
  * tests' initiators allocate none of their own). */
 static int mem_maps(void)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512];
-	int n = 0;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, "/memfd:rmca-mem") != NULL;
-	fclose(f);
-	return n;
+	return maps_of("/memfd:rmca-mem");
 }
 
 /* The target's memory comes from rmca_mem_alloc: the initiator maps it. */
