@@ -186,7 +186,7 @@ static void dispatch(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uint64_t tokens[] = {0, 0x11, 0x22, 0x33};
-	struct tcp_connecting *h[4] = {0};
+	struct rmca_connecting *h[4] = {0};
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	int cl[8], port;
 	struct tcp_module *m;
@@ -213,7 +213,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint8_t a = i < size ? data[i] : 0;
 		uint8_t b = i + 1 < size ? data[i + 1] : 0;
 		struct rmca_conn_args args = {0};
-		struct tcp_conn *c;
+		struct rmca_conn *c;
 		struct tcp_frame f;
 
 		switch (op) {

@@ -214,12 +214,12 @@ static void feed(int peer, const uint8_t *p, size_t len)
 	}
 }
 
-static struct tcp_mr *region_reg(void)
+static struct rmca_module_mr *region_reg(void)
 {
-	struct tcp_mr *mr = NULL;
+	struct rmca_module_mr *mr = NULL;
 
 	key_seed = 0x10; /* non-use-once key 0x1111111111111111 & ~bit 63 */
-	if (rmca_tcp_mr_reg(mod, region, FZ_REGION_LEN,
+	if (rmca_tcp_mr_reg(&mod->base, region, FZ_REGION_LEN,
 			    RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE |
 				    RMCA_ACCESS_REMOTE_ATOMIC,
 			    &mr))
@@ -268,7 +268,7 @@ static void check_decoder(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct tcp_mr *mr, *once;
+	struct rmca_module_mr *mr, *once;
 	struct tcp_conn *c;
 	bool dereg_mid;
 	size_t half;
@@ -292,17 +292,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	conn = c;
 	/* A use-once region bound to c: key 0xa222..22 */
 	key_seed = 0x21;
-	if (rmca_tcp_mr_reg(mod, region + FZ_REGION_LEN / 2, 64,
+	if (rmca_tcp_mr_reg(&mod->base, region + FZ_REGION_LEN / 2, 64,
 			    RMCA_ACCESS_REMOTE_WRITE | RMCA_MR_USE_ONCE,
 			    &once) ||
-	    !rmca_tcp_mr_rkey(once, c))
+	    !rmca_tcp_mr_rkey(once, &c->base))
 		__builtin_trap();
 	/* The target also waits for answers (ids 1, 2) and has receives. */
-	rmca_tcp_get(c, get_buf, sizeof(get_buf), NULL, 0x1000, 0x2222, NULL);
-	rmca_tcp_put(c, put_src, sizeof(put_src), NULL, 0x1000, 0x2222,
+	rmca_tcp_get(&c->base, get_buf, sizeof(get_buf), NULL, 0x1000, 0x2222,
+		     NULL);
+	rmca_tcp_put(&c->base, put_src, sizeof(put_src), NULL, 0x1000, 0x2222,
 		     &put_tag);
 	for (int i = 0; i < 4; i++)
-		rmca_tcp_recv(c, recv_buf[i], sizeof(recv_buf[i]), NULL,
+		rmca_tcp_recv(&c->base, recv_buf[i], sizeof(recv_buf[i]), NULL,
 			      &recv_tag);
 
 	half = dereg_mid ? size / 2 : size;

@@ -56,13 +56,14 @@ static void one_way_stream_through_a_small_window(void **state)
 
 	th_conn_pair(a, b, &ca, &cb);
 	for (int i = 0; i < NRECV; i++, next_recv++)
-		assert_int_equal(rmca_tcp_recv(cb, &in[i], sizeof(in[i]), NULL,
-					       RECV_TAG(i)),
+		assert_int_equal(rmca_tcp_recv(&cb->base, &in[i], sizeof(in[i]),
+					       NULL, RECV_TAG(i)),
 				 0);
 	for (int i = 0; i < NMSG; i++) {
 		out[i] = 0xc0de0000u + (uint32_t)i;
-		assert_int_equal(rmca_tcp_send(ca, &out[i], sizeof(out[i]),
-					       NULL, SEND_TAG(i)),
+		assert_int_equal(rmca_tcp_send(&ca->base, &out[i],
+					       sizeof(out[i]), NULL,
+					       SEND_TAG(i)),
 				 0);
 	}
 	for (int round = 0; sends_done < NMSG || recvs_done < NMSG; round++) {
@@ -85,7 +86,7 @@ static void one_way_stream_through_a_small_window(void **state)
 			recvs_done++;
 			if (next_recv < NMSG) {
 				assert_int_equal(
-					rmca_tcp_recv(cb,
+					rmca_tcp_recv(&cb->base,
 						      &in[next_recv % NRECV],
 						      sizeof(uint32_t), NULL,
 						      RECV_TAG(next_recv)),
@@ -119,19 +120,19 @@ static void puts_behind_one_in_flight_leave_together(void **state)
 	struct tcp_module *a = th_module(), *b = th_module();
 	struct tcp_conn *ca, *cb;
 	static char region[64 * 8], src[64 * 8];
-	struct tcp_mr *mr = NULL;
+	struct rmca_module_mr *mr = NULL;
 	uint64_t key;
 
 	th_conn_pair(a, b, &ca, &cb);
-	assert_int_equal(rmca_tcp_mr_reg(b, region, sizeof(region),
+	assert_int_equal(rmca_tcp_mr_reg(&b->base, region, sizeof(region),
 					 RMCA_ACCESS_REMOTE_WRITE, &mr),
 			 0);
-	key = rmca_tcp_mr_rkey(mr, cb);
+	key = rmca_tcp_mr_rkey(mr, &cb->base);
 	assert_true(key != 0);
 	for (int i = 0; i < 64; i++) {
 		memset(src + 8 * i, i + 1, 8);
 		assert_int_equal(
-			rmca_tcp_put(ca, src + 8 * i, 8, NULL,
+			rmca_tcp_put(&ca->base, src + 8 * i, 8, NULL,
 				     (uintptr_t)region + 8 * (unsigned)i, key,
 				     SEND_TAG(i)),
 			0);
@@ -169,13 +170,15 @@ static void truncation_reaches_the_sender_in_a_batch(void **state)
 	memset(in, 0x55, sizeof(in));
 	for (int i = 0; i < 3; i++) {
 		memset(out[i], 'a' + i, sizeof(out[i]));
-		assert_int_equal(rmca_tcp_recv(cb, in[i], i == 1 ? 16 : 32,
-					       NULL, RECV_TAG(i)),
+		assert_int_equal(rmca_tcp_recv(&cb->base, in[i],
+					       i == 1 ? 16 : 32, NULL,
+					       RECV_TAG(i)),
 				 0);
 	}
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(rmca_tcp_send(ca, out[i], i == 1 ? 64 : 32,
-					       NULL, SEND_TAG(i)),
+		assert_int_equal(rmca_tcp_send(&ca->base, out[i],
+					       i == 1 ? 64 : 32, NULL,
+					       SEND_TAG(i)),
 				 0);
 	th_pump_idle();
 	for (int i = 0; i < th_ndone && i < TH_MAX_DONE; i++) {
@@ -222,7 +225,7 @@ static void frames_cut_anywhere_are_read_whole(void **state)
 	size_t wire_len = (size_t)NPUT * (TCP_HDR_LEN + 8);
 	uint8_t *wire = malloc(wire_len), hdr[TCP_HDR_LEN];
 	char *region = calloc(1, BIG), *big = malloc(BIG);
-	struct tcp_mr *mr = NULL;
+	struct rmca_module_mr *mr = NULL;
 	struct tcp_frame f;
 	uint64_t key;
 	uint64_t id = 1;
@@ -230,10 +233,10 @@ static void frames_cut_anywhere_are_read_whole(void **state)
 	assert_non_null(wire);
 	assert_non_null(region);
 	assert_non_null(big);
-	assert_int_equal(
-		rmca_tcp_mr_reg(m, region, BIG, RMCA_ACCESS_REMOTE_WRITE, &mr),
-		0);
-	key = rmca_tcp_mr_rkey(mr, c);
+	assert_int_equal(rmca_tcp_mr_reg(&m->base, region, BIG,
+					 RMCA_ACCESS_REMOTE_WRITE, &mr),
+			 0);
+	key = rmca_tcp_mr_rkey(mr, &c->base);
 	/* many small puts in one write */
 	for (int i = 0; i < NPUT; i++, id++) {
 		uint8_t *p = wire + (size_t)i * (TCP_HDR_LEN + 8);
@@ -322,19 +325,23 @@ static void answer_rides_on_the_reply_or_goes_alone(void **state)
 	static char ping[8] = "ping", pong[8] = "pong", ina[8], inb[8];
 
 	th_conn_pair(a, b, &ca, &cb);
-	assert_int_equal(rmca_tcp_recv(ca, ina, 8, NULL, RECV_TAG(0)), 0);
-	assert_int_equal(rmca_tcp_recv(cb, inb, 8, NULL, RECV_TAG(1)), 0);
+	assert_int_equal(rmca_tcp_recv(&ca->base, ina, 8, NULL, RECV_TAG(0)),
+			 0);
+	assert_int_equal(rmca_tcp_recv(&cb->base, inb, 8, NULL, RECV_TAG(1)),
+			 0);
 	th_pump_idle(); /* credits */
 	th_ndone = 0;
 
 	/* a reply carries the answer */
-	assert_int_equal(rmca_tcp_send(ca, ping, 8, NULL, SEND_TAG(0)), 0);
+	assert_int_equal(rmca_tcp_send(&ca->base, ping, 8, NULL, SEND_TAG(0)),
+			 0);
 	pump_until_done(1);
 	assert_ptr_equal(th_done[0].req, RECV_TAG(1));
 	assert_true(cb->hold);
 	assert_int_equal(queued(cb), 0); /* the count, held ... */
 	assert_true(cb->done_told != cb->done_in);
-	assert_int_equal(rmca_tcp_send(cb, pong, 8, NULL, SEND_TAG(1)), 0);
+	assert_int_equal(rmca_tcp_send(&cb->base, pong, 8, NULL, SEND_TAG(1)),
+			 0);
 	assert_int_equal(queued(cb), 0); /* ... went with the reply */
 	assert_true(cb->done_told == cb->done_in);
 	th_pump_idle();
@@ -346,10 +353,12 @@ static void answer_rides_on_the_reply_or_goes_alone(void **state)
 
 	/* no reply: the answer goes at the next pass */
 	th_ndone = 0;
-	assert_int_equal(rmca_tcp_recv(cb, inb, 8, NULL, RECV_TAG(2)), 0);
+	assert_int_equal(rmca_tcp_recv(&cb->base, inb, 8, NULL, RECV_TAG(2)),
+			 0);
 	th_pump_idle();
 	th_ndone = 0;
-	assert_int_equal(rmca_tcp_send(ca, ping, 8, NULL, SEND_TAG(2)), 0);
+	assert_int_equal(rmca_tcp_send(&ca->base, ping, 8, NULL, SEND_TAG(2)),
+			 0);
 	pump_until_done(1);
 	assert_ptr_equal(th_done[0].req, RECV_TAG(2));
 	pump_until_done(2);

@@ -133,7 +133,8 @@ static void reply_carries_the_acknowledgement(void **state)
 	char in[8], out[8] = "pong", ping[8] = "ping";
 	struct tcp_frame f;
 
-	assert_int_equal(rmca_tcp_recv(p.c, in, sizeof(in), NULL, REQ(1)), 0);
+	assert_int_equal(
+		rmca_tcp_recv(&p.c->base, in, sizeof(in), NULL, REQ(1)), 0);
 	f = one_frame(p.peer, TCP_F_ACK);
 	assert_int_equal(f.credits, 1);
 
@@ -142,7 +143,8 @@ static void reply_carries_the_acknowledgement(void **state)
 	assert_int_equal(th_done[0].status, 0);
 	assert_memory_equal(in, ping, 8);
 	/* The application answers before the held count would go alone. */
-	assert_int_equal(rmca_tcp_send(p.c, out, sizeof(out), NULL, REQ(2)), 0);
+	assert_int_equal(
+		rmca_tcp_send(&p.c->base, out, sizeof(out), NULL, REQ(2)), 0);
 	f = one_frame(p.peer, TCP_F_SEND);
 	assert_int_equal(f.acked, 1);
 	assert_int_equal(f.credits, 1);
@@ -170,12 +172,14 @@ static void held_count_goes_when_the_answer_cannot(void **state)
 	char in[8], out[8] = "pong", ping[8] = "ping";
 	struct tcp_frame f[MAXF];
 
-	assert_int_equal(rmca_tcp_recv(p.c, in, sizeof(in), NULL, REQ(1)), 0);
+	assert_int_equal(
+		rmca_tcp_recv(&p.c->base, in, sizeof(in), NULL, REQ(1)), 0);
 	assert_int_equal(frames_ready(p.peer, f), 1);
 	peer_send(p.peer, 1, ping, sizeof(ping), 0); /* no credit granted */
 	pump_until_done();
 	assert_true(p.c->hold);
-	assert_int_equal(rmca_tcp_send(p.c, out, sizeof(out), NULL, REQ(2)), 0);
+	assert_int_equal(
+		rmca_tcp_send(&p.c->base, out, sizeof(out), NULL, REQ(2)), 0);
 	assert_int_equal(one_frame(p.peer, TCP_F_ACK).acked, 1);
 	/* the credit releases the answer */
 	peer_ack(p.peer, 0, 1);
@@ -192,13 +196,13 @@ static void batch_of_puts_gets_one_ack(void **state)
 	struct pair p = pair_open();
 	static char region[NPUT * 8];
 	uint8_t wire[NPUT * (TCP_HDR_LEN + 8)];
-	struct tcp_mr *mr = NULL;
+	struct rmca_module_mr *mr = NULL;
 	uint64_t key;
 
-	assert_int_equal(rmca_tcp_mr_reg(p.m, region, sizeof(region),
+	assert_int_equal(rmca_tcp_mr_reg(&p.m->base, region, sizeof(region),
 					 RMCA_ACCESS_REMOTE_WRITE, &mr),
 			 0);
-	key = rmca_tcp_mr_rkey(mr, p.c);
+	key = rmca_tcp_mr_rkey(mr, &p.c->base);
 	for (int i = 0; i < NPUT; i++) {
 		uint8_t *w = wire + (size_t)i * (TCP_HDR_LEN + 8);
 		struct tcp_frame put = {.type = TCP_F_PUT,
@@ -236,7 +240,8 @@ static void receives_are_told_in_few_frames(void **state)
 	int n;
 
 	for (int i = 0; i < 64; i++)
-		assert_int_equal(rmca_tcp_recv(p.c, in[i], 8, NULL, REQ(i)), 0);
+		assert_int_equal(
+			rmca_tcp_recv(&p.c->base, in[i], 8, NULL, REQ(i)), 0);
 	n = frames_ready(p.peer, f);
 	assert_true(n >= 1 && n <= 7);
 	for (int i = 0; i < n; i++) {
@@ -258,7 +263,8 @@ static void sends_wait_for_credits_counted(void **state)
 
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(
-			rmca_tcp_send(p.c, out[i], 8, NULL, REQ(i + 1)), 0);
+			rmca_tcp_send(&p.c->base, out[i], 8, NULL, REQ(i + 1)),
+			0);
 	assert_int_equal(frames_ready(p.peer, f), 0);
 	peer_ack(p.peer, 0, 1);
 	one_frame(p.peer, TCP_F_SEND);
@@ -296,8 +302,8 @@ static void truncation_reaches_the_sender_by_a_refusal(void **state)
 
 	memset(in, 0x55, sizeof(in));
 	memset(big, 'b', sizeof(big));
-	assert_int_equal(rmca_tcp_recv(p.c, in[0], 32, NULL, REQ(1)), 0);
-	assert_int_equal(rmca_tcp_recv(p.c, in[1], 16, NULL, REQ(2)), 0);
+	assert_int_equal(rmca_tcp_recv(&p.c->base, in[0], 32, NULL, REQ(1)), 0);
+	assert_int_equal(rmca_tcp_recv(&p.c->base, in[1], 16, NULL, REQ(2)), 0);
 	assert_true(frames_ready(p.peer, f) >= 1);
 
 	peer_send(p.peer, 1, big, 8, 0);
@@ -337,9 +343,9 @@ static void refusal_names_the_oldest_unacknowledged(void **state)
 					       .credits = 2};
 
 		for (int i = 0; i < 2; i++)
-			assert_int_equal(
-				rmca_tcp_send(p.c, out[i], 8, NULL, REQ(i + 1)),
-				0);
+			assert_int_equal(rmca_tcp_send(&p.c->base, out[i], 8,
+						       NULL, REQ(i + 1)),
+					 0);
 		peer_ack(p.peer, 0, 2);
 		assert_int_equal(frames_ready(p.peer, f), 2);
 		r.id = bad ? f[0].id : f[1].id;
@@ -381,7 +387,8 @@ static void ack_beyond_what_was_sent_closes(void **state)
 	struct tcp_frame f[MAXF];
 
 	assert_int_equal(
-		rmca_tcp_put(p.c, src, 8, NULL, 0x1000, 0x2222, REQ(1)), 0);
+		rmca_tcp_put(&p.c->base, src, 8, NULL, 0x1000, 0x2222, REQ(1)),
+		0);
 	assert_int_equal(frames_ready(p.peer, f), 1);
 	peer_ack(p.peer, 2, 0);
 	expect_refused_count(&p, "acknowledges more than was sent");
@@ -398,8 +405,8 @@ static void ack_going_backwards_closes(void **state)
 	struct tcp_frame f[MAXF];
 
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(rmca_tcp_put(p.c, src, 8, NULL, 0x1000, 0x2222,
-					      REQ(i + 1)),
+		assert_int_equal(rmca_tcp_put(&p.c->base, src, 8, NULL, 0x1000,
+					      0x2222, REQ(i + 1)),
 				 0);
 	/* the second waited for the pass after the first */
 	assert_int_equal(rmca_tcp_progress(&p.m->base), 0);
@@ -428,9 +435,9 @@ static void ack_of_a_put_still_on_its_way_closes(void **state)
 
 	assert_non_null(src);
 	memset(src, 1, 8 * MiB);
-	assert_int_equal(
-		rmca_tcp_put(p.c, src, 8 * MiB, NULL, 0x1000, 0x2222, REQ(1)),
-		0);
+	assert_int_equal(rmca_tcp_put(&p.c->base, src, 8 * MiB, NULL, 0x1000,
+				      0x2222, REQ(1)),
+			 0);
 	assert_true(th_peer_read_frame(p.peer, &f));
 	assert_int_equal(f.type, TCP_F_PUT);
 	assert_int_equal(p.c->by_count_out, 0); /* the payload is on its way */
@@ -478,8 +485,9 @@ static void a_lying_peer_ends_only_its_connection(void **state)
 	peer_ack(p.peer, 1, 0);
 	assert_true(closed(p.peer));
 	assert_true(p.c->failed);
-	assert_int_equal(rmca_tcp_put(c2, src, 8, NULL, 0x1000, 0x2222, REQ(1)),
-			 0);
+	assert_int_equal(
+		rmca_tcp_put(&c2->base, src, 8, NULL, 0x1000, 0x2222, REQ(1)),
+		0);
 	assert_int_equal(frames_ready(p2, f), 1);
 	peer_ack(p2, 1, 0);
 	th_pump_idle();

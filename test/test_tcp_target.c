@@ -30,23 +30,23 @@ static char *region_alloc(size_t len, int fill)
 	return p;
 }
 
-static struct tcp_mr *reg(struct tcp_module *m, void *addr, size_t len,
-			  unsigned access)
+static struct rmca_module_mr *reg(struct tcp_module *m, void *addr, size_t len,
+				  unsigned access)
 {
-	struct tcp_mr *mr = NULL;
+	struct rmca_module_mr *mr = NULL;
 
-	assert_int_equal(rmca_tcp_mr_reg(m, addr, len, access, &mr), 0);
+	assert_int_equal(rmca_tcp_mr_reg(&m->base, addr, len, access, &mr), 0);
 	return mr;
 }
 
-static void dereg(struct tcp_mr *mr)
+static void dereg(struct rmca_module_mr *mr)
 {
 	assert_int_equal(rmca_tcp_mr_dereg(mr), 0);
 }
 
-static uint64_t rkey(struct tcp_mr *mr, struct tcp_conn *c)
+static uint64_t rkey(struct rmca_module_mr *mr, struct tcp_conn *c)
 {
-	uint64_t k = rmca_tcp_mr_rkey(mr, c);
+	uint64_t k = rmca_tcp_mr_rkey(mr, &c->base);
 
 	assert_true(k != 0);
 	return k;
@@ -96,7 +96,8 @@ static void put_in_flight_at_dereg_is_refused(void **state)
 	struct tcp_conn *c = th_conn(m, &peer);
 	char *region = region_alloc(4 * MiB, 0),
 	     *src = region_alloc(4 * MiB, 0x3c);
-	struct tcp_mr *mr = reg(m, region, 4 * MiB, RMCA_ACCESS_REMOTE_WRITE);
+	struct rmca_module_mr *mr =
+		reg(m, region, 4 * MiB, RMCA_ACCESS_REMOTE_WRITE);
 	struct tcp_frame f = {.type = TCP_F_PUT,
 			      .id = 7,
 			      .len = 4 * MiB,
@@ -140,8 +141,10 @@ static void queued_answers_are_refused_at_dereg(void **state)
 	char *big = region_alloc(8 * MiB, 0x22),
 	     *region = region_alloc(4096, 0x11);
 	char *buf = region_alloc(8 * MiB, 0);
-	struct tcp_mr *mbig = reg(m, big, 8 * MiB, RMCA_ACCESS_REMOTE_READ);
-	struct tcp_mr *mr = reg(m, region, 4096, RMCA_ACCESS_REMOTE_READ);
+	struct rmca_module_mr *mbig =
+		reg(m, big, 8 * MiB, RMCA_ACCESS_REMOTE_READ);
+	struct rmca_module_mr *mr =
+		reg(m, region, 4096, RMCA_ACCESS_REMOTE_READ);
 	uint64_t kbig = rkey(mbig, c), key = rkey(mr, c);
 	struct tcp_frame f;
 
@@ -187,7 +190,8 @@ static void answer_on_the_wire_is_cut_at_dereg(void **state)
 	struct tcp_conn *c = th_conn(m, &peer);
 	char *region = region_alloc(8 * MiB, 0x11),
 	     *buf = region_alloc(8 * MiB, 0);
-	struct tcp_mr *mr = reg(m, region, 8 * MiB, RMCA_ACCESS_REMOTE_READ);
+	struct rmca_module_mr *mr =
+		reg(m, region, 8 * MiB, RMCA_ACCESS_REMOTE_READ);
 	uint64_t key = rkey(mr, c);
 	struct tcp_frame f;
 	size_t got;
@@ -261,19 +265,17 @@ static void use_once_key_works_only_where_handed_out(void **state)
 	struct tcp_conn *c1 = th_conn(m, &p1), *c2 = th_conn(m, &p2);
 	char *region = region_alloc(4096, 0), *rbuf = region_alloc(64, 0);
 	char data[8] = "written", msg[4] = "inv";
-	struct tcp_mr *mr = reg(m, region, 4096,
-				RMCA_ACCESS_REMOTE_WRITE | RMCA_MR_USE_ONCE);
+	struct rmca_module_mr *mr = reg(
+		m, region, 4096, RMCA_ACCESS_REMOTE_WRITE | RMCA_MR_USE_ONCE);
 	uint64_t k1 = rkey(mr, c1);
 	struct tcp_frame f;
 
 	assert_true(k1 & RMCA_KEY_USE_ONCE);
-	assert_int_equal(ops->key_match(tcp_mr_base(mr), tcp_conn_base(c1), k1),
-			 1);
-	assert_int_equal(ops->key_match(tcp_mr_base(mr), tcp_conn_base(c2), k1),
-			 0);
+	assert_int_equal(ops->key_match(mr, tcp_conn_base(c1), k1), 1);
+	assert_int_equal(ops->key_match(mr, tcp_conn_base(c2), k1), 0);
 
 	/* send-with-invalidate of k1 arriving on c2 revokes nothing */
-	assert_int_equal(rmca_tcp_recv(c2, rbuf, 64, NULL, rbuf), 0);
+	assert_int_equal(rmca_tcp_recv(&c2->base, rbuf, 64, NULL, rbuf), 0);
 	assert_true(th_peer_read_frame(p2, &f));
 	assert_int_equal(f.type, TCP_F_ACK);
 	assert_int_equal(f.credits, 1);
@@ -291,10 +293,8 @@ static void use_once_key_works_only_where_handed_out(void **state)
 	assert_true(th_done[0].revoked == 0);
 
 	/* nor does the core's revoke message path asked through c2 */
-	assert_int_equal(ops->revoke(tcp_mr_base(mr), tcp_conn_base(c2), k1),
-			 0);
-	assert_int_equal(ops->key_match(tcp_mr_base(mr), tcp_conn_base(c1), k1),
-			 1);
+	assert_int_equal(ops->revoke(mr, tcp_conn_base(c2), k1), 0);
+	assert_int_equal(ops->key_match(mr, tcp_conn_base(c1), k1), 1);
 
 	/* the key still works where it was handed out ... */
 	put_frame(p1, 2, region, sizeof(data), k1, data);
@@ -344,7 +344,7 @@ static void flood_of_unread_gets_is_bounded(void **state)
 	int p1, p2;
 	struct tcp_conn *c1 = th_conn(m, &p1), *c2 = th_conn(m, &p2);
 	char *region = region_alloc(4096, 0x5a), *one = region_alloc(1, 0);
-	struct tcp_mr *mr =
+	struct rmca_module_mr *mr =
 		reg(m, region, 4096,
 		    RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE);
 	uint64_t key = rkey(mr, c1);
@@ -433,12 +433,12 @@ static void own_ops_on_deregistered_region_end(void **state)
 	int peer;
 	struct tcp_conn *c = th_conn(m, &peer);
 	char *region = region_alloc(4096, 0), *data = region_alloc(1024, 0x3c);
-	struct tcp_mr *mr = reg(m, region, 4096, RMCA_ACCESS_LOCAL);
+	struct rmca_module_mr *mr = reg(m, region, 4096, RMCA_ACCESS_LOCAL);
 	struct tcp_frame credit, get, f;
 	uint8_t hdr[TCP_HDR_LEN];
 
-	assert_int_equal(rmca_tcp_recv(c, region, 1024, mr, REQ(1)), 0);
-	assert_int_equal(rmca_tcp_get(c, region + 2048, 1024, mr, 0x1000,
+	assert_int_equal(rmca_tcp_recv(&c->base, region, 1024, mr, REQ(1)), 0);
+	assert_int_equal(rmca_tcp_get(&c->base, region + 2048, 1024, mr, 0x1000,
 				      0x2222, REQ(2)),
 			 0);
 	assert_true(th_peer_read_frame(peer, &credit));
@@ -484,18 +484,18 @@ static void peers_at_their_limit_both_finish(void **state)
 	struct tcp_conn *ca, *cb;
 	char *ra = region_alloc(4096, 0x0a), *rb = region_alloc(4096, 0x0b);
 	char *into = region_alloc(4096, 0);
-	struct tcp_mr *ma = reg(a, ra, 4096, RMCA_ACCESS_REMOTE_READ);
-	struct tcp_mr *mb = reg(b, rb, 4096, RMCA_ACCESS_REMOTE_READ);
+	struct rmca_module_mr *ma = reg(a, ra, 4096, RMCA_ACCESS_REMOTE_READ);
+	struct rmca_module_mr *mb = reg(b, rb, 4096, RMCA_ACCESS_REMOTE_READ);
 	uint64_t ka, kb;
 
 	th_conn_pair(a, b, &ca, &cb);
 	ka = rkey(ma, cb);
 	kb = rkey(mb, ca);
 	for (int i = 0; i < TCP_MAX_OPS; i++) {
-		assert_int_equal(rmca_tcp_get(ca, into, 4096, NULL,
+		assert_int_equal(rmca_tcp_get(&ca->base, into, 4096, NULL,
 					      (uintptr_t)rb, kb, REQ(1)),
 				 0);
-		assert_int_equal(rmca_tcp_get(cb, into, 4096, NULL,
+		assert_int_equal(rmca_tcp_get(&cb->base, into, 4096, NULL,
 					      (uintptr_t)ra, ka, REQ(2)),
 				 0);
 	}
@@ -527,7 +527,8 @@ static void refusal_follows_the_answers_before_it(void **state)
 	struct tcp_conn *c = th_conn(m, &peer);
 	char *big = region_alloc(8 * MiB, 0x22),
 	     *buf = region_alloc(8 * MiB, 0);
-	struct tcp_mr *mbig = reg(m, big, 8 * MiB, RMCA_ACCESS_REMOTE_READ);
+	struct rmca_module_mr *mbig =
+		reg(m, big, 8 * MiB, RMCA_ACCESS_REMOTE_READ);
 	uint64_t key = rkey(mbig, c);
 	char data[8] = "refused";
 	struct tcp_frame f;

@@ -217,11 +217,11 @@ struct tcp_conn {
 
 /*
  * The core holds a connection, a connection being set up and a region by
- * the base each embeds (component.h); the ops table (tcp_module.c) goes
- * from the base to tcp's own object and back through these helpers only,
- * and nothing else in tcp sees the core's types. NULL stays NULL (a send
- * without a region, mr_rkey without a connection); with the base first
- * that costs no branch.
+ * the base each embeds (component.h). The entry points the ops table names
+ * take the core's types and go from the base to tcp's own object and back
+ * through these helpers, first thing; below them tcp sees its own objects
+ * only. NULL stays NULL (a send without a region, mr_rkey without a
+ * connection); with the base first that costs no branch.
  */
 static inline struct tcp_conn *tcp_conn_from_base(struct rmca_conn *c)
 {
@@ -250,12 +250,12 @@ void rmca_tcp_module_destroy(struct tcp_module *m);
 /* 1 if addr is a tcp addr() blob this module speaks to, else 0 and why. */
 int rmca_tcp_addr_check(const void *addr, size_t len, char *why,
 			size_t why_len);
-/* What the mr_* ops do, on tcp's own objects. */
-int rmca_tcp_mr_reg(struct tcp_module *m, void *addr, size_t len,
-		    unsigned access, struct tcp_mr **out);
-int rmca_tcp_mr_dereg(struct tcp_mr *mr);
+/* The mr_* ops. */
+int rmca_tcp_mr_reg(struct rmca_module *mod, void *addr, size_t len,
+		    unsigned access, struct rmca_module_mr **out);
+int rmca_tcp_mr_dereg(struct rmca_module_mr *mr);
 /* mr's key for c (NULL: a key any connection may use); 0 without one. */
-uint64_t rmca_tcp_mr_rkey(struct tcp_mr *mr, struct tcp_conn *c);
+uint64_t rmca_tcp_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c);
 
 /* tcp_sock.c */
 int rmca_tcp_sock_setup(struct tcp_module *m, int fd);
@@ -271,19 +271,12 @@ int rmca_tcp_pending_take(struct tcp_module *m, uint64_t token);
 /* Close parked sockets past their deadline (the module's progress op). */
 int rmca_tcp_pending_expire(struct rmca_module *mod);
 
-/* tcp_connect.c: the connect_* ops, on tcp's own objects ... */
-struct tcp_connecting;
+/* tcp_connect.c: the connect_* ops */
 int rmca_tcp_connect_start(struct rmca_module *mod,
 			   const struct rmca_conn_args *a,
-			   struct tcp_connecting **out);
-int rmca_tcp_connect_poll(struct tcp_connecting *h, struct tcp_conn **out);
-void rmca_tcp_connect_abort(struct tcp_connecting *h);
-/* ... and as the ops table has them */
-int rmca_tcp_op_connect_start(struct rmca_module *mod,
-			      const struct rmca_conn_args *a,
-			      struct rmca_connecting **out);
-int rmca_tcp_op_connect_poll(struct rmca_connecting *h, struct rmca_conn **out);
-void rmca_tcp_op_connect_abort(struct rmca_connecting *h);
+			   struct rmca_connecting **out);
+int rmca_tcp_connect_poll(struct rmca_connecting *h, struct rmca_conn **out);
+void rmca_tcp_connect_abort(struct rmca_connecting *h);
 /* A socket presented token: hand it to the connect awaiting it (true). */
 bool rmca_tcp_connecting_claim(struct tcp_module *m, uint64_t token, int fd);
 
@@ -342,20 +335,22 @@ void rmca_tcp_pump_sends(struct tcp_conn *c);
 bool rmca_tcp_counts_due(const struct tcp_conn *c);
 /* Queue a frame of nothing but the counts. */
 int rmca_tcp_ack_queue(struct tcp_conn *c);
-int rmca_tcp_send(struct tcp_conn *c, const void *buf, size_t len,
-		  struct tcp_mr *mr, void *req);
-int rmca_tcp_send_inv(struct tcp_conn *c, const void *buf, size_t len,
-		      struct tcp_mr *mr, uint64_t rkey, void *req);
-int rmca_tcp_recv(struct tcp_conn *c, void *buf, size_t len, struct tcp_mr *mr,
-		  void *req);
-int rmca_tcp_put(struct tcp_conn *c, const void *buf, size_t len,
-		 struct tcp_mr *mr, uint64_t raddr, uint64_t rkey, void *req);
-int rmca_tcp_get(struct tcp_conn *c, void *buf, size_t len, struct tcp_mr *mr,
-		 uint64_t raddr, uint64_t rkey, void *req);
-int rmca_tcp_atomic(struct tcp_conn *c, const struct rmca_atomic *op,
-		    uint64_t *result, struct tcp_mr *mr, void *req);
-int rmca_tcp_flush(struct tcp_conn *c, void *req);
-void rmca_tcp_disconnect(struct tcp_conn *c);
+int rmca_tcp_send(struct rmca_conn *c, const void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req);
+int rmca_tcp_send_inv(struct rmca_conn *c, const void *buf, size_t len,
+		      struct rmca_module_mr *mr, uint64_t rkey, void *req);
+int rmca_tcp_recv(struct rmca_conn *c, void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req);
+int rmca_tcp_put(struct rmca_conn *c, const void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req);
+int rmca_tcp_get(struct rmca_conn *c, void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req);
+int rmca_tcp_atomic(struct rmca_conn *c, const struct rmca_atomic *op,
+		    uint64_t *result, struct rmca_module_mr *mr, void *req);
+int rmca_tcp_flush(struct rmca_conn *c, void *req);
+void rmca_tcp_disconnect(struct rmca_conn *c);
 
 #define tcp_log(m, lvl, fmt, ...)                                   \
 	(m)->base.core->ops->log((m)->base.core, (lvl), "tcp: " fmt, \

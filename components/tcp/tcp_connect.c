@@ -277,7 +277,7 @@ bool rmca_tcp_connecting_claim(struct tcp_module *m, uint64_t token, int fd)
 
 int rmca_tcp_connect_start(struct rmca_module *mod,
 			   const struct rmca_conn_args *a,
-			   struct tcp_connecting **out)
+			   struct rmca_connecting **out)
 {
 	struct tcp_module *m = rmca_container_of(mod, struct tcp_module, base);
 	struct tcp_connecting *h;
@@ -305,12 +305,12 @@ int rmca_tcp_connect_start(struct rmca_module *mod,
 			free(h);
 			return r;
 		}
-		*out = h;
+		*out = tcp_connecting_base(h);
 		return 0;
 	}
 	h->state = TC_AWAIT;
 	snprintf(h->peer, sizeof(h->peer), "%s", a->peer_host);
-	*out = h;
+	*out = tcp_connecting_base(h);
 	/* The peer's socket may already be parked under the token. */
 	fd = rmca_tcp_pending_take(m, h->token);
 	if (fd >= 0)
@@ -320,20 +320,24 @@ int rmca_tcp_connect_start(struct rmca_module *mod,
 	return 0;
 }
 
-void rmca_tcp_connect_abort(struct tcp_connecting *h)
+void rmca_tcp_connect_abort(struct rmca_connecting *base)
 {
+	struct tcp_connecting *h = tcp_connecting_from_base(base);
+
 	rmca_list_del(&h->link);
 	tc_close(h);
 	free(h);
 }
 
-int rmca_tcp_connect_poll(struct tcp_connecting *h, struct tcp_conn **out)
+int rmca_tcp_connect_poll(struct rmca_connecting *base, struct rmca_conn **out)
 {
+	struct tcp_connecting *h = tcp_connecting_from_base(base);
+	struct tcp_conn *c;
 	int fd, r;
 
 	if (h->state == TC_FAILED) {
 		r = h->status;
-		rmca_tcp_connect_abort(h);
+		rmca_tcp_connect_abort(&h->base);
 		return r;
 	}
 	if (h->state != TC_DONE) {
@@ -343,7 +347,7 @@ int rmca_tcp_connect_poll(struct tcp_connecting *h, struct tcp_conn **out)
 			h->active ? "to" : "from", h->peer,
 			h->state == TC_AWAIT ? "no data connection came"
 					     : "no hello exchanged");
-		rmca_tcp_connect_abort(h);
+		rmca_tcp_connect_abort(&h->base);
 		return RMCA_ERR_TIMEOUT;
 	}
 	/* The connection registers the socket anew, for itself. */
@@ -351,37 +355,12 @@ int rmca_tcp_connect_poll(struct tcp_connecting *h, struct tcp_conn **out)
 		h->m->base.core->ops->fd_del(h->m->base.core, h->fd);
 	h->registered = false;
 	fd = h->fd;
-	r = rmca_tcp_conn_create(h->m, fd, h->cookie, out);
+	r = rmca_tcp_conn_create(h->m, fd, h->cookie, &c);
 	if (r)
 		close(fd);
-	h->fd = -1;
-	rmca_tcp_connect_abort(h);
-	return r;
-}
-
-int rmca_tcp_op_connect_start(struct rmca_module *mod,
-			      const struct rmca_conn_args *a,
-			      struct rmca_connecting **out)
-{
-	struct tcp_connecting *h;
-	int r = rmca_tcp_connect_start(mod, a, &h);
-
-	if (!r)
-		*out = tcp_connecting_base(h);
-	return r;
-}
-
-int rmca_tcp_op_connect_poll(struct rmca_connecting *h, struct rmca_conn **out)
-{
-	struct tcp_conn *c;
-	int r = rmca_tcp_connect_poll(tcp_connecting_from_base(h), &c);
-
-	if (!r)
+	else
 		*out = tcp_conn_base(c);
+	h->fd = -1;
+	rmca_tcp_connect_abort(&h->base);
 	return r;
-}
-
-void rmca_tcp_op_connect_abort(struct rmca_connecting *h)
-{
-	rmca_tcp_connect_abort(tcp_connecting_from_base(h));
 }

@@ -68,15 +68,15 @@ static int tcp_reach(struct rmca_module *mod, const struct rmca_reach_args *a,
 	return rmca_tcp_route_check(mod->core, a->peer_host, why, why_len);
 }
 
-int rmca_tcp_mr_reg(struct tcp_module *m, void *addr, size_t len,
-		    unsigned access, struct tcp_mr **out)
+int rmca_tcp_mr_reg(struct rmca_module *mod, void *addr, size_t len,
+		    unsigned access, struct rmca_module_mr **out)
 {
 	struct tcp_mr *mr = calloc(1, sizeof(*mr));
 
 	if (!mr)
 		return RMCA_ERR_NO_MEMORY;
-	mr->base.module = &m->base;
-	mr->mod = m;
+	mr->base.module = mod;
+	mr->mod = rmca_container_of(mod, struct tcp_module, base);
 	mr->addr = addr;
 	mr->len = len;
 	mr->access = access;
@@ -86,13 +86,14 @@ int rmca_tcp_mr_reg(struct tcp_module *m, void *addr, size_t len,
 		free(mr);
 		return RMCA_ERR_NO_MEMORY;
 	}
-	*out = mr;
+	*out = tcp_mr_base(mr);
 	return 0;
 }
 
 /* Once this returns, no access in flight touches the region (doc/api.md). */
-int rmca_tcp_mr_dereg(struct tcp_mr *mr)
+int rmca_tcp_mr_dereg(struct rmca_module_mr *base)
 {
+	struct tcp_mr *mr = tcp_mr_from_base(base);
 	struct rmca_list *l, *next;
 	struct tcp_rkey *k;
 
@@ -122,8 +123,10 @@ static struct tcp_rkey *key_for(struct tcp_mr *mr, const struct tcp_conn *c)
 
 /* A use-once key serves one transaction on one connection: once revoked,
  * the region gets a fresh key the next time one is handed out there. */
-uint64_t rmca_tcp_mr_rkey(struct tcp_mr *mr, struct tcp_conn *c)
+uint64_t rmca_tcp_mr_rkey(struct rmca_module_mr *base, struct rmca_conn *conn)
 {
+	struct tcp_mr *mr = tcp_mr_from_base(base);
+	struct tcp_conn *c = tcp_conn_from_base(conn);
 	struct tcp_rkey *k = key_for(mr, c);
 
 	if (!k && c && (mr->access & RMCA_MR_USE_ONCE))
@@ -152,107 +155,27 @@ static int tcp_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
 	return 0;
 }
 
-/*
- * The ops as the core calls them: its handles in, tcp's own objects on
- * (tcp.h). Each is a tail call.
- */
-static int tcp_mr_reg(struct rmca_module *mod, void *addr, size_t len,
-		      unsigned access, struct rmca_module_mr **out)
-{
-	struct tcp_module *m = rmca_container_of(mod, struct tcp_module, base);
-	struct tcp_mr *mr;
-	int r = rmca_tcp_mr_reg(m, addr, len, access, &mr);
-
-	if (!r)
-		*out = tcp_mr_base(mr);
-	return r;
-}
-
-static int tcp_mr_dereg(struct rmca_module_mr *mr)
-{
-	return rmca_tcp_mr_dereg(tcp_mr_from_base(mr));
-}
-
-static uint64_t tcp_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
-{
-	return rmca_tcp_mr_rkey(tcp_mr_from_base(mr), tcp_conn_from_base(c));
-}
-
-static int tcp_send(struct rmca_conn *c, const void *buf, size_t len,
-		    struct rmca_module_mr *mr, void *req)
-{
-	return rmca_tcp_send(tcp_conn_from_base(c), buf, len,
-			     tcp_mr_from_base(mr), req);
-}
-
-static int tcp_send_inv(struct rmca_conn *c, const void *buf, size_t len,
-			struct rmca_module_mr *mr, uint64_t rkey, void *req)
-{
-	return rmca_tcp_send_inv(tcp_conn_from_base(c), buf, len,
-				 tcp_mr_from_base(mr), rkey, req);
-}
-
-static int tcp_recv(struct rmca_conn *c, void *buf, size_t len,
-		    struct rmca_module_mr *mr, void *req)
-{
-	return rmca_tcp_recv(tcp_conn_from_base(c), buf, len,
-			     tcp_mr_from_base(mr), req);
-}
-
-static int tcp_put(struct rmca_conn *c, const void *buf, size_t len,
-		   struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
-		   void *req)
-{
-	return rmca_tcp_put(tcp_conn_from_base(c), buf, len,
-			    tcp_mr_from_base(mr), raddr, rkey, req);
-}
-
-static int tcp_get(struct rmca_conn *c, void *buf, size_t len,
-		   struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
-		   void *req)
-{
-	return rmca_tcp_get(tcp_conn_from_base(c), buf, len,
-			    tcp_mr_from_base(mr), raddr, rkey, req);
-}
-
-static int tcp_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
-		      uint64_t *result, struct rmca_module_mr *mr, void *req)
-{
-	return rmca_tcp_atomic(tcp_conn_from_base(c), a, result,
-			       tcp_mr_from_base(mr), req);
-}
-
-static int tcp_flush(struct rmca_conn *c, void *req)
-{
-	return rmca_tcp_flush(tcp_conn_from_base(c), req);
-}
-
-static void tcp_disconnect(struct rmca_conn *c)
-{
-	rmca_tcp_disconnect(tcp_conn_from_base(c));
-}
-
 static const struct rmca_module_ops tcp_module_ops = {
 	.addr = tcp_addr,
-	.atomic = tcp_atomic,
-	.connect_abort = rmca_tcp_op_connect_abort,
-	.connect_poll = rmca_tcp_op_connect_poll,
-	.connect_start = rmca_tcp_op_connect_start,
-	.disconnect = tcp_disconnect,
-	.flush = tcp_flush,
-	.get = tcp_get,
+	.atomic = rmca_tcp_atomic,
+	.connect_abort = rmca_tcp_connect_abort,
+	.connect_poll = rmca_tcp_connect_poll,
+	.connect_start = rmca_tcp_connect_start,
+	.disconnect = rmca_tcp_disconnect,
+	.flush = rmca_tcp_flush,
+	.get = rmca_tcp_get,
 	.key_match = tcp_key_match,
-	.mr_dereg = tcp_mr_dereg,
-	.mr_reg = tcp_mr_reg,
-	.mr_rkey = tcp_mr_rkey,
+	.mr_dereg = rmca_tcp_mr_dereg,
+	.mr_reg = rmca_tcp_mr_reg,
+	.mr_rkey = rmca_tcp_mr_rkey,
 	.progress = rmca_tcp_progress,
-	.put = tcp_put,
+	.put = rmca_tcp_put,
 	.reachable = tcp_reachable,
 	.reach = tcp_reach,
-	.recv = tcp_recv,
+	.recv = rmca_tcp_recv,
 	.revoke = tcp_revoke,
-	.send = tcp_send,
-	.send_inv = tcp_send_inv,
+	.send = rmca_tcp_send,
+	.send_inv = rmca_tcp_send_inv,
 };
 
 int rmca_tcp_module_create(const struct rmca_core *core, const char *device,

@@ -141,23 +141,26 @@ static int post_send(struct tcp_conn *c, const void *buf, size_t len,
 	return 0;
 }
 
-int rmca_tcp_send(struct tcp_conn *c, const void *buf, size_t len,
-		  struct tcp_mr *mr, void *req)
+int rmca_tcp_send(struct rmca_conn *c, const void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req)
 {
-	return post_send(c, buf, len, mr, 0, req);
+	return post_send(tcp_conn_from_base(c), buf, len, tcp_mr_from_base(mr),
+			 0, req);
 }
 
-int rmca_tcp_send_inv(struct tcp_conn *c, const void *buf, size_t len,
-		      struct tcp_mr *mr, uint64_t rkey, void *req)
+int rmca_tcp_send_inv(struct rmca_conn *c, const void *buf, size_t len,
+		      struct rmca_module_mr *mr, uint64_t rkey, void *req)
 {
 	if (!(rkey & RMCA_KEY_USE_ONCE))
 		return RMCA_ERR_INVALID;
-	return post_send(c, buf, len, mr, rkey, req);
+	return post_send(tcp_conn_from_base(c), buf, len, tcp_mr_from_base(mr),
+			 rkey, req);
 }
 
-int rmca_tcp_recv(struct tcp_conn *c, void *buf, size_t len, struct tcp_mr *mr,
-		  void *req)
+int rmca_tcp_recv(struct rmca_conn *conn, void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req)
 {
+	struct tcp_conn *c = tcp_conn_from_base(conn);
 	struct tcp_frame f = {.type = TCP_F_ACK};
 	bool quiet =
 		!rmca_tcp_out_busy(c) && !c->hold && rmca_list_empty(&c->outq);
@@ -177,7 +180,7 @@ int rmca_tcp_recv(struct tcp_conn *c, void *buf, size_t len, struct tcp_mr *mr,
 	}
 	op->buf = buf;
 	op->len = len;
-	op->mr = mr;
+	op->mr = tcp_mr_from_base(mr);
 	c->granted++;
 	/* With nothing due to bring the connection back and nothing queued,
 	 * a peer short of credits is told now; otherwise the next frame, or
@@ -220,22 +223,26 @@ static int post_rdma(struct tcp_conn *c, enum tcp_op_kind kind, void *buf,
 	return 0;
 }
 
-int rmca_tcp_put(struct tcp_conn *c, const void *buf, size_t len,
-		 struct tcp_mr *mr, uint64_t raddr, uint64_t rkey, void *req)
+int rmca_tcp_put(struct rmca_conn *c, const void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req)
 {
-	return post_rdma(c, TCP_OP_PUT, (void *)buf, len, mr, raddr, rkey,
-			 req);
+	return post_rdma(tcp_conn_from_base(c), TCP_OP_PUT, (void *)buf, len,
+			 tcp_mr_from_base(mr), raddr, rkey, req);
 }
 
-int rmca_tcp_get(struct tcp_conn *c, void *buf, size_t len, struct tcp_mr *mr,
-		 uint64_t raddr, uint64_t rkey, void *req)
+int rmca_tcp_get(struct rmca_conn *c, void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req)
 {
-	return post_rdma(c, TCP_OP_GET, buf, len, mr, raddr, rkey, req);
+	return post_rdma(tcp_conn_from_base(c), TCP_OP_GET, buf, len,
+			 tcp_mr_from_base(mr), raddr, rkey, req);
 }
 
-int rmca_tcp_atomic(struct tcp_conn *c, const struct rmca_atomic *a,
-		    uint64_t *result, struct tcp_mr *mr, void *req)
+int rmca_tcp_atomic(struct rmca_conn *conn, const struct rmca_atomic *a,
+		    uint64_t *result, struct rmca_module_mr *mr, void *req)
 {
+	struct tcp_conn *c = tcp_conn_from_base(conn);
 	struct tcp_frame f = {
 		.type = TCP_F_ATOMIC,
 		.akind = (uint8_t)a->kind,
@@ -269,15 +276,16 @@ int rmca_tcp_atomic(struct tcp_conn *c, const struct rmca_atomic *a,
 	if (!op)
 		return err;
 	op->result = result;
-	op->mr = mr;
+	op->mr = tcp_mr_from_base(mr);
 	f.id = op->id;
 	op_queue(c, op, &f, NULL, 0);
 	rmca_tcp_out_kick(c, defer);
 	return 0;
 }
 
-int rmca_tcp_flush(struct tcp_conn *c, void *req)
+int rmca_tcp_flush(struct rmca_conn *conn, void *req)
 {
+	struct tcp_conn *c = tcp_conn_from_base(conn);
 	const struct rmca_core *core = c->mod->base.core;
 	struct tcp_op *op;
 	int err;
@@ -296,8 +304,10 @@ int rmca_tcp_flush(struct tcp_conn *c, void *req)
 	return 0;
 }
 
-void rmca_tcp_disconnect(struct tcp_conn *c)
+void rmca_tcp_disconnect(struct rmca_conn *conn)
 {
+	struct tcp_conn *c = tcp_conn_from_base(conn);
+
 	rmca_tcp_conn_close_out(c);
 	rmca_tcp_conn_destroy(c);
 }
