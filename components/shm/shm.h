@@ -188,10 +188,11 @@ struct shm_conn {
 
 /*
  * The core holds a connection and a region by the base each embeds
- * (component.h); the ops table (shm_module.c) goes from the base to shm's
- * own object and back through these helpers only, and nothing else in shm
- * sees the core's types. NULL stays NULL (a send without a region, mr_rkey
- * without a connection); with the base first that costs no branch.
+ * (component.h). The entry points the ops table names take the core's
+ * types and go from the base to shm's own object and back through these
+ * helpers, first thing; below them shm sees its own objects only. NULL
+ * stays NULL (a send without a region, mr_rkey without a connection); with
+ * the base first that costs no branch.
  */
 static inline struct shm_conn *shm_conn_from_base(struct rmca_conn *c)
 {
@@ -218,9 +219,9 @@ int rmca_shm_module_create(const struct rmca_core *core,
 			   struct shm_module **out);
 void rmca_shm_module_destroy(struct shm_module *m);
 /* 1 if the peer whose blob is given shares this host's memory, else 0 and
- * why. */
-int rmca_shm_addr_check(const struct shm_module *m, const void *addr,
-			size_t len, char *why, size_t why_len);
+ * why (the reachable op). */
+int rmca_shm_addr_check(struct rmca_module *mod, const void *addr, size_t len,
+			char *why, size_t why_len);
 /* This side's core may copy between the two processes (CMA); if not,
  * why. */
 bool rmca_shm_may_attach(const struct shm_module *m,
@@ -232,11 +233,13 @@ int rmca_shm_keytab_init(struct shm_keytab *t,
 			 int (*random)(void *buf, size_t len));
 void rmca_shm_keytab_fini(struct shm_keytab *t);
 int rmca_shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
-		    unsigned access, struct shm_mr **out);
-int rmca_shm_mr_dereg(struct shm_mr *mr);
-uint64_t rmca_shm_mr_rkey(struct shm_mr *mr, struct shm_conn *c);
-int rmca_shm_key_match(struct shm_mr *mr, struct shm_conn *c, uint64_t rkey);
-int rmca_shm_revoke(struct shm_mr *mr, struct shm_conn *c, uint64_t rkey);
+		    unsigned access, struct rmca_module_mr **out);
+int rmca_shm_mr_dereg(struct rmca_module_mr *mr);
+uint64_t rmca_shm_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c);
+int rmca_shm_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
+		       uint64_t rkey);
+int rmca_shm_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
+		    uint64_t rkey);
 /* The target's check of a remote access arriving on c: 0 and *ptr, or
  * RMCA_ERR_REMOTE_ACCESS. */
 int rmca_shm_access(struct shm_conn *c, uint64_t rkey, uint64_t raddr,
@@ -274,7 +277,7 @@ void rmca_shm_map_release(struct shm_conn *c);
 int rmca_shm_listen(struct shm_module *m);
 void rmca_shm_pending_free_all(struct shm_module *m);
 int rmca_shm_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
-		     struct shm_conn **out);
+		     struct rmca_conn **out);
 
 /* shm_conn.c */
 struct shm_conn_parts {
@@ -292,7 +295,7 @@ int rmca_shm_conn_create(struct shm_module *m, int fd,
 void rmca_shm_conn_fail(struct shm_conn *c, int status);
 void rmca_shm_wake_peer(struct shm_conn *c);
 void rmca_shm_conn_poll(struct shm_conn *c);
-void rmca_shm_disconnect(struct shm_conn *c);
+void rmca_shm_disconnect(struct rmca_conn *c);
 /* The segment, the peer's key table and pidfd of c: gone. */
 void rmca_shm_conn_unmap(struct shm_conn *c);
 int rmca_shm_progress(struct rmca_module *mod);
@@ -307,19 +310,22 @@ void rmca_shm_pump(struct shm_conn *c);
 bool rmca_shm_credit(struct shm_conn *c);
 /* The bytes of op's request (or piece) that starts at off. */
 size_t rmca_shm_piece(const struct shm_op *op, size_t off);
-int rmca_shm_send(struct shm_conn *c, const void *buf, size_t len,
-		  struct shm_mr *mr, void *req);
-int rmca_shm_send_inv(struct shm_conn *c, const void *buf, size_t len,
-		      struct shm_mr *mr, uint64_t rkey, void *req);
-int rmca_shm_recv(struct shm_conn *c, void *buf, size_t len, struct shm_mr *mr,
-		  void *req);
-int rmca_shm_put(struct shm_conn *c, const void *buf, size_t len,
-		 struct shm_mr *mr, uint64_t raddr, uint64_t rkey, void *req);
-int rmca_shm_get(struct shm_conn *c, void *buf, size_t len, struct shm_mr *mr,
-		 uint64_t raddr, uint64_t rkey, void *req);
-int rmca_shm_atomic(struct shm_conn *c, const struct rmca_atomic *op,
-		    uint64_t *result, struct shm_mr *mr, void *req);
-int rmca_shm_flush(struct shm_conn *c, void *req);
+/* The posting ops (mr unused: shm needs no local registration). */
+int rmca_shm_send(struct rmca_conn *c, const void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req);
+int rmca_shm_send_inv(struct rmca_conn *c, const void *buf, size_t len,
+		      struct rmca_module_mr *mr, uint64_t rkey, void *req);
+int rmca_shm_recv(struct rmca_conn *c, void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req);
+int rmca_shm_put(struct rmca_conn *c, const void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req);
+int rmca_shm_get(struct rmca_conn *c, void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req);
+int rmca_shm_atomic(struct rmca_conn *c, const struct rmca_atomic *op,
+		    uint64_t *result, struct rmca_module_mr *mr, void *req);
+int rmca_shm_flush(struct rmca_conn *c, void *req);
 
 /* shm_target.c: what arrives */
 /* Serve every request and response in the rings; false once c failed. */

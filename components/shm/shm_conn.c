@@ -210,8 +210,9 @@ void rmca_shm_conn_unmap(struct shm_conn *c)
 		close(c->pidfd);
 }
 
-void rmca_shm_disconnect(struct shm_conn *c)
+void rmca_shm_disconnect(struct rmca_conn *conn)
 {
+	struct shm_conn *c = shm_conn_from_base(conn);
 	struct shm_module *m = c->mod;
 
 	rmca_shm_complete_all(c, RMCA_ERR_CANCELED);

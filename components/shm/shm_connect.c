@@ -592,16 +592,18 @@ static int passive(struct shm_module *m, const struct rmca_conn_args *a,
 }
 
 int rmca_shm_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
-		     struct shm_conn **out)
+		     struct rmca_conn **out)
 {
 	struct shm_module *m = rmca_container_of(mod, struct shm_module, base);
 	struct shm_addr_blob b;
 	long long deadline = -1;
+	struct shm_conn *c;
 	char why[128];
+	int r;
 
 	if (!a->token)
 		return RMCA_ERR_INVALID;
-	if (!rmca_shm_addr_check(m, a->peer_addr, a->peer_addr_len, why,
+	if (!rmca_shm_addr_check(mod, a->peer_addr, a->peer_addr_len, why,
 				 sizeof(why))) {
 		shm_log(m, RMCA_LOG_ERROR, "peer address refused: %s", why);
 		return RMCA_ERR_UNREACHABLE;
@@ -609,6 +611,9 @@ int rmca_shm_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
 	memcpy(&b, a->peer_addr, sizeof(b));
 	if (a->timeout_ms >= 0)
 		deadline = rmca_now_ms() + a->timeout_ms;
-	return a->active ? active(m, a, &b, deadline, out)
-			 : passive(m, a, &b, deadline, out);
+	r = a->active ? active(m, a, &b, deadline, &c)
+		      : passive(m, a, &b, deadline, &c);
+	if (!r)
+		*out = shm_conn_base(c);
+	return r;
 }

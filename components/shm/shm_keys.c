@@ -304,7 +304,7 @@ static void del(struct shm_module *m, struct shm_key *e)
 }
 
 int rmca_shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
-		    unsigned access, struct shm_mr **out)
+		    unsigned access, struct rmca_module_mr **out)
 {
 	struct shm_module *m = rmca_container_of(mod, struct shm_module, base);
 	struct shm_mr *mr = calloc(1, sizeof(*mr));
@@ -329,14 +329,15 @@ int rmca_shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
 		}
 		mr->key = e->key;
 	}
-	*out = mr;
+	*out = shm_mr_base(mr);
 	return 0;
 }
 
 /* Once this returns no request can reach the region: the table is only
  * read by this thread, between requests. */
-int rmca_shm_mr_dereg(struct shm_mr *mr)
+int rmca_shm_mr_dereg(struct rmca_module_mr *base)
 {
+	struct shm_mr *mr = shm_mr_from_base(base);
 	struct shm_module *m = mr->mod;
 	struct shm_key *e;
 
@@ -359,8 +360,10 @@ static struct shm_key *once_key(struct shm_mr *mr, const struct shm_conn *c)
 	return NULL;
 }
 
-uint64_t rmca_shm_mr_rkey(struct shm_mr *mr, struct shm_conn *c)
+uint64_t rmca_shm_mr_rkey(struct rmca_module_mr *base, struct rmca_conn *conn)
 {
+	struct shm_mr *mr = shm_mr_from_base(base);
+	struct shm_conn *c = shm_conn_from_base(conn);
 	struct shm_key *e;
 
 	if (!(mr->access & RMCA_MR_USE_ONCE))
@@ -371,15 +374,21 @@ uint64_t rmca_shm_mr_rkey(struct shm_mr *mr, struct shm_conn *c)
 	return e ? e->key : 0;
 }
 
-int rmca_shm_key_match(struct shm_mr *mr, struct shm_conn *c, uint64_t rkey)
+int rmca_shm_key_match(struct rmca_module_mr *base, struct rmca_conn *conn,
+		       uint64_t rkey)
 {
+	struct shm_mr *mr = shm_mr_from_base(base);
+	struct shm_conn *c = shm_conn_from_base(conn);
 	struct shm_key *e = find(&mr->mod->keys, rkey);
 
 	return e && e->mr == mr && (!e->conn || e->conn == c);
 }
 
-int rmca_shm_revoke(struct shm_mr *mr, struct shm_conn *c, uint64_t rkey)
+int rmca_shm_revoke(struct rmca_module_mr *base, struct rmca_conn *conn,
+		    uint64_t rkey)
 {
+	struct shm_mr *mr = shm_mr_from_base(base);
+	struct shm_conn *c = shm_conn_from_base(conn);
 	struct shm_key *e = find(&mr->mod->keys, rkey);
 
 	if (e && e->mr == mr && e->conn == c)

@@ -133,9 +133,11 @@ static int probe(const struct shm_addr_blob *b, char *why, size_t why_len)
 	return 1;
 }
 
-int rmca_shm_addr_check(const struct shm_module *m, const void *addr,
-			size_t len, char *why, size_t why_len)
+int rmca_shm_addr_check(struct rmca_module *mod, const void *addr, size_t len,
+			char *why, size_t why_len)
 {
+	const struct shm_module *m =
+		rmca_container_of(mod, struct shm_module, base);
 	const struct shm_addr_blob *me = &m->self;
 	struct shm_addr_blob b;
 
@@ -202,136 +204,24 @@ bool rmca_shm_may_attach(const struct shm_module *m,
 	return probe(b, why, why_len);
 }
 
-static int shm_reachable(struct rmca_module *mod, const void *addr, size_t len,
-			 char *why, size_t why_len)
-{
-	return rmca_shm_addr_check(
-		rmca_container_of(mod, struct shm_module, base), addr, len, why,
-		why_len);
-}
-
-/*
- * The ops as the core calls them: its handles in, shm's own objects on
- * (shm.h). Each is a tail call.
- */
-static int shm_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
-		       struct rmca_conn **out)
-{
-	struct shm_conn *c;
-	int r = rmca_shm_connect(mod, a, &c);
-
-	if (!r)
-		*out = shm_conn_base(c);
-	return r;
-}
-
-static void shm_disconnect(struct rmca_conn *c)
-{
-	rmca_shm_disconnect(shm_conn_from_base(c));
-}
-
-static int shm_mr_reg(struct rmca_module *mod, void *addr, size_t len,
-		      unsigned access, struct rmca_module_mr **out)
-{
-	struct shm_mr *mr;
-	int r = rmca_shm_mr_reg(mod, addr, len, access, &mr);
-
-	if (!r)
-		*out = shm_mr_base(mr);
-	return r;
-}
-
-static int shm_mr_dereg(struct rmca_module_mr *mr)
-{
-	return rmca_shm_mr_dereg(shm_mr_from_base(mr));
-}
-
-static uint64_t shm_mr_rkey(struct rmca_module_mr *mr, struct rmca_conn *c)
-{
-	return rmca_shm_mr_rkey(shm_mr_from_base(mr), shm_conn_from_base(c));
-}
-
-static int shm_key_match(struct rmca_module_mr *mr, struct rmca_conn *c,
-			 uint64_t rkey)
-{
-	return rmca_shm_key_match(shm_mr_from_base(mr), shm_conn_from_base(c),
-				  rkey);
-}
-
-static int shm_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
-		      uint64_t rkey)
-{
-	return rmca_shm_revoke(shm_mr_from_base(mr), shm_conn_from_base(c),
-			       rkey);
-}
-
-static int shm_send(struct rmca_conn *c, const void *buf, size_t len,
-		    struct rmca_module_mr *mr, void *req)
-{
-	return rmca_shm_send(shm_conn_from_base(c), buf, len,
-			     shm_mr_from_base(mr), req);
-}
-
-static int shm_send_inv(struct rmca_conn *c, const void *buf, size_t len,
-			struct rmca_module_mr *mr, uint64_t rkey, void *req)
-{
-	return rmca_shm_send_inv(shm_conn_from_base(c), buf, len,
-				 shm_mr_from_base(mr), rkey, req);
-}
-
-static int shm_recv(struct rmca_conn *c, void *buf, size_t len,
-		    struct rmca_module_mr *mr, void *req)
-{
-	return rmca_shm_recv(shm_conn_from_base(c), buf, len,
-			     shm_mr_from_base(mr), req);
-}
-
-static int shm_put(struct rmca_conn *c, const void *buf, size_t len,
-		   struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
-		   void *req)
-{
-	return rmca_shm_put(shm_conn_from_base(c), buf, len,
-			    shm_mr_from_base(mr), raddr, rkey, req);
-}
-
-static int shm_get(struct rmca_conn *c, void *buf, size_t len,
-		   struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
-		   void *req)
-{
-	return rmca_shm_get(shm_conn_from_base(c), buf, len,
-			    shm_mr_from_base(mr), raddr, rkey, req);
-}
-
-static int shm_atomic(struct rmca_conn *c, const struct rmca_atomic *a,
-		      uint64_t *result, struct rmca_module_mr *mr, void *req)
-{
-	return rmca_shm_atomic(shm_conn_from_base(c), a, result,
-			       shm_mr_from_base(mr), req);
-}
-
-static int shm_flush(struct rmca_conn *c, void *req)
-{
-	return rmca_shm_flush(shm_conn_from_base(c), req);
-}
-
 static const struct rmca_module_ops shm_module_ops = {
 	.addr = shm_addr,
-	.atomic = shm_atomic,
-	.connect = shm_connect,
-	.disconnect = shm_disconnect,
-	.flush = shm_flush,
-	.get = shm_get,
-	.key_match = shm_key_match,
-	.mr_dereg = shm_mr_dereg,
-	.mr_reg = shm_mr_reg,
-	.mr_rkey = shm_mr_rkey,
+	.atomic = rmca_shm_atomic,
+	.connect = rmca_shm_connect,
+	.disconnect = rmca_shm_disconnect,
+	.flush = rmca_shm_flush,
+	.get = rmca_shm_get,
+	.key_match = rmca_shm_key_match,
+	.mr_dereg = rmca_shm_mr_dereg,
+	.mr_reg = rmca_shm_mr_reg,
+	.mr_rkey = rmca_shm_mr_rkey,
 	.progress = rmca_shm_progress,
-	.put = shm_put,
-	.reachable = shm_reachable,
-	.recv = shm_recv,
-	.revoke = shm_revoke,
-	.send = shm_send,
-	.send_inv = shm_send_inv,
+	.put = rmca_shm_put,
+	.reachable = rmca_shm_addr_check,
+	.recv = rmca_shm_recv,
+	.revoke = rmca_shm_revoke,
+	.send = rmca_shm_send,
+	.send_inv = rmca_shm_send_inv,
 };
 
 int rmca_shm_module_create(const struct rmca_core *core,

@@ -345,25 +345,26 @@ static int post_send(struct shm_conn *c, const void *buf, size_t len,
 	return 0;
 }
 
-int rmca_shm_send(struct shm_conn *c, const void *buf, size_t len,
-		  struct shm_mr *mr, void *req)
+int rmca_shm_send(struct rmca_conn *c, const void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req)
 {
 	(void)mr;
-	return post_send(c, buf, len, 0, req);
+	return post_send(shm_conn_from_base(c), buf, len, 0, req);
 }
 
-int rmca_shm_send_inv(struct shm_conn *c, const void *buf, size_t len,
-		      struct shm_mr *mr, uint64_t rkey, void *req)
+int rmca_shm_send_inv(struct rmca_conn *c, const void *buf, size_t len,
+		      struct rmca_module_mr *mr, uint64_t rkey, void *req)
 {
 	(void)mr;
 	if (!(rkey & RMCA_KEY_USE_ONCE))
 		return RMCA_ERR_INVALID;
-	return post_send(c, buf, len, rkey, req);
+	return post_send(shm_conn_from_base(c), buf, len, rkey, req);
 }
 
-int rmca_shm_recv(struct shm_conn *c, void *buf, size_t len, struct shm_mr *mr,
-		  void *req)
+int rmca_shm_recv(struct rmca_conn *conn, void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req)
 {
+	struct shm_conn *c = shm_conn_from_base(conn);
 	struct shm_op *op;
 	int err;
 
@@ -396,23 +397,28 @@ static int post_rma(struct shm_conn *c, enum shm_op_kind kind, void *buf,
 	return 0;
 }
 
-int rmca_shm_put(struct shm_conn *c, const void *buf, size_t len,
-		 struct shm_mr *mr, uint64_t raddr, uint64_t rkey, void *req)
+int rmca_shm_put(struct rmca_conn *c, const void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req)
 {
 	(void)mr;
-	return post_rma(c, SHM_OP_PUT, (void *)buf, len, raddr, rkey, req);
+	return post_rma(shm_conn_from_base(c), SHM_OP_PUT, (void *)buf, len,
+			raddr, rkey, req);
 }
 
-int rmca_shm_get(struct shm_conn *c, void *buf, size_t len, struct shm_mr *mr,
-		 uint64_t raddr, uint64_t rkey, void *req)
+int rmca_shm_get(struct rmca_conn *c, void *buf, size_t len,
+		 struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
+		 void *req)
 {
 	(void)mr;
-	return post_rma(c, SHM_OP_GET, buf, len, raddr, rkey, req);
+	return post_rma(shm_conn_from_base(c), SHM_OP_GET, buf, len, raddr,
+			rkey, req);
 }
 
-int rmca_shm_atomic(struct shm_conn *c, const struct rmca_atomic *a,
-		    uint64_t *result, struct shm_mr *mr, void *req)
+int rmca_shm_atomic(struct rmca_conn *conn, const struct rmca_atomic *a,
+		    uint64_t *result, struct rmca_module_mr *mr, void *req)
 {
+	struct shm_conn *c = shm_conn_from_base(conn);
 	struct shm_op *op;
 	int err;
 
@@ -431,8 +437,9 @@ int rmca_shm_atomic(struct shm_conn *c, const struct rmca_atomic *a,
 	return 0;
 }
 
-int rmca_shm_flush(struct shm_conn *c, void *req)
+int rmca_shm_flush(struct rmca_conn *conn, void *req)
 {
+	struct shm_conn *c = shm_conn_from_base(conn);
 	const struct rmca_core *core = c->mod->base.core;
 	struct shm_op *op;
 	int err;
