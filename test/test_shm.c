@@ -1033,6 +1033,99 @@ static void test_dereg_wins_against_racing_puts(void **state)
 	mapped = false;
 }
 
+/* ---- copies into a mapping: the peer asked after, once for many ---- */
+
+/* poll() with timeout 0 is how rmca asks whether the peer exited (its
+ * pidfd); the tests' own waits sleep. Counted, then the real one. */
+static long npidpoll;
+
+int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	static int (*real)(struct pollfd *, nfds_t, int);
+
+	if (!real)
+		real = (int (*)(struct pollfd *, nfds_t, int))dlsym(RTLD_NEXT,
+								    "poll");
+	npidpoll += !timeout;
+	return real(fds, n, timeout);
+}
+
+#define NWIN  32
+#define WSIZE (64 * 1024)
+
+static void window_server(struct api_peer *p)
+{
+	uint8_t *mem = target_mem(p, NWIN * WSIZE), *exp = api_alloc(WSIZE);
+	rmca_mr_t *mr;
+
+	expect_shm(p);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, mem, NWIN * WSIZE,
+				 RMCA_ACCESS_REMOTE_WRITE, &mr));
+	api_put_region(p, 0, mem, NWIN * WSIZE, mr, p->ep);
+	quiet_expect(p, TOKEN_GO);
+	for (int i = 0; i < NWIN; i++) {
+		api_pattern(exp, WSIZE, 100 + i);
+		API_CHECK_MSG(!memcmp(mem + i * WSIZE, exp, WSIZE),
+			      "put %d did not land byte for byte", i);
+	}
+	api_token(p, 0, TOKEN_GO);
+}
+
+static void window_client(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(NWIN * WSIZE);
+	struct pollfd wfd = {.fd = rmca_wait_fd(p->ctx), .events = POLLIN};
+	struct api_region r;
+	rmca_mr_t *mr;
+	long asked;
+
+	expect_shm(p);
+	api_get_region(p, 0, &r);
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, NWIN * WSIZE, RMCA_ACCESS_LOCAL, &mr));
+	for (int i = 0; i < NWIN; i++)
+		api_pattern(buf + i * WSIZE, WSIZE, 100 + i);
+	/* The first put maps the target's memory. */
+	API_CHECK_OK(API_POST(p, rmca_put(p->ep, buf, WSIZE, mr, r.addr, r.rkey,
+					  0, API_CTX(1))));
+	api_wait_status(p, API_CTX(1), RMCA_OK);
+	expect_mapped();
+	npidpoll = 0;
+	for (int i = 0; i < NWIN; i++)
+		API_CHECK_OK(rmca_put(p->ep, buf + i * WSIZE, WSIZE, mr,
+				      r.addr + (uint64_t)i * WSIZE, r.rkey,
+				      RMCA_DELIVERED, API_CTX(2 + i)));
+	asked = npidpoll;
+	/* Nothing polled since: a caller that sleeps now still wakes. */
+	API_CHECK_MSG(poll(&wfd, 1, API_TIMEOUT_MS) == 1,
+		      "the wait fd slept on %d copied puts", NWIN);
+	for (int i = 0; i < NWIN; i++)
+		api_wait_status(p, API_CTX(2 + i), RMCA_OK);
+	API_CHECK_MSG(asked == 0 && npidpoll <= 2,
+		      "%d puts asked whether the peer lives %ld times while "
+		      "posted, %ld in all",
+		      NWIN, asked, npidpoll);
+	API_CHECK_MSG(ncma == 0, "%ld process_vm_writev calls", ncma);
+	api_token(p, 0, TOKEN_GO);
+	api_expect_token(p, 0, TOKEN_GO);
+}
+
+/* A window of puts into the target's rmca_mem_alloc memory asks whether
+ * the target still lives once, after the last copy, not once per put (a
+ * system call each); each still completes RMCA_OK only after that
+ * (test_kill9_mid_transfer_completes_each_op_once: not into a dead one). */
+static void test_mapped_puts_ask_after_the_peer_once(void **state)
+{
+	struct api_test t = {.server = window_server,
+			     .client = window_client,
+			     .no_barrier = true};
+
+	(void)state;
+	mapped = true;
+	api_run(&t);
+	mapped = false;
+}
+
 /* ---- which transport serves a local peer ---- */
 
 static void transport_is(struct api_peer *p)
@@ -1320,6 +1413,7 @@ int main(void)
 		cmocka_unit_test(test_mem_alloc_is_mapped_by_the_initiator),
 		cmocka_unit_test(test_direct_access_is_refused_untouched),
 		cmocka_unit_test(test_dereg_wins_against_racing_puts),
+		cmocka_unit_test(test_mapped_puts_ask_after_the_peer_once),
 		cmocka_unit_test(test_rings_carry_everything_without_cma),
 		cmocka_unit_test(
 			test_ring_laps_never_take_old_bytes_for_a_request),

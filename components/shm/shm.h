@@ -99,6 +99,11 @@ struct shm_module {
 	struct shm_op *spare; /* ops kept for reuse: a post allocates none */
 	unsigned nspare;
 	long long idle_ns; /* shm_idle_us: busy sides stay disarmed this long */
+	/* Readable while copies wait for their confirmation (shm_ops.c), so
+	 * that rmca_wait_fd wakes a caller to let them complete; -1 until
+	 * the first one. */
+	int efd;
+	bool efd_on;
 	bool cma;	   /* shm_cma: cross-memory attach where allowed */
 };
 
@@ -125,7 +130,8 @@ enum shm_op_kind {
 struct shm_op {
 	struct rmca_list link;  /* c->ops in post order, or c->recvs */
 	struct shm_op *spare;  /* m->spare, while unused */
-	struct rmca_list qlink; /* c->backlog until wholly pushed */
+	struct rmca_list qlink; /* c->backlog until wholly pushed; then
+				 * c->copied if copied into a mapping */
 	enum shm_op_kind kind;
 	void *req;
 	char *buf;
@@ -184,6 +190,9 @@ struct shm_conn {
 	struct rmca_list ops;	  /* send/put/get/atomic/flush, post order */
 	struct rmca_list recvs;	  /* posted receives, oldest first */
 	struct rmca_list backlog;  /* waiting for ring room, a credit */
+	/* Copied into the peer's mapped allocation, in post order: done once
+	 * the peer is seen alive after the copy (rmca_shm_confirm). */
+	struct rmca_list copied;
 };
 
 /*
@@ -253,12 +262,17 @@ int rmca_shm_pub_create(struct shm_module *m);
 void rmca_shm_pub_destroy(struct shm_module *m);
 
 /* shm_direct.c: the initiator's own copy under the peer's published key.
- * 0 done; RMCA_ERR_REMOTE_ACCESS refused, nothing copied from then on;
+ * 0 done; SHM_COPIED done into the peer's allocation mapped here, the
+ * peer's being alive after it still to be confirmed (rmca_shm_confirm);
+ * RMCA_ERR_REMOTE_ACCESS refused, nothing copied from then on;
  * RMCA_ERR_CONNECTION the peer is gone or closed; SHM_NOT_DIRECT the key
  * is not published (or c cannot attach): the target must serve it. */
 #define SHM_NOT_DIRECT 1
+#define SHM_COPIED     2
 int rmca_shm_direct(struct shm_conn *c, bool to_peer, char *local,
 		    uint64_t raddr, uint64_t rkey, size_t len);
+/* The peer exited (its pidfd is readable), or c has no pidfd. */
+bool rmca_shm_peer_gone(const struct shm_conn *c);
 /* The target withdrew slot: wait until no peer is copying under it. */
 void rmca_shm_wait_accessors(struct shm_module *m, unsigned slot);
 /* Closed connections whose peer copies under no key any more (or all):
@@ -326,6 +340,11 @@ int rmca_shm_get(struct rmca_conn *c, void *buf, size_t len,
 int rmca_shm_atomic(struct rmca_conn *c, const struct rmca_atomic *op,
 		    uint64_t *result, struct rmca_module_mr *mr, void *req);
 int rmca_shm_flush(struct rmca_conn *c, void *req);
+/* The copies of c waiting for confirmation complete: RMCA_OK if the peer
+ * is still there, else RMCA_ERR_CONNECTION and c fails. */
+void rmca_shm_confirm(struct shm_conn *c);
+/* Every connection's copies confirmed, the module's eventfd read. */
+void rmca_shm_confirm_all(struct shm_module *m);
 
 /* shm_target.c: what arrives */
 /* Serve every request and response in the rings; false once c failed. */

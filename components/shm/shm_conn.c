@@ -191,6 +191,7 @@ int rmca_shm_conn_create(struct shm_module *m, int fd,
 	rmca_list_init(&c->ops);
 	rmca_list_init(&c->recvs);
 	rmca_list_init(&c->backlog);
+	rmca_list_init(&c->copied);
 	if (core->ops->fd_add(core, fd, EPOLLIN | EPOLLRDHUP, conn_cb, c)) {
 		free(c);
 		return RMCA_ERR_NO_MEMORY;
@@ -242,6 +243,10 @@ int rmca_shm_progress(struct rmca_module *mod)
 
 	if (!rmca_list_empty(&m->zombies))
 		rmca_shm_reap_zombies(m, false);
+	if (m->efd_on) {
+		rmca_shm_confirm_all(m);
+		work = RMCA_PROGRESS_POLLED;
+	}
 	for (l = m->conns.next; l != &m->conns; l = next) {
 		struct shm_conn *c = rmca_list_entry(l, struct shm_conn, link);
 

@@ -53,8 +53,6 @@ static bool slot_grants(const struct shm_conn *c, const struct shm_kslot *s,
 	       len <= size - (raddr - base);
 }
 
-static bool peer_gone(const struct shm_conn *c);
-
 /* Withdrawn since seq: the rest lands nowhere. */
 static bool withdrawn(const struct shm_kslot *s, uint64_t seq)
 {
@@ -79,9 +77,10 @@ static int copy_mapped(const struct shm_conn *c, const struct shm_kslot *s,
 		if (len && withdrawn(s, seq))
 			return RMCA_ERR_REMOTE_ACCESS;
 	}
-	/* What process_vm_writev/readv would say: the peer exited. The
-	 * pages outlive it here, in the mapping, but nobody reads them. */
-	return peer_gone(c) ? RMCA_ERR_CONNECTION : 0;
+	/* The pages outlive the peer here, in the mapping: whether it was
+	 * there to receive them is asked later, once for every copy made
+	 * since (rmca_shm_confirm), not a system call per copy. */
+	return SHM_COPIED;
 }
 
 /* Through the kernel (CMA). */
@@ -160,7 +159,7 @@ out:
 /* The peer exited: its memory, and any copy it was making, are gone (a
  * pidfd is readable only then). A peer without a pidfd was never shown
  * the table, so it copies under none of its slots. */
-static bool peer_gone(const struct shm_conn *c)
+bool rmca_shm_peer_gone(const struct shm_conn *c)
 {
 	struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
 
@@ -170,7 +169,7 @@ static bool peer_gone(const struct shm_conn *c)
 static bool copying_under(const struct shm_conn *c, unsigned slot)
 {
 	return __atomic_load_n(&c->r.peer->access, __ATOMIC_SEQ_CST) == slot &&
-	       !peer_gone(c);
+	       !rmca_shm_peer_gone(c);
 }
 
 static void wait_conn(const struct shm_conn *c, unsigned slot)
@@ -215,7 +214,7 @@ void rmca_shm_reap_zombies(struct shm_module *m, bool all)
 		next = l->next;
 		if (all ||
 		    !__atomic_load_n(&c->r.peer->access, __ATOMIC_SEQ_CST) ||
-		    peer_gone(c))
+		    rmca_shm_peer_gone(c))
 			zombie_free(c);
 	}
 }

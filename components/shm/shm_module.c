@@ -242,6 +242,7 @@ int rmca_shm_module_create(const struct rmca_core *core,
 	m->idle_ns = core->ops->param_int(core, "shm_idle_us") * 1000;
 	m->cma = core->ops->param_bool(core, "shm_cma");
 	m->pub_fd = -1;
+	m->efd = -1;
 	rmca_list_init(&m->pending);
 	rmca_list_init(&m->conns);
 	rmca_list_init(&m->zombies);
@@ -285,6 +286,10 @@ void rmca_shm_module_destroy(struct shm_module *m)
 	rmca_shm_pub_destroy(m);
 	if (m->lfd >= 0)
 		close(m->lfd);
+	if (m->efd >= 0) {
+		m->base.core->ops->fd_del(m->base.core, m->efd);
+		close(m->efd);
+	}
 	/* Regions still registered are the core's, deregistered before it
 	 * closes modules; connections were disconnected by then too. */
 	rmca_shm_keytab_fini(&m->keys);
