@@ -13,7 +13,7 @@ set -u
 
 builddir=${RMCATEST_BUILDDIR:-.}
 plugins=$builddir/.libs
-echo "1..17"
+echo "1..18"
 
 # info ARGS...: rmca_info, as run does (tools_lib.sh).
 info() { run rmca_info "$@"; }
@@ -180,5 +180,28 @@ ok $? "--explain shows the fallbacks a capability mask forces, and why"
 kill -0 "$pid" 2>/dev/null && ! grep -q '^transport' "$tmp/srv.out" "$tmp/srv.err"
 ok $? "--explain leaves the listener waiting for a real peer"
 stop
+
+# 18: ib and iwarp register one definition (verbs_params.c), each under
+# its own name and read from its own variable
+info --parsable
+if ! has '^build:verbs:yes$'; then
+	n=$((n + 1))
+	echo "ok $n # SKIP no verbs components in this build"
+else
+	RMCA_ib_idle_us=7 RMCA_iwarp_idle_us=9 info --parsable --param ib \
+		--param iwarp
+	ib_help=$(sed -n 's/^param:ib_idle_us:help://p' "$tmp/out")
+	iwarp_help=$(sed -n 's/^param:iwarp_idle_us:help://p' "$tmp/out")
+	[ "$rc" -eq 0 ] && has '^param:ib_idle_us:value:7$' &&
+		has '^param:ib_idle_us:source_detail:RMCA_ib_idle_us$' &&
+		has '^param:ib_idle_us:owner:ib$' &&
+		has '^param:ib_idle_us:default:100$' &&
+		has '^param:iwarp_idle_us:value:9$' &&
+		has '^param:iwarp_idle_us:source_detail:RMCA_iwarp_idle_us$' &&
+		has '^param:iwarp_idle_us:owner:iwarp$' &&
+		has '^param:iwarp_idle_us:default:100$' &&
+		[ -n "$ib_help" ] && [ "$ib_help" = "$iwarp_help" ]
+	ok $? "ib_idle_us and iwarp_idle_us: listed, one help, each its own variable"
+fi
 
 finish

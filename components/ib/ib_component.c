@@ -7,21 +7,9 @@
  */
 #include "verbs.h"
 
-static const struct rmca_param_def idle_param = {
-	.name = "ib_idle_us",
-	.type = RMCA_PARAM_INT,
-	.def = "100",
-	.help = "Microseconds a busy module keeps polling its completion "
-		"queue before it re-arms its completion channel (0: after "
-		"every completion, the fewest spurious returns of the wait "
-		"fd; more: fewer system calls while completions keep coming)",
-	.min = 0,
-	.max = 1000000,
-};
-
 static int ib_register_params(const struct rmca_core *core)
 {
-	return core->ops->param_register(core, &idle_param);
+	return rmca_verbs_params_register(core, "ib");
 }
 
 static int ib_open(const struct rmca_core *core, struct rmca_module ***modules,
@@ -32,7 +20,7 @@ static int ib_open(const struct rmca_core *core, struct rmca_module ***modules,
 		.name = "ib",
 		.transport = IBV_TRANSPORT_IB,
 		.loopback = 1,
-		.idle_us = core->ops->param_int(core, idle_param.name),
+		.idle_us = rmca_verbs_idle_us(core, "ib"),
 	};
 
 	return rmca_verbs_probe(core, &cfg, modules, count);

@@ -19,23 +19,11 @@ static const struct rmca_param_def loopback_param = {
 	.values = loopback_values,
 };
 
-static const struct rmca_param_def idle_param = {
-	.name = "iwarp_idle_us",
-	.type = RMCA_PARAM_INT,
-	.def = "100",
-	.help = "Microseconds a busy module keeps polling its completion "
-		"queue before it re-arms its completion channel (0: after "
-		"every completion, the fewest spurious returns of the wait "
-		"fd; more: fewer system calls while completions keep coming)",
-	.min = 0,
-	.max = 1000000,
-};
-
 static int iwarp_register_params(const struct rmca_core *core)
 {
 	int r = core->ops->param_register(core, &loopback_param);
 
-	return r ? r : core->ops->param_register(core, &idle_param);
+	return r ? r : rmca_verbs_params_register(core, "iwarp");
 }
 
 static int iwarp_open(const struct rmca_core *core,
@@ -45,7 +33,7 @@ static int iwarp_open(const struct rmca_core *core,
 		.name = "iwarp",
 		.transport = IBV_TRANSPORT_IWARP,
 		.loopback = -1,
-		.idle_us = core->ops->param_int(core, idle_param.name),
+		.idle_us = rmca_verbs_idle_us(core, "iwarp"),
 	};
 
 	switch (core->ops->param_enum(core, loopback_param.name)) {

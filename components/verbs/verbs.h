@@ -355,6 +355,10 @@ int rmca_verbs_probe(const struct rmca_core *core,
 		     struct rmca_module ***modules, int *count);
 void rmca_verbs_release(const struct rmca_core *core,
 			struct rmca_module **modules, int count);
+/* verbs_params.c: the parameters of component comp ("ib"), registered
+ * (its register_params op) and read. */
+int rmca_verbs_params_register(const struct rmca_core *core, const char *comp);
+long long rmca_verbs_idle_us(const struct rmca_core *core, const char *comp);
 /* verbs_none.c: tell the core why the probe found no module; nports is
  * how many ports of cfg's transport carried an address. */
 void rmca_verbs_why_none(const struct rmca_core *core,
