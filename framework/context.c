@@ -226,6 +226,7 @@ static const struct rmca_core_ops rmca_core_ops = {
 	.fd_mod = core_fd_mod,
 	.list_selects = rmca_list_selects,
 	.log = core_log,
+	.may_sleep = rmca_core_may_sleep,
 	.mem_find = rmca_mem_find,
 	.no_module = core_no_module,
 	.param_bool = core_param_bool,

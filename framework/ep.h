@@ -183,6 +183,8 @@ void rmca_core_work_due(struct rmca_context *ctx);
 int rmca_progress(struct rmca_context *ctx, int timeout_ms);
 /* fd left the event loop: it is not read eagerly any more. */
 void rmca_progress_fd_gone(struct rmca_context *ctx, int fd);
+/* The core op may_sleep: rmca_wait_fd() handed the epoll set out. */
+bool rmca_core_may_sleep(const struct rmca_core *core);
 
 /* ops.c */
 struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,

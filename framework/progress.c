@@ -25,6 +25,11 @@
  * socket's recv() would have been. Whatever else
  * is ready stays so for the next look, which comes at once when the eager
  * read finds nothing, and after at most EAGER_MAX eager passes in a row.
+ *
+ * Until rmca_wait_fd() hands the set out, nobody but the core sleeps in
+ * it, and a pass that may sleep runs the progress ops before it does: a
+ * module may then hold work for its next pass without keeping the set
+ * readable (may_sleep).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -57,6 +62,7 @@ struct rmca_cq {
 	struct rmca_req *spare; /* linked through cq_next */
 	unsigned nspare;
 	bool work_due; /* some endpoint has core work (core_work) */
+	bool fd_out; /* rmca_wait_fd() handed the epoll set out */
 	bool posted; /* an operation was posted since the last pass */
 	bool looked; /* the last pass looked at the fds */
 	unsigned long pushed; /* completions queued, ever */
@@ -334,10 +340,17 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 	cq->posted = false;
 	cq->looked = false;
 	core_work(ctx);
+	if (timeout_ms) {
+		/* The core is about to sleep in the set: what the modules
+		 * hold for their next pass goes first (may_sleep). What that
+		 * completes keeps the eventfd readable: no sleep then. */
+		mods_progress(ctx);
+		progressed = true;
+	}
 	if (!fresh_post && look) {
 		cq->looked = true;
 		if ((timeout_ms || !eager_read(ctx, &progressed)) &&
-		    !(progressed && idle_skip(ctx))) {
+		    !(!timeout_ms && progressed && idle_skip(ctx))) {
 			cq->eager_run = 0;
 			cq->idle_run = 0;
 			n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
@@ -359,7 +372,8 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 			cq->hot_fd = fd;
 		ctx->fds[fd].cb(ctx->fds[fd].arg, ev[i].events);
 	}
-	/* Once more only if a callback ran since */
+	/* Once more only if a callback ran since (or, before a sleep,
+	 * ever) */
 	if (!progressed || n > 0)
 		mods_progress(ctx);
 	core_work(ctx);
@@ -402,7 +416,24 @@ int rmca_poll(rmca_context_t *ctx, struct rmca_completion *out, int max)
 	return n;
 }
 
+/*
+ * Handing the set out tells the modules that the application may sleep on
+ * it from now on (may_sleep). Work a module held for its next pass until
+ * then keeps nothing readable: the eventfd wakes the first sleep once, and
+ * the rmca_poll that follows does that work.
+ */
 int rmca_wait_fd(rmca_context_t *ctx)
 {
-	return ctx ? ctx->epfd : RMCA_ERR_INVALID;
+	if (!ctx)
+		return RMCA_ERR_INVALID;
+	if (!ctx->cq->fd_out) {
+		ctx->cq->fd_out = true;
+		cq_signal(ctx->cq, true);
+	}
+	return ctx->epfd;
+}
+
+bool rmca_core_may_sleep(const struct rmca_core *core)
+{
+	return rmca_core_ctx(core)->cq->fd_out;
 }

@@ -10,14 +10,21 @@
  * keeps the wait fd readable, and a woken poll reads the connection found
  * ready last before asking epoll (RMCA_FD_EAGER). When no answer comes the
  * wait fd wakes the receiver all the same, so the count goes and the send
- * completes. The test counts the library's epoll_wait(), epoll_ctl() and
- * socket reads by defining the functions itself: the executable's
- * definitions are the ones the library and its components bind to.
+ * completes. A context whose wait fd was never handed out has nothing to
+ * keep readable: spinning, it reads each message once, as a plain socket
+ * does, and a held count still goes before the library sleeps in a
+ * blocking call, or once the wait fd is handed out and slept on. The test
+ * counts the library's epoll_wait(), epoll_ctl(), socket reads and writes
+ * by defining the functions itself: the executable's definitions are the
+ * ones the library and its components bind to.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -36,10 +43,19 @@
 #define ECHO_WARM   4
 
 static long epoll_waits, epoll_ctls, reads;
+/* Reads that returned bytes, reads that peeked or dropped peeked bytes,
+ * socket writes; the writes made before the first epoll_wait() that may
+ * sleep once sleep_watch is set (-1: none yet). */
+static long data_reads, peeks, truncs, writes, writes_at_sleep = -1;
+static bool sleep_watch;
 
 int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
 	epoll_waits++;
+	if (timeout && sleep_watch) {
+		sleep_watch = false;
+		writes_at_sleep = writes;
+	}
 	return epoll_pwait(epfd, ev, max, timeout, NULL);
 }
 
@@ -51,16 +67,32 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 /* The tcp component reads its sockets with these (the test's pipes with
  * read()). */
-ssize_t recv(int fd, void *buf, size_t len, int flags)
+static ssize_t counted_read(ssize_t n, int flags)
 {
 	reads++;
-	return (ssize_t)syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
+	data_reads += n > 0;
+	peeks += (flags & MSG_PEEK) != 0;
+	truncs += (flags & MSG_TRUNC) != 0;
+	return n;
+}
+
+ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	return counted_read(
+		(ssize_t)syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL),
+		flags);
 }
 
 ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	reads++;
-	return (ssize_t)syscall(SYS_recvmsg, fd, msg, flags);
+	return counted_read((ssize_t)syscall(SYS_recvmsg, fd, msg, flags),
+			    flags);
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	writes++;
+	return (ssize_t)syscall(SYS_sendmsg, fd, msg, flags);
 }
 
 /* The fds were looked at: epoll_wait(), or the eager read of the
@@ -418,6 +450,192 @@ static void a_sleeping_target_serves_requests_without_epoll(void **state)
 	api_run(&t);
 }
 
+/*
+ * A ping-pong between two contexts that spin on rmca_poll and never ask
+ * for their wait fd, on a connection of their own (the harness's contexts
+ * may have handed theirs out while waiting on the pipes).
+ */
+#define SPIN_ROUNDS 64
+#define SPIN_WARM   4
+
+struct spinner {
+	struct api_peer q; /* the harness's peer, on the context below */
+	rmca_listener_t *l;
+	char *buf;
+	rmca_mr_t *mr;
+	long reads_at, peeks_at, truncs_at;
+};
+
+static void spinner_init(struct api_peer *p, struct spinner *s)
+{
+	char hp[128];
+
+	s->q = *p;
+	API_CHECK_OK(rmca_init(&s->q.ctx));
+	if (p->is_server) {
+		api_host_port(hp, sizeof(hp), api_host(), 0);
+		API_CHECK_OK(rmca_listen(s->q.ctx, hp, &s->l));
+		api_put_u64(p, 0, (uint64_t)rmca_listener_port(s->l));
+		API_CHECK_OK(rmca_accept(s->l, API_TIMEOUT_MS, &s->q.ep));
+	} else {
+		api_host_port(hp, sizeof(hp), api_host(),
+			      (int)api_get_u64(p, 0));
+		API_CHECK_OK(
+			rmca_connect(s->q.ctx, hp, API_TIMEOUT_MS, &s->q.ep));
+	}
+	s->buf = api_alloc(64);
+	API_CHECK_OK(
+		rmca_mr_reg(s->q.ctx, s->buf, 64, RMCA_ACCESS_LOCAL, &s->mr));
+}
+
+static void spinner_fini(struct spinner *s)
+{
+	rmca_ep_close(s->q.ep);
+	if (s->l)
+		rmca_listener_close(s->l);
+	rmca_mr_dereg(s->mr);
+	rmca_finalize(s->q.ctx);
+}
+
+/* rmca_poll, and nothing else, until the completion of ctx came. */
+static void spin_until(struct spinner *s, void *ctx)
+{
+	struct rmca_completion c;
+	long end = api_now_ms() + API_TIMEOUT_MS;
+
+	while (!api_take(ctx, &c)) {
+		API_CHECK_MSG(api_now_ms() < end, "no completion");
+		api_progress(&s->q);
+	}
+	API_CHECK_RC(c.status, RMCA_OK);
+}
+
+static void count_from_here(struct spinner *s)
+{
+	s->reads_at = data_reads;
+	s->peeks_at = peeks;
+	s->truncs_at = truncs;
+}
+
+/* Each message of the ping-pong since count_from_here was read once. */
+static void check_one_read_each(struct spinner *s)
+{
+	API_CHECK_MSG(data_reads - s->reads_at == SPIN_ROUNDS - SPIN_WARM &&
+			      peeks == s->peeks_at && truncs == s->truncs_at,
+		      "%d messages in, %ld reads that returned bytes, %ld "
+		      "with MSG_PEEK, %ld with MSG_TRUNC",
+		      SPIN_ROUNDS - SPIN_WARM, data_reads - s->reads_at,
+		      peeks - s->peeks_at, truncs - s->truncs_at);
+}
+
+/* A socket on the loopback that takes connections and never reads: its
+ * address in hp. */
+static int mute_listener(char *hp, size_t len)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	API_CHECK(fd >= 0);
+	API_CHECK(!bind(fd, (struct sockaddr *)&sa, sizeof(sa)));
+	API_CHECK(!listen(fd, 4));
+	API_CHECK(!getsockname(fd, (struct sockaddr *)&sa, &sl));
+	snprintf(hp, len, "127.0.0.1:%d", ntohs(sa.sin_port));
+	return fd;
+}
+
+static void spin_server(struct api_peer *p)
+{
+	struct spinner s;
+	struct pollfd pf = {.events = POLLIN};
+	rmca_ep_t *none = NULL;
+	char hp[128];
+	long w;
+	int rc, mute;
+
+	spinner_init(p, &s);
+	API_CHECK_OK(rmca_recv(s.q.ep, s.buf, 8, s.mr, API_CTX(1)));
+	for (int i = 0; i < SPIN_ROUNDS; i++) {
+		if (i == SPIN_WARM)
+			count_from_here(&s);
+		spin_until(&s, API_CTX(1));
+		if (i)
+			spin_until(&s, API_CTX(2));
+		API_CHECK_OK(rmca_recv(s.q.ep, s.buf, 8, s.mr, API_CTX(1)));
+		API_CHECK_OK(
+			rmca_send(s.q.ep, s.buf + 32, 8, s.mr, API_CTX(2)));
+	}
+	check_one_read_each(&s);
+	spin_until(&s, API_CTX(2));
+
+	/* A message not answered, then a call that sleeps in the library
+	 * at once (a connect to a socket that never answers the hello): the
+	 * held count goes first, and the peer's send completes. */
+	spin_until(&s, API_CTX(1));
+	API_CHECK_OK(rmca_recv(s.q.ep, s.buf, 8, s.mr, API_CTX(1)));
+	mute = mute_listener(hp, sizeof(hp));
+	w = writes;
+	sleep_watch = true;
+	rc = rmca_connect(s.q.ctx, hp, 20, &none);
+	API_CHECK_RC(rc, RMCA_ERR_TIMEOUT);
+	close(mute);
+	API_CHECK_MSG(writes_at_sleep > w,
+		      "the library slept with a count held (%ld writes "
+		      "before it)",
+		      writes_at_sleep - w);
+	api_token(p, 0, API_TOKEN_GO);
+
+	/* A message not answered, then the wait fd handed out for the
+	 * first time and slept on: it wakes the caller, whose next poll
+	 * lets the count go. */
+	spin_until(&s, API_CTX(1));
+	pf.fd = rmca_wait_fd(s.q.ctx);
+	API_CHECK_MSG(poll(&pf, 1, API_TIMEOUT_MS) == 1,
+		      "the wait fd stayed silent while a count was held");
+	w = writes;
+	API_CHECK(api_progress(&s.q) == 0);
+	API_CHECK_MSG(writes > w, "the woken poll wrote nothing");
+	api_expect_token(p, 0, TOKEN_DONE);
+	spinner_fini(&s);
+}
+
+static void spin_client(struct api_peer *p)
+{
+	struct spinner s;
+
+	spinner_init(p, &s);
+	for (int i = 0; i < SPIN_ROUNDS; i++) {
+		if (i == SPIN_WARM)
+			count_from_here(&s);
+		API_CHECK_OK(rmca_recv(s.q.ep, s.buf, 8, s.mr, API_CTX(3)));
+		API_CHECK_OK(
+			rmca_send(s.q.ep, s.buf + 32, 8, s.mr, API_CTX(4)));
+		spin_until(&s, API_CTX(4));
+		spin_until(&s, API_CTX(3));
+	}
+	check_one_read_each(&s);
+	/* one message for each of the server's sleeps */
+	API_CHECK_OK(rmca_send(s.q.ep, s.buf + 32, 8, s.mr, API_CTX(5)));
+	spin_until(&s, API_CTX(5));
+	api_expect_token(p, 0, API_TOKEN_GO);
+	API_CHECK_OK(rmca_send(s.q.ep, s.buf + 32, 8, s.mr, API_CTX(6)));
+	spin_until(&s, API_CTX(6));
+	api_token(p, 0, TOKEN_DONE);
+	spinner_fini(&s);
+}
+
+static void spinning_ping_pong_reads_each_message_once(void **state)
+{
+	const struct api_test t = {.server = spin_server,
+				   .client = spin_client};
+
+	(void)state;
+	setenv("RMCA_transports", "tcp", 1);
+	unsetenv("RMCA_tcp_caps");
+	api_run(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -426,6 +644,7 @@ int main(void)
 		cmocka_unit_test(answered_messages_of_every_size_arrive_whole),
 		cmocka_unit_test(
 			a_sleeping_target_serves_requests_without_epoll),
+		cmocka_unit_test(spinning_ping_pong_reads_each_message_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -73,6 +73,12 @@ struct tcp_module {
 	 * with buffered input to go on with (struct tcp_conn, dirty_link). */
 	struct rmca_list dirty;
 	bool served; /* input read since the last progress op */
+	/* Connections holding counts for a reply with nothing armed to bring
+	 * them back (struct tcp_conn, held_link): no one sleeps on the set
+	 * yet (may_sleep), so the progress op after the next one ends their
+	 * hold. pass counts the progress ops. */
+	struct rmca_list held;
+	unsigned long pass;
 	/* Frames and ops kept for reuse (at most TCP_SPARE_MAX of each), so
 	 * that a message costs no allocation. */
 	struct rmca_list spare_outs, spare_ops;
@@ -168,6 +174,8 @@ struct tcp_conn {
 	struct tcp_module *mod;
 	struct rmca_list link; /* in mod->conns */
 	struct rmca_list dirty_link; /* in mod->dirty, when linked */
+	struct rmca_list held_link; /* in mod->held, when linked */
+	unsigned long hold_pass; /* mod->pass when the hold began */
 	struct rmca_list keys; /* struct tcp_rkey bound to this connection */
 	int fd; /* -1 once closed */
 	void *cookie;
@@ -178,13 +186,16 @@ struct tcp_conn {
 	 * application may answer it, and the counts and answers of the
 	 * wakeup may wait for that message to carry them ... */
 	bool delivered;
-	/* ... for one pass at most. Something must keep the wait fd
-	 * readable meanwhile, so that they go even if the application
-	 * sleeps: the message itself, when it was read with MSG_PEEK and
-	 * left in the socket (peeked), else EPOLLOUT. */
+	/* ... for one pass at most. Once the application may sleep on the
+	 * wait fd (may_sleep), something must keep it readable meanwhile,
+	 * so that they go even if it does: the message itself, when it was
+	 * read with MSG_PEEK and left in the socket (peeked), else EPOLLOUT.
+	 * Before that, nothing sleeps but the core, which runs the progress
+	 * op first: the connection waits on mod->held. */
 	bool hold;
 	/* The last hold ended with a frame to carry the counts (the
-	 * application answers): read with MSG_PEEK while that lasts. */
+	 * application answers) and the application may sleep: read with
+	 * MSG_PEEK while that lasts. */
 	bool peek;
 	/* Bytes at the head of the socket already in rx.buf (read with
 	 * MSG_PEEK): taken out when the hold ends or before the next read. */

@@ -57,6 +57,21 @@ static void dirty_add(struct tcp_conn *c)
 		rmca_list_add_tail(&c->mod->dirty, &c->dirty_link);
 }
 
+static void held_del(struct tcp_conn *c)
+{
+	if (rmca_list_linked(&c->held_link))
+		rmca_list_del(&c->held_link);
+}
+
+/* May the application sleep on the wait fd (rmca_wait_fd handed it out)?
+ * A core that cannot say is taken to allow it. */
+static bool may_sleep(const struct tcp_conn *c)
+{
+	const struct rmca_core *core = c->mod->base.core;
+
+	return !core->ops->may_sleep || core->ops->may_sleep(core);
+}
+
 /* No request frame queued: what is queued may wait. */
 static bool no_requests(const struct tcp_conn *c)
 {
@@ -72,8 +87,11 @@ static bool no_requests(const struct tcp_conn *c)
  * next pass, unless they waited already: the application's answer to the
  * message, posted meanwhile, carries them in its header (a reply costs the
  * peer one wakeup, not two). If none comes, the next pass comes at once
- * all the same: the message read with MSG_PEEK is still in the socket,
- * which keeps the wait fd readable at no cost, or else EPOLLOUT is armed.
+ * all the same. Where the application may sleep on the wait fd, the
+ * message read with MSG_PEEK, still in the socket, keeps it readable at no
+ * cost, or else EPOLLOUT is armed. Where it may not, only the core can
+ * sleep, and it runs the progress op first: that ends the hold from the
+ * next pass on, and the message was read once, as on a plain socket.
  */
 static bool hold_answers(struct tcp_conn *c)
 {
@@ -85,8 +103,15 @@ static bool hold_answers(struct tcp_conn *c)
 	if (!hold)
 		return false;
 	c->hold = true;
-	if (!c->peeked)
+	if (c->peeked)
+		return true;
+	if (may_sleep(c)) {
 		set_events(c, (rmca_tcp_rx_held(c) ? 0 : EPOLLIN) | EPOLLOUT);
+	} else {
+		c->hold_pass = c->mod->pass;
+		if (!rmca_list_linked(&c->held_link))
+			rmca_list_add_tail(&c->mod->held, &c->held_link);
+	}
 	return true;
 }
 
@@ -154,6 +179,15 @@ int rmca_tcp_progress(struct rmca_module *mod)
 		if (c->fd >= 0)
 			conn_serve(c, false);
 	}
+	/* Holds from before this pass end (the answer did not come); held
+	 * is in hold order, and serving takes c off it. */
+	while ((c = rmca_list_first(&m->held, struct tcp_conn, held_link)) &&
+	       c->hold_pass != m->pass) {
+		held_del(c);
+		if (c->fd >= 0)
+			conn_serve(c, false);
+	}
+	m->pass++;
 	r = rmca_tcp_pending_expire(mod);
 	if (!m->served)
 		return r;
@@ -180,6 +214,7 @@ int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 	}
 	rmca_list_init(&c->link);
 	rmca_list_init(&c->dirty_link);
+	rmca_list_init(&c->held_link);
 	rmca_list_init(&c->keys);
 	rmca_list_init(&c->ops);
 	rmca_list_init(&c->recvs);
@@ -398,7 +433,8 @@ void rmca_tcp_out_flush(struct tcp_conn *c)
 	 * that can go) go alone; peek while the application answers. */
 	if (c->hold) {
 		c->hold = false;
-		c->peek = !rmca_list_empty(&c->outq);
+		held_del(c);
+		c->peek = !rmca_list_empty(&c->outq) && may_sleep(c);
 		counts_out(c);
 	} else if (c->peeked) {
 		c->peek = false; /* peeked for a hold that did not come */
@@ -693,6 +729,7 @@ void rmca_tcp_conn_destroy(struct tcp_conn *c)
 		out_drop(c, o);
 	conn_close_fd(c);
 	dirty_del(c);
+	held_del(c);
 	/* Keys bound to c die with it. */
 	while ((k = rmca_list_first(&c->keys, struct tcp_rkey, conn_link)))
 		rmca_tcp_rkey_free(k);

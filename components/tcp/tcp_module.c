@@ -207,6 +207,7 @@ int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
 	rmca_list_init(&m->pending);
 	rmca_list_init(&m->conns);
 	rmca_list_init(&m->dirty);
+	rmca_list_init(&m->held);
 	rmca_list_init(&m->spare_outs);
 	rmca_list_init(&m->spare_ops);
 	rmca_list_init(&m->awaiting);

@@ -62,7 +62,7 @@ extern "C" {
  *    defined here, embedded by the module (before, each component defined
  *    them as it liked): older components are refused.
  * 6: core op mem_find. */
-#define RMCA_COMPONENT_ABI_VERSION 6u
+#define RMCA_COMPONENT_ABI_VERSION 7u
 #define RMCA_COMPONENT_ABI_MIN	   5u
 
 /* The symbol every component exports, defined as
@@ -207,6 +207,13 @@ struct rmca_core_ops {
 	 * while a region registered in it does (rmca_mem_free refuses). */
 	int (*mem_find)(const struct rmca_core *core, const void *addr,
 			size_t len, struct rmca_mem_info *out);
+
+	/* ABI 7. True once the application may sleep on the context's
+	 * epoll set (rmca_wait_fd() handed it out). Until then only the core
+	 * sleeps in it, and it runs every progress op right before it does:
+	 * work a module holds for its next pass then needs nothing to keep
+	 * the set readable meanwhile. */
+	bool (*may_sleep)(const struct rmca_core *core);
 };
 
 struct rmca_core {

@@ -13,6 +13,6 @@ struct badabi_component {
 };
 
 RMCA_COMPONENT_EXPORT const struct badabi_component rmca_component = {
-	.abi_version = 7,
+	.abi_version = RMCA_COMPONENT_ABI_VERSION + 1,
 	.poison = { 0xdeadbeef, 0xdeadbeef, 0xdeadbeef, 0xdeadbeef },
 };
