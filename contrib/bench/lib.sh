@@ -1,4 +1,5 @@
-# contrib/bench/lib.sh - shared by run.sh and run-vm.sh (sourced).
+# contrib/bench/lib.sh - shared by the bench scripts (sourced), on the host
+# and in the guest (vm-payload.sh).
 #
 # Results are csv lines "test,size,iters,value,unit", the format of
 # rmca_perf --parsable; the other tools' outputs are converted to it.
@@ -45,4 +46,70 @@ bench_ratios() { # a.csv b.csv name_a name_b title units...
 			printf "%-12s %8s %-10s %12.4g %12.4g %8.2f\n", $1, $2, $5, v[k], $4, ($4 > 0 ? v[k] / $4 : 0)
 		}
 		END { if (!hdr) print "(no common rows)" }' "$a" "$b"
+}
+
+# The load average now, "x y z".
+bench_load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# The machine and its load, for the head of a report.
+bench_host() { echo "$(uname -srm); $(nproc) cpus; load average: $(bench_load)"; }
+
+# This source tree's commit, as git describes it.
+bench_rev() { git -C "$top" describe --always --dirty 2>/dev/null || echo '?'; }
+
+# Server and client each on a CPU of their own: sets on_server and
+# on_client, what to run each under. $1 is "A,B".
+bench_pin() {
+	on_server=(taskset -c "${1%,*}") on_client=(taskset -c "${1#*,}")
+}
+
+# Runs "$@" in the background with its output in $1, and waits until it
+# says "listening on port N": sets server_pid, and server_port (empty when
+# the server ended or did not say it within 30 s).
+bench_server() { # log cmd...
+	local log=$1
+	shift
+	: >"$log" # there before the server writes it: sed reads it at once
+	"$@" >>"$log" 2>&1 &
+	server_pid=$!
+	server_port=
+	for _ in $(seq 300); do
+		server_port=$(sed -n 's/^listening on port \([0-9]*\).*$/\1/p' "$log")
+		[ -n "$server_port" ] && return 0
+		kill -0 "$server_pid" 2>/dev/null || return 0 # it ended
+		sleep 0.1
+	done
+}
+
+# ucx_perftest as server and client on loopback (UCX_TLS and the like come
+# from the caller's environment), the client's output in $1.err. Prints
+# the client's last line: iters, latency 50%ile/avg/overall (us),
+# bandwidth avg/overall (MiB/s), message rate avg/overall (msg/s).
+bench_ucx() { # out_prefix test size iters
+	local port=$(( 20000 + RANDOM % 20000 )) spid
+	timeout 120 "${on_server[@]}" ucx_perftest -p "$port" \
+		>"$1.server" 2>&1 &
+	spid=$!
+	sleep 0.5
+	timeout 120 "${on_client[@]}" ucx_perftest 127.0.0.1 -p "$port" \
+		-t "$2" -s "$3" -n "$4" -w $(( $4 / 10 + 1 )) -f 2>>"$1.err" |
+		tail -1 || true
+	wait "$spid" 2>/dev/null || true
+}
+
+# An strace -c summary: "name calls" for each system call, and the total.
+bench_strace_calls() {
+	awk '$1 ~ /^[0-9.]+$/ && $NF != "total" { print $NF, $4 }' "$1"
+}
+bench_strace_total() { awk '$NF == "total" { print $4 }' "$1"; }
+
+# The instructions a callgrind output counted.
+bench_callgrind_total() { awk '/^summary:/ { print $2 }' "$1"; }
+
+# Per name, the calls in file $2 less those in file $1, sorted by name;
+# each file holds "name calls" lines, a name repeated (say, server and
+# client) is summed.
+bench_calls_diff() { # a b
+	awk -v a="$1" '{ c[$1] += FILENAME == a ? -$2 : $2 }
+		END { for (k in c) print k, c[k] }' "$1" "$2" | sort
 }

@@ -70,8 +70,8 @@ if [ "$count" = 1 ]; then
 		{ echo "run-vm.sh: cannot build verbs_count.so" >&2; exit 1; }
 fi
 
-echo "# host: $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
-echo "# rmca $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'); results in $out"
+echo "# host: $(bench_host)"
+echo "# rmca $(bench_rev); results in $out"
 [ -n "$base" ] && echo "# base: $base ($(git -C "$base/.." describe --always --dirty 2>/dev/null || echo '?'))"
 start=$(date +%s)
 share="$out $build"
@@ -93,10 +93,9 @@ count_table() { # dev
 		[ -f "$f" ] || continue
 		set -- $(basename "$f" .txt | tr '-' ' ')
 		# strace-DEV-tool-test-size-n-side
-		awk -v k="$3,$4,$5,$6,$7" '
-			$NF == "total" { tot = $4 }
-			$NF == "write" { w = $4 }
-			END { printf "%s,%d,%d\n", k, tot, w }' "$f"
+		echo "$3,$4,$5,$6,$7,$(( $(bench_strace_total "$f") + 0 )),$(
+			bench_strace_calls "$f" | awk '$1 == "write" { w = $2 }
+				END { print w + 0 }')"
 	done >"$out/syscalls-$dev.csv"
 	echo
 	echo "== $dev: per operation (n to 2n), server + client, $mode mode"
@@ -195,4 +194,4 @@ for dev in $devices; do
 	fi
 done
 echo
-echo "# load average after:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
+echo "# load average after: $(bench_load)"

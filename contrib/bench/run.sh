@@ -66,36 +66,24 @@ popt=(-n "$iters" -t "$tests"); [ -n "$sizes" ] && popt+=(-S "$sizes")
 on_server=() on_client=()
 if [ "$pin" = 1 ]; then
 	command -v taskset >/dev/null || { echo "run.sh: --pin needs taskset" >&2; exit 1; }
-	on_server=(taskset -c 0) on_client=(taskset -c 1)
+	bench_pin 0,1
 fi
-
-# Start "$@" in the background as a server; sets server_pid and port.
-server_pid= port=
-start_server() {
-	local log=$1; shift
-	timeout 300 "${on_server[@]}" "$@" >"$log" 2>&1 &
-	server_pid=$!
-	for _ in $(seq 100); do
-		grep -q '^listening on port' "$log" && break
-		sleep 0.05
-	done
-	port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log")
-}
 
 # rmca_perf as server and client; the client's --parsable lines to $1.
 run_perf() {
 	local name=$1; shift
 	local rc=0
 	: >"$out/$name.csv"
-	start_server "$out/$name.server" "$perf" -s -l 127.0.0.1:0 $spin "$@"
-	if [ -z "$port" ]; then
+	bench_server "$out/$name.server" timeout 300 "${on_server[@]}" \
+		"$perf" -s -l 127.0.0.1:0 $spin "$@"
+	if [ -z "$server_port" ]; then
 		echo "run.sh: $name: the server did not start:" >&2
 		cat "$out/$name.server" >&2
 		kill "$server_pid" 2>/dev/null || true
 		return 0
 	fi
 	timeout 300 "${on_client[@]}" "$perf" --parsable $spin "${popt[@]}" "$@" \
-		"127.0.0.1:$port" >"$out/$name.csv" 2>"$out/$name.head" || rc=$?
+		"127.0.0.1:$server_port" >"$out/$name.csv" 2>"$out/$name.head" || rc=$?
 	# a client that failed leaves its server waiting: do not wait for it
 	[ "$rc" = 0 ] || kill "$server_pid" 2>/dev/null || true
 	wait "$server_pid" || true
@@ -114,19 +102,9 @@ sizes_of() { awk -F, -v t="$1" '$1 == t && !s[$2]++ { print $2 }' "$out/rmca-spi
 free_port() { echo $(( 20000 + RANDOM % 20000 )); }
 
 # ucx_perftest over UCX's tcp transport on lo; prints our csv lines.
-# Its columns: iters, lat 50%ile/avg/overall (us), bw avg/overall (MiB/s),
-# msg rate avg/overall (msg/s).
 run_ucx() { # our_test ucx_test size iters
-	local port line
-	port=$(free_port)
-	UCX_TLS=tcp UCX_NET_DEVICES=lo timeout 120 "${on_server[@]}" ucx_perftest -p "$port" \
-		>"$out/ucx.server" 2>&1 &
-	local spid=$!
-	sleep 0.3
-	line=$(UCX_TLS=tcp UCX_NET_DEVICES=lo timeout 120 "${on_client[@]}" ucx_perftest \
-		127.0.0.1 -p "$port" -t "$2" -s "$3" -n "$4" \
-		-w $(( $4 / 10 + 1 )) -f 2>>"$out/ucx.err" | tail -1) || true
-	wait "$spid" 2>/dev/null || true
+	local line
+	line=$(UCX_TLS=tcp UCX_NET_DEVICES=lo bench_ucx "$out/ucx" "$2" "$3" "$4")
 	set -- "$1" "$2" "$3" "$4" $line
 	[ $# -ge 12 ] || { echo "ucx_perftest $2 -s $3 failed" >>"$out/ucx.err"; return 0; }
 	case $1 in
@@ -161,8 +139,8 @@ ratios() { # a b title units...
 	bench_ratios "$out/$a.csv" "$out/$b.csv" "$a" "$b" "$@"
 }
 
-echo "# $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
-echo "# rmca $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'); progress mode: $mode; results in $out"
+echo "# $(bench_host)"
+echo "# rmca $(bench_rev); progress mode: $mode; results in $out"
 
 # rmca and raw in one progress mode, and their ratios.
 pair() { # wait|spin
@@ -218,4 +196,4 @@ if command -v gnuplot >/dev/null; then
 	echo "# plot: $("$top/contrib/bench/plot.sh" "$out")"
 fi
 echo
-echo "# load average after:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
+echo "# load average after: $(bench_load)"

@@ -55,37 +55,26 @@ cc -O2 -o "$out/shm_copy" "$top/contrib/bench/shm_copy.c"
 cc -O2 -I"$top/include" -o "$out/shm_pingpong" \
 	"$top/contrib/bench/shm_pingpong.c" -L"$build/framework/.libs" \
 	-Wl,-rpath,"$build/framework/.libs" -lrmca -lpthread
-srv=() cli=()
+on_server=() on_client=()
 if [ "$cpus" != none ] && command -v taskset >/dev/null; then
-	srv=(taskset -c "${cpus%,*}") cli=(taskset -c "${cpus#*,}")
+	bench_pin "$cpus"
 fi
 
 # rmca_perf server and client; the client's options (--alloc: the
 # server's too). csv on stdout.
 rmca() {
-	local log=$out/server.log port= spid alloc=
-	: >"$log" # there before the server writes it: sed reads it at once
+	local alloc=
 	[ "$1" = --alloc ] && alloc=--alloc
-	"${srv[@]}" "$perf" -s -l 127.0.0.1:0 --spin $alloc >"$log" 2>&1 &
-	spid=$!
-	for _ in $(seq 200); do
-		port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log" 2>/dev/null)
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	[ -n "$port" ] || { kill "$spid"; echo "shm.sh: no server" >&2; return 1; }
-	timeout 300 "${cli[@]}" "$perf" --spin --parsable "$@" "127.0.0.1:$port" 2>/dev/null || true
-	wait "$spid" || true
+	bench_server "$out/server.log" "${on_server[@]}" "$perf" -s \
+		-l 127.0.0.1:0 --spin $alloc
+	[ -n "$server_port" ] || { kill "$server_pid"; echo "shm.sh: no server" >&2; return 1; }
+	timeout 300 "${on_client[@]}" "$perf" --spin --parsable "$@" "127.0.0.1:$server_port" 2>/dev/null || true
+	wait "$server_pid" || true
 }
 
 ucx() { # test size iters
-	local port=$(( 20000 + RANDOM % 20000 )) line spid
-	UCX_TLS=sm timeout 120 "${srv[@]}" ucx_perftest -p "$port" >/dev/null 2>&1 &
-	spid=$!
-	sleep 0.5
-	line=$(UCX_TLS=sm timeout 120 "${cli[@]}" ucx_perftest 127.0.0.1 -p "$port" -t "$1" \
-		-s "$2" -n "$3" -w $(( $3 / 10 + 1 )) -f 2>/dev/null | tail -1) || true
-	wait "$spid" 2>/dev/null || true
+	local line
+	line=$(UCX_TLS=sm bench_ucx "$out/ucx" "$1" "$2" "$3")
 	set -- "$1" "$2" "$3" $line
 	[ $# -ge 11 ] || return 0
 	case $1 in
@@ -95,8 +84,8 @@ ucx() { # test size iters
 	esac
 }
 
-echo "# $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /'); pinned: $cpus"
-echo "# rmca $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'); results in $out"
+echo "# $(bench_host); pinned: $cpus"
+echo "# rmca $(bench_rev); results in $out"
 for r in $(seq "$reps"); do
 	{
 		rmca -t send_lat -S 8 -n "$n" | grep us_median
@@ -123,27 +112,13 @@ awk -F, '{ k = $2; v[k] = v[k] " " $5 }
 # The calls of an 8 B spinning ping-pong of N round trips, both processes;
 # $1 is the counting wrapper, which writes its count to $out/$2.{srv,cli}.
 pingpong() { # name iters wrapper...
-	local name=$1 it=$2 log=$out/server.log spid port=
+	local name=$1 it=$2
 	shift 2
-	: >"$log" # there before the server writes it: sed reads it at once
-	"$@" -o "$out/$name.srv" "${srv[@]}" "$perf" -s -l 127.0.0.1:0 \
-		--spin >"$log" 2>&1 &
-	spid=$!
-	for _ in $(seq 200); do
-		port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log" 2>/dev/null)
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	"$@" -o "$out/$name.cli" "${cli[@]}" "$perf" --spin --parsable \
-		-t send_lat -S 8 -n "$it" -W 50 "127.0.0.1:$port" >/dev/null 2>&1 || true
-	wait "$spid" || true
-}
-
-# strace -c's total calls, and its per-call lines (name calls): calls is
-# the fourth column, whether an errors column follows or not.
-strace_total() { awk '$NF == "total" { print $4 }' "$1"; }
-strace_calls() {
-	awk '$1 ~ /^[0-9.]+$/ && $NF != "total" { print $NF, $4 }' "$1"
+	bench_server "$out/server.log" "$@" -o "$out/$name.srv" \
+		"${on_server[@]}" "$perf" -s -l 127.0.0.1:0 --spin
+	"$@" -o "$out/$name.cli" "${on_client[@]}" "$perf" --spin --parsable \
+		-t send_lat -S 8 -n "$it" -W 50 "127.0.0.1:$server_port" >/dev/null 2>&1 || true
+	wait "$server_pid" || true
 }
 
 if command -v strace >/dev/null; then
@@ -152,16 +127,16 @@ if command -v strace >/dev/null; then
 	for k in 1 2; do
 		pingpong "strace$k" $(( n * k )) strace -f -c
 	done
-	t1=$(( $(strace_total "$out/strace1.srv") + $(strace_total "$out/strace1.cli") ))
-	t2=$(( $(strace_total "$out/strace2.srv") + $(strace_total "$out/strace2.cli") ))
+	t1=$(( $(bench_strace_total "$out/strace1.srv") + $(bench_strace_total "$out/strace1.cli") ))
+	t2=$(( $(bench_strace_total "$out/strace2.srv") + $(bench_strace_total "$out/strace2.cli") ))
 	awk -v a="$t1" -v b="$t2" -v n="$n" 'BEGIN {
 		printf "%d calls at N, %d at 2N: %.4f per round trip\n", a, b, (b - a) / n }'
-	{ strace_calls "$out/strace1.srv"; strace_calls "$out/strace1.cli"; } |
-		awk '{ c[$1] -= $2 } END { for (k in c) print k, c[k] }' >"$out/strace.by"
-	{ strace_calls "$out/strace2.srv"; strace_calls "$out/strace2.cli"; } |
-		awk '{ print $1, $2 }' >>"$out/strace.by"
-	awk '{ c[$1] += $2 } END { for (k in c) if (c[k]) printf "  %s %+d\n", k, c[k] }' \
-		"$out/strace.by" | sort
+	for k in 1 2; do
+		{ bench_strace_calls "$out/strace$k.srv"; bench_strace_calls "$out/strace$k.cli"; } \
+			>"$out/strace$k.calls"
+	done
+	bench_calls_diff "$out/strace1.calls" "$out/strace2.calls" |
+		awk '$2 { printf "  %s %+d\n", $1, $2 }'
 fi
 
 if command -v perf >/dev/null &&
@@ -185,10 +160,10 @@ if command -v valgrind >/dev/null; then
 		valgrind --tool=callgrind --callgrind-out-file="$out/pp$k.cg" \
 			"$out/shm_pingpong" $(( 10000 * k )) 8 >/dev/null 2>&1
 	done
-	i1=$(callgrind_annotate "$out/pp1.cg" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
-	i2=$(callgrind_annotate "$out/pp2.cg" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
+	i1=$(bench_callgrind_total "$out/pp1.cg")
+	i2=$(bench_callgrind_total "$out/pp2.cg")
 	echo "$(( (i2 - i1) / 10000 )) instructions per round trip"
 fi
 echo
 echo "== one 8 B round trip on one CPU (shm_pingpong: no line moves between cores)"
-"${cli[@]}" "$out/shm_pingpong" 200000 8
+"${on_client[@]}" "$out/shm_pingpong" 200000 8

@@ -74,7 +74,7 @@ mkdir -p "$out"
 # counted apart, under "(nothing)", as well as with their name.
 calls_of() {
 	if [ "$mode" = wait ]; then
-		awk '/^-/ { body = !body; next } body && NF >= 5 { print $NF, $4 }' "$1"
+		bench_strace_calls "$1"
 		return
 	fi
 	awk '/^[0-9]+ +[a-z_0-9]+\(/ && !/resumed>/ {
@@ -89,7 +89,7 @@ calls_of() {
 # Total calls, or instructions (a callgrind output's summary line).
 total_of() {
 	if [ "$instr" = 1 ]; then
-		awk '/^summary:/ { print $2 }' "$1"
+		bench_callgrind_total "$1"
 		return
 	fi
 	calls_of "$1" | awk '$1 != "(nothing)" { s += $2 } END { print s + 0 }'
@@ -99,7 +99,7 @@ idle_of() { calls_of "$1" | awk '$1 == "(nothing)" { print $2 }'; }
 # One counted run: $1 name, $2 iterations, then rmca_perf options.
 # Leaves $out/NAME.server.strace and $out/NAME.client.strace.
 counted() {
-	local name=$1 iters=$2 log port= spid
+	local name=$1 iters=$2 log
 	shift 2
 	log=$out/$name.server
 	local -a st ct # what runs the server and the client
@@ -110,29 +110,23 @@ counted() {
 		st=(strace -f $copt -o "$out/$name.server.strace")
 		ct=(strace -f $copt -o "$out/$name.client.strace")
 	fi
-	timeout 300 "${st[@]}" \
-		"$perf" -s -l 127.0.0.1:0 $spin "$@" >"$log" 2>&1 &
-	spid=$!
-	for _ in $(seq 200); do
-		port=$(sed -n 's/^listening on port \([0-9]*\)$/\1/p' "$log" 2>/dev/null)
-		[ -n "$port" ] && break
-		sleep 0.05
-	done
-	if [ -z "$port" ]; then
+	bench_server "$log" timeout 300 "${st[@]}" \
+		"$perf" -s -l 127.0.0.1:0 $spin "$@"
+	if [ -z "$server_port" ]; then
 		echo "syscalls.sh: $name: the server did not start" >&2
 		cat "$log" >&2
-		kill "$spid" 2>/dev/null || true
+		kill "$server_pid" 2>/dev/null || true
 		return 1
 	fi
 	timeout 300 "${ct[@]}" "$perf" \
-		--parsable $spin -n "$iters" -W 50 "$@" "127.0.0.1:$port" \
+		--parsable $spin -n "$iters" -W 50 "$@" "127.0.0.1:$server_port" \
 		>"$out/$name.client.out" 2>&1 || {
 		echo "syscalls.sh: $name: rmca_perf failed" >&2
 		cat "$out/$name.client.out" >&2
-		kill "$spid" 2>/dev/null || true
+		kill "$server_pid" 2>/dev/null || true
 		return 1
 	}
-	wait "$spid" || true
+	wait "$server_pid" || true
 }
 
 sum() { echo $(( $(total_of "$out/$1.server.strace") + $(total_of "$out/$1.client.strace") )); }
@@ -141,17 +135,15 @@ idle() { echo $(( $(idle_of "$out/$1.server.strace") + $(idle_of "$out/$1.client
 # Per-call difference of both sides between the 2N and the N run.
 detail_of() {
 	local a=$1 b=$2
-	{ calls_of "$out/$a.server.strace"; calls_of "$out/$a.client.strace"; } |
-		awk '{ s[$1] += $2 } END { for (k in s) print k, s[k] }' | sort >"$out/$a.calls"
-	{ calls_of "$out/$b.server.strace"; calls_of "$out/$b.client.strace"; } |
-		awk '{ s[$1] += $2 } END { for (k in s) print k, s[k] }' | sort >"$out/$b.calls"
-	join -a1 -a2 -e 0 -o 0,1.2,2.2 "$out/$a.calls" "$out/$b.calls" |
-		awk -v n="$n" '{ d = ($3 - $2) / n; if (d >= 0.005 || d <= -0.005)
+	{ calls_of "$out/$a.server.strace"; calls_of "$out/$a.client.strace"; } >"$out/$a.calls"
+	{ calls_of "$out/$b.server.strace"; calls_of "$out/$b.client.strace"; } >"$out/$b.calls"
+	bench_calls_diff "$out/$a.calls" "$out/$b.calls" |
+		awk -v n="$n" '{ d = $2 / n; if (d >= 0.005 || d <= -0.005)
 			printf "    %-16s %7.2f\n", $1, d }'
 }
 
-echo "# $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
-echo "# rmca $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'); size $size; window $window; N $n and $((2 * n)); results in $out"
+echo "# $(bench_host)"
+echo "# rmca $(bench_rev); size $size; window $window; N $n and $((2 * n)); results in $out"
 what_counted=calls
 [ "$instr" = 1 ] && what_counted=instructions detail=0
 printf "%-5s %-8s %-12s %12s  %s\n" mode what test "$what_counted" per

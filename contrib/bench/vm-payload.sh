@@ -74,25 +74,19 @@ perftest() { # dev ip our_test tool size n extra...
 
 # rmca_perf of build $1 on $dev: client and server, results in $2.
 rmca_run() { # build csv [rmca_perf options...]
-	local b=$1 csv=$2 spid p
+	local b=$1 csv=$2
 	shift 2
 	RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
-		timeout 150 "$b/tools/rmca_perf" -s $spin -l "$ip:0" \
-		>"$out/rmca-$dev.server" 2>&1 &
-	spid=$!
-	for _ in $(seq 100); do
-		grep -q '^listening on port' "$out/rmca-$dev.server" && break
-		sleep 0.1
-	done
-	p=$(sed -n 's/^listening on port //p' "$out/rmca-$dev.server")
+		bench_server "$out/rmca-$dev.server" \
+		timeout 150 "$b/tools/rmca_perf" -s $spin -l "$ip:0"
 	RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
 		timeout 150 "$b/tools/rmca_perf" $spin --parsable "$@" \
-		$rx "$ip:$p" >"$csv" 2>"$out/rmca-$dev.head" || {
+		$rx "$ip:$server_port" >"$csv" 2>"$out/rmca-$dev.head" || {
 		echo "rmca_perf ($b) failed on $dev:"
 		cat "$out/rmca-$dev.head" "$out/rmca-$dev.server"
-		kill "$spid" 2>/dev/null
+		kill "$server_pid" 2>/dev/null
 	}
-	wait "$spid"
+	wait "$server_pid"
 }
 
 tests=${BENCH_TESTS:-all}
@@ -150,22 +144,17 @@ hw_diff() { # tag before after
 }
 
 count_rmca() { # build tool test size n
-	local b=$1 tool=$2 t=$3 s=$4 n=$5 spid p srv=$out/rmca-$dev.server
+	local b=$1 tool=$2 t=$3 s=$4 n=$5
 	RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
+		bench_server "$out/rmca-$dev.server" \
 		count_wrap "$tool,$t,$s,$n,server" "$out/strace-$dev-$tool-$t-$s-$n-server.txt" \
-		timeout 300 "$b/tools/rmca_perf" -s $spin -l "$ip:0" >"$srv" 2>&1 &
-	spid=$!
-	for _ in $(seq 300); do
-		grep -q '^listening on port' "$srv" && break
-		sleep 0.1
-	done
-	p=$(sed -n 's/^listening on port //p' "$srv")
+		timeout 300 "$b/tools/rmca_perf" -s $spin -l "$ip:0"
 	hw_snap >"$out/hw.before"
 	RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
 		count_wrap "$tool,$t,$s,$n,client" "$out/strace-$dev-$tool-$t-$s-$n-client.txt" \
 		timeout 300 "$b/tools/rmca_perf" $spin --parsable -t "$t" -S "$s" \
-		-n "$n" -W 0 $rx "$ip:$p" >/dev/null 2>&1 || echo "count: rmca_perf $t $s $n failed on $dev"
-	wait "$spid"
+		-n "$n" -W 0 $rx "$ip:$server_port" >/dev/null 2>&1 || echo "count: rmca_perf $t $s $n failed on $dev"
+	wait "$server_pid"
 	hw_snap >"$out/hw.after"
 	hw_diff "$tool,$t,$s,$n" "$out/hw.before" "$out/hw.after"
 }
