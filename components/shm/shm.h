@@ -143,7 +143,7 @@ struct shm_op {
 	bool pieced;
 	size_t off;		   /* bytes of it pushed */
 	size_t done;		   /* bytes of it answered */
-	struct rmca_atomic atomic; /* last: a reused op clears what is above */
+	struct rmca_atomic atomic; /* last: op_new sets every member above */
 };
 
 /* A request in flight, in the order pushed. */

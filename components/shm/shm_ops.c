@@ -372,14 +372,24 @@ static struct shm_op *op_new(struct shm_conn *c, enum shm_op_kind kind,
 	if (op) {
 		c->mod->spare = op->spare;
 		c->mod->nspare--;
-		/* atomic, the last member, is set by the atomic post alone */
-		memset(op, 0, offsetof(struct shm_op, atomic));
 	} else if (!(op = calloc(1, sizeof(*op)))) {
 		*err = RMCA_ERR_AGAIN;
 		return NULL;
 	}
+	/* Every member but atomic (set by the atomic post alone), one by
+	 * one: a memset of them is a rep stos, four of them per round trip
+	 * of a ping-pong. */
 	op->kind = kind;
 	op->req = req;
+	op->buf = NULL;
+	op->len = 0;
+	op->raddr = 0;
+	op->rkey = 0;
+	op->inv_rkey = 0;
+	op->result = NULL;
+	op->pieced = false;
+	op->off = 0;
+	op->done = 0;
 	rmca_list_init(&op->link);
 	rmca_list_init(&op->qlink);
 	rmca_list_add_tail(kind == SHM_OP_RECV ? &c->recvs : &c->ops,
