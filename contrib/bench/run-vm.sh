@@ -85,6 +85,31 @@ VM_SHARE="$share" VM_TIMEOUT=${VM_TIMEOUT:-$(( count == 1 ? 1800 : 420 * runs ))
 	echo "run-vm.sh: the guest run failed ($?)" >&2
 echo "# guest run: $(( $(date +%s) - start )) s; accel: ${VM_ACCEL:-guessed by contrib/vm/run-vm.sh}"
 
+# Per operation, from the runs at n and 2n: stdin has "key,n,value..."
+# lines, those of one key and n summed (server and client); prints
+# "key,value..." for each key measured at two n, each value (at the larger
+# n - at the smaller) / (the larger n - the smaller), keys in the order
+# first seen.
+per_op() {
+	awk -F, -v OFS=, -v CONVFMT=%.17g '
+		{ k = $1
+		  if (!(k in seen)) { seen[k] = 1; keys[++nk] = k; lo[k] = $2 }
+		  if ($2 < lo[k]) lo[k] = $2
+		  if ($2 > hi[k]) hi[k] = $2
+		  if (NF > nf[k]) nf[k] = NF
+		  for (i = 3; i <= NF; i++) v[k, $2, i] += $i }
+		END {
+			for (j = 1; j <= nk; j++) {
+				k = keys[j]; a = lo[k]; b = hi[k]; d = b - a
+				if (d <= 0) continue
+				line = k
+				for (i = 3; i <= nf[k]; i++)
+					line = line OFS (v[k, b, i] - v[k, a, i]) / d
+				print line
+			}
+		}'
+}
+
 # Per operation: (count at 2n - count at n) / n, server and client together.
 count_table() { # dev
 	local dev=$1
@@ -101,59 +126,25 @@ count_table() { # dev
 	echo "== $dev: per operation (n to 2n), server + client, $mode mode"
 	printf "%-8s %-9s %6s %7s %7s %7s %7s %7s %7s %7s %7s\n" tool test bytes \
 		wr/op sig/op inl/op post/op rwr/op rpost/op hits/op cqe/op
-	awk -F, '
-		{ k = $1 "," $2 "," $3; n[k, $4] = 1
-		  for (i = 6; i <= 15; i++) v[k, $4, i] += $i
-		  if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
-		  if (!(k in lo) || $4 < lo[k]) lo[k] = $4
-		  if ($4 > hi[k]) hi[k] = $4 }
-		END {
-			for (j = 1; j <= nk; j++) {
-				k = keys[j]; a = lo[k]; b = hi[k]; d = b - a
-				if (d <= 0) continue
-				split(k, f, ",")
-				printf "%-8s %-9s %6s", f[1], f[2], f[3]
-				# post_send wrs sig inline post_recv recv_wrs poll hit cqe notify
-				split("7 8 9 6 11 10 13 14", col, " ")
-				for (c = 1; c <= 8; c++)
-					printf " %7.2f", (v[k, b, col[c]] - v[k, a, col[c]]) / d
-				printf "\n"
-			}
-		}' "$out/count-$dev.csv"
+	# the shim's columns from 6: post_send wrs sig inline post_recv
+	# recv_wrs poll hit cqe notify
+	awk -F, '{ print $1 " " $2 " " $3 "," $4 "," $7 "," $8 "," $9 "," $6 "," \
+		$11 "," $10 "," $13 "," $14 }' "$out/count-$dev.csv" | per_op |
+		awk -F, '{ split($1, f, " "); printf "%-8s %-9s %6s", f[1], f[2], f[3]
+			for (c = 2; c <= NF; c++) printf " %7.2f", $c
+			printf "\n" }'
 	echo
 	printf "%-8s %-9s %6s %10s %10s\n" tool test bytes syscalls/op writes/op
-	awk -F, '
-		{ k = $1 "," $2 "," $3; t[k, $4] += $6; w[k, $4] += $7
-		  if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
-		  if (!(k in lo) || $4 < lo[k]) lo[k] = $4
-		  if ($4 > hi[k]) hi[k] = $4 }
-		END {
-			for (j = 1; j <= nk; j++) {
-				k = keys[j]; a = lo[k]; b = hi[k]; d = b - a
-				if (d <= 0) continue
-				split(k, f, ",")
-				printf "%-8s %-9s %6s %10.2f %10.2f\n", f[1], f[2], f[3],
-					(t[k, b] - t[k, a]) / d, (w[k, b] - w[k, a]) / d
-			}
-		}' "$out/syscalls-$dev.csv"
+	awk -F, '{ print $1 " " $2 " " $3 "," $4 "," $6 "," $7 }' \
+		"$out/syscalls-$dev.csv" | per_op |
+		awk -F, '{ split($1, f, " ")
+			printf "%-8s %-9s %6s %10.2f %10.2f\n", f[1], f[2], f[3], $2, $3 }'
 	[ -s "$out/hw-$dev.csv" ] || return 0
 	echo
 	echo "device counters per operation (n to 2n; rxe only), nonzero ones:"
-	awk -F, '
-		{ k = $1 "," $2 "," $3 "," $5; v[k, $4] = $6
-		  if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
-		  if (!(k in lo) || $4 < lo[k]) lo[k] = $4
-		  if ($4 > hi[k]) hi[k] = $4 }
-		END {
-			for (j = 1; j <= nk; j++) {
-				k = keys[j]; a = lo[k]; b = hi[k]; d = b - a
-				if (d <= 0) continue
-				x = (v[k, b] - v[k, a]) / d
-				if (x == 0) continue
-				split(k, f, ",")
-				printf "%-8s %-9s %6s %-22s %8.2f\n", f[1], f[2], f[3], f[4], x
-			}
-		}' "$out/hw-$dev.csv"
+	awk -F, '{ print $1 " " $2 " " $3 " " $5 "," $4 "," $6 }' "$out/hw-$dev.csv" |
+		per_op | awk -F, '$2 != 0 { split($1, f, " ")
+			printf "%-8s %-9s %6s %-22s %8.2f\n", f[1], f[2], f[3], f[4], $2 }'
 }
 
 # The median over the runs of each (test, size, unit).

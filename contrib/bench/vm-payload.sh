@@ -32,6 +32,14 @@ comps() { # build tree
 }
 port=18515
 
+# The perftest command of both sides, on the port now: sets pt (the
+# client adds the address).
+pt_cmd() { # dev tool size n extra...
+	local dev=$1 tool=$2 s=$3 n=$4
+	shift 4
+	pt=("$tool" -d "$dev" -i 1 -R -F $events -p "$port" -s "$s" -n "$n" "$@")
+}
+
 # perftest: server in the background, then the client; both spin. A line
 # whose number is inf or nan (ib_write_lat on rxe sometimes) is a failure.
 # Lat output: bytes iters t_min t_max t_typical t_avg t_stdev p99 p99.9
@@ -41,13 +49,11 @@ perftest() { # dev ip our_test tool size n extra...
 	shift 6
 	port=$((port + 1))
 	for try in 1 2; do
-		timeout 60 "$tool" -d "$dev" -i 1 -R -F $events -p "$port" \
-			-s "$s" -n "$n" "$@" >>"$out/perftest-$dev.server" 2>&1 &
+		pt_cmd "$dev" "$tool" "$s" "$n" "$@"
+		timeout 60 "${pt[@]}" >>"$out/perftest-$dev.server" 2>&1 &
 		spid=$!
 		sleep 1
-		line=$(timeout 60 "$tool" -d "$dev" -i 1 -R -F $events \
-			-p "$port" -s "$s" -n "$n" "$@" "$ip" \
-			2>>"$out/perftest-$dev.err" |
+		line=$(timeout 60 "${pt[@]}" "$ip" 2>>"$out/perftest-$dev.err" |
 			tee -a "$out/perftest-$dev.log" |
 			awk -v s="$s" '$1 == s && $2 ~ /^[0-9]+$/ &&
 				$5 ~ /^[0-9.]+$/' | tail -1)
@@ -163,13 +169,14 @@ count_perftest() { # test tool size n extra...
 	local t=$1 tool=$2 s=$3 n=$4 spid
 	shift 4
 	port=$((port + 1))
+	pt_cmd "$dev" "$tool" "$s" "$n" "$@"
 	count_wrap "perftest,$t,$s,$n,server" "$out/strace-$dev-perftest-$t-$s-$n-server.txt" \
-		timeout 300 "$tool" -d "$dev" -i 1 -R -F $events -p "$port" -s "$s" -n "$n" "$@" >/dev/null 2>&1 &
+		timeout 300 "${pt[@]}" >/dev/null 2>&1 &
 	spid=$!
 	sleep 2
 	hw_snap >"$out/hw.before"
 	count_wrap "perftest,$t,$s,$n,client" "$out/strace-$dev-perftest-$t-$s-$n-client.txt" \
-		timeout 300 "$tool" -d "$dev" -i 1 -R -F $events -p "$port" -s "$s" -n "$n" "$@" "$ip" >/dev/null 2>&1 ||
+		timeout 300 "${pt[@]}" "$ip" >/dev/null 2>&1 ||
 		echo "count: $tool $s $n failed on $dev"
 	wait "$spid"
 	hw_snap >"$out/hw.after"
