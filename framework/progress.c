@@ -286,7 +286,7 @@ static bool eager_read(struct rmca_context *ctx, bool *progressed)
 
 	if (fd < 0 || cq->eager_run >= EAGER_MAX)
 		return false;
-	ctx->fds[fd].cb(ctx->fds[fd].arg, EPOLLIN);
+	ctx->fds[fd].cb(ctx->fds[fd].arg, EPOLLIN | RMCA_FD_EAGER);
 	if (cq->pushed == before) {
 		*progressed = true;
 		if (!mods_progress(ctx))

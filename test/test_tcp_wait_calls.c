@@ -19,6 +19,7 @@
  * ones the library and its components bind to.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -89,10 +90,17 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 			    flags);
 }
 
+/* reads when a write first found the socket full (-1: not yet) */
+static long full_at = -1;
+
 ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
+	ssize_t n = (ssize_t)syscall(SYS_sendmsg, fd, msg, flags);
+
 	writes++;
-	return (ssize_t)syscall(SYS_sendmsg, fd, msg, flags);
+	if (n < 0 && errno == EAGAIN && full_at < 0)
+		full_at = reads;
+	return n;
 }
 
 /* The fds were looked at: epoll_wait(), or the eager read of the
@@ -636,6 +644,116 @@ static void spinning_ping_pong_reads_each_message_once(void **state)
 	api_run(&t);
 }
 
+/*
+ * A stream of large messages to a peer that stops reading: once the
+ * socket is full, the sender's polls write and leave the socket's input
+ * to the core's next look at the fds (the peer's acknowledgements can
+ * wait), as a plain socket's sender does; before, every poll read it as
+ * well. Then the peer reads them all: sizes on both sides of the bytes
+ * one write is offered (1 MiB), with small ones between, arrive whole and
+ * in order.
+ */
+static const size_t stream_sizes[] = {
+	(1u << 20) - 1,
+	8,
+	1u << 20,
+	(1u << 20) + 1,
+	100,
+	3u << 20,
+	1,
+	(1u << 20) + 4096,
+	65536,
+	2u << 20,
+	17,
+	(1u << 20) + 63,
+	4096,
+};
+#define NSTREAM	   (sizeof(stream_sizes) / sizeof(stream_sizes[0]))
+#define STREAM_LEN (12u << 20)
+#define FULL_POLLS 64
+#define TOKEN_SENT 0x5e47
+
+static size_t stream_off(size_t i)
+{
+	size_t off = 0;
+
+	for (size_t k = 0; k < i; k++)
+		off += stream_sizes[k];
+	return off;
+}
+
+static void stream_server(struct api_peer *p)
+{
+	char *buf = api_alloc(STREAM_LEN);
+	struct rmca_completion c;
+	uint64_t token = 0;
+	rmca_mr_t *mr;
+
+	API_CHECK(stream_off(NSTREAM) <= STREAM_LEN);
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, STREAM_LEN, RMCA_ACCESS_LOCAL, &mr));
+	for (size_t i = 0; i < NSTREAM; i++)
+		API_CHECK_OK(rmca_recv(p->ep, buf + stream_off(i),
+				       stream_sizes[i], mr, API_CTX(10 + i)));
+	api_token(p, 0, API_TOKEN_GO);
+	/* Not reading the connection meanwhile (api_expect_token would
+	 * progress the context): a blocking read of the pipe. */
+	API_CHECK(read(p->link[0].rd, &token, sizeof(token)) == sizeof(token));
+	API_CHECK(token == TOKEN_SENT);
+	for (size_t i = 0; i < NSTREAM; i++) {
+		api_wait(p, API_CTX(10 + i), &c);
+		API_CHECK_RC(c.status, RMCA_OK);
+		API_CHECK(c.len == stream_sizes[i]);
+		API_CHECK_MSG(
+			api_pattern_check(buf + stream_off(i), stream_sizes[i],
+					  (unsigned)i) < 0,
+			"message %zu of %zu bytes differs", i, stream_sizes[i]);
+	}
+	api_expect_token(p, 0, TOKEN_DONE);
+}
+
+static void stream_client(struct api_peer *p)
+{
+	char *buf = api_alloc(STREAM_LEN);
+	struct rmca_completion c;
+	long at;
+	rmca_mr_t *mr;
+
+	for (size_t i = 0; i < NSTREAM; i++)
+		api_pattern(buf + stream_off(i), stream_sizes[i], (unsigned)i);
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, STREAM_LEN, RMCA_ACCESS_LOCAL, &mr));
+	api_expect_token(p, 0, API_TOKEN_GO);
+	full_at = -1;
+	for (size_t i = 0; i < NSTREAM; i++)
+		API_CHECK_OK(rmca_send(p->ep, buf + stream_off(i),
+				       stream_sizes[i], mr, API_CTX(10 + i)));
+	while (full_at < 0) {
+		API_CHECK(rmca_poll(p->ctx, &c, 1) == 0);
+	}
+	at = reads;
+	for (int i = 0; i < FULL_POLLS; i++)
+		API_CHECK(rmca_poll(p->ctx, &c, 1) == 0);
+	API_CHECK_MSG((reads - at) * 4 <= FULL_POLLS,
+		      "%d polls with the socket full, %ld reads", FULL_POLLS,
+		      reads - at);
+	api_token(p, 0, TOKEN_SENT);
+	for (size_t i = 0; i < NSTREAM; i++)
+		api_wait_status(p, API_CTX(10 + i), RMCA_OK);
+	api_token(p, 0, TOKEN_DONE);
+}
+
+static void a_full_stream_is_written_not_read(void **state)
+{
+	const struct api_test t = {.server = stream_server,
+				   .client = stream_client};
+
+	(void)state;
+	setenv("RMCA_transports", "tcp", 1);
+	unsetenv("RMCA_tcp_caps");
+	api_run(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -645,6 +763,7 @@ int main(void)
 		cmocka_unit_test(
 			a_sleeping_target_serves_requests_without_epoll),
 		cmocka_unit_test(spinning_ping_pong_reads_each_message_once),
+		cmocka_unit_test(a_full_stream_is_written_not_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,6 +21,10 @@
 #include "tcp.h"
 
 #define TCP_IOV_MAX 64
+/* Bytes offered to one sendmsg(): more than a loopback socket's largest
+ * send buffer (tcp_wmem), so that a stream of large frames does not build
+ * and copy in an iovec of 64 entries for the socket to take part of one. */
+#define TCP_TX_BATCH ((size_t)1 << 20)
 
 static void set_events(struct tcp_conn *c, uint32_t ev)
 {
@@ -145,9 +149,28 @@ static void conn_serve(struct tcp_conn *c, bool readable)
 		dirty_add(c); /* the rest at the next pass */
 }
 
+/*
+ * A stream being written: its frames wait for room in the socket, and no
+ * answer is held. What the peer sends it then is acknowledgements, which
+ * can wait for the core's next look at the fds (a few passes at most).
+ */
+static bool write_bound(const struct tcp_conn *c)
+{
+	return !c->hold && !c->failed && (c->events & EPOLLOUT) &&
+	       !rmca_list_empty(&c->outq);
+}
+
 static void conn_cb(void *arg, uint32_t events)
 {
 	struct tcp_conn *c = arg;
+
+	/* Called before the core knew of anything ready (RMCA_FD_EAGER):
+	 * a stream being written is written, not read too, as a plain
+	 * socket's sender does; epoll tells when there is room. */
+	if ((events & RMCA_FD_EAGER) && write_bound(c)) {
+		rmca_tcp_out_flush(c);
+		return;
+	}
 
 	/* An error or hang-up fails the connection here even while it holds
 	 * off reading (EPOLLIN off): its write fails. */
@@ -375,10 +398,13 @@ static void out_advance(struct tcp_conn *c, size_t n)
  */
 static int out_iov(struct tcp_conn *c, struct iovec *iov)
 {
+	size_t bytes = 0;
 	int n = 0;
 
-	for (struct rmca_list *l = c->outq.next;
-	     l != &c->outq && n + 2 <= TCP_IOV_MAX; l = l->next) {
+	for (struct rmca_list *l = c->outq.next; l != &c->outq &&
+					       n + 2 <= TCP_IOV_MAX &&
+					       bytes < TCP_TX_BATCH;
+	     l = l->next) {
 		struct tcp_out *o = rmca_list_entry(l, struct tcp_out, link);
 
 		if (!o->off) {
@@ -399,6 +425,7 @@ static int out_iov(struct tcp_conn *c, struct iovec *iov)
 			iov[n].iov_base = (void *)(o->payload + done);
 			iov[n++].iov_len = o->len - done;
 		}
+		bytes += TCP_HDR_LEN + o->len - o->off;
 	}
 	return n;
 }

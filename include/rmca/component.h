@@ -128,6 +128,9 @@ typedef void (*rmca_fd_cb)(void *arg, uint32_t events);
  * ready, and skip epoll_wait() if that produced a completion (a busy
  * connection is read with one call, as a plain socket is). The callback
  * must then read without blocking and do nothing when nothing is there.
+ * Since ABI 7 such a call says so: its events are EPOLLIN | RMCA_FD_EAGER
+ * (it may leave the fd alone; the core looks at the fds within a few
+ * passes when a pass produced nothing).
  */
 #define RMCA_FD_EAGER (1u << 24)
 
