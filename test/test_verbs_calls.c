@@ -16,6 +16,9 @@
  *  - puts posted one call at a time in a window are signalled once in many
  *    work requests (the completion of a signalled one retires those before
  *    it), and each still completes once, RMCA_OK, with its own context;
+ *  - a stream of sends to a receiver that keeps perftest's 512 receives
+ *    posted reads the receiver's count (an RDMA READ) about once per 256
+ *    messages;
  *  - sends submitted before the peer posts its receives wait for them in
  *    rmca, not on the wire: on rxe the device counts no RNR NAK (each
  *    costs the sender the responder's RNR timer, 655 ms under rdma_cm).
@@ -53,6 +56,8 @@ struct rdma_cm_event;
 
 static bool counting;
 static long cm_reads, sleeps, cq_events, epolls, send_wrs, signalled;
+/* messages posted signalled, READs posted */
+static long sig_msgs, reads;
 /* messages posted, and READs posted after the first and before the last
  * (lastmsg) of them */
 static long msgs, reads_mid, lastmsg;
@@ -102,11 +107,13 @@ static int counted_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		send_wrs++;
 		signalled += !!(w->send_flags & IBV_SEND_SIGNALED);
 		if (w->opcode == IBV_WR_SEND ||
-		    w->opcode == IBV_WR_SEND_WITH_IMM)
+		    w->opcode == IBV_WR_SEND_WITH_IMM) {
 			msgs++;
-		else if (w->opcode == IBV_WR_RDMA_READ && msgs &&
-			 msgs < lastmsg)
-			reads_mid++;
+			sig_msgs += !!(w->send_flags & IBV_SEND_SIGNALED);
+		} else if (w->opcode == IBV_WR_RDMA_READ) {
+			reads++;
+			reads_mid += msgs && msgs < lastmsg;
+		}
 	}
 	for (i = 0; i < nopened; i++)
 		if (opened[i].ctx == qp->context)
@@ -388,9 +395,141 @@ static void put_client(struct api_peer *p)
 	free(src);
 }
 
+static bool is_iwarp(void)
+{
+	const char *tr = getenv("RMCA_transports");
+
+	return tr && !strcmp(tr, "iwarp");
+}
+
 static void test_put_stream_is_signalled_once_in_many(void **state)
 {
 	const struct api_test t = {.server = put_server, .client = put_client};
+
+	(void)state;
+	api_run(&t);
+}
+
+/* ---- a stream of sends to a receiver 512 receives ahead ---- */
+
+/* perftest's receive depth (ib_send_bw -r): posted before the first message
+ * arrives, and kept posted, each receive posted again as its message is
+ * checked (whole, in order). */
+#define RECV_AHEAD 512
+#define NSEND	   1200
+
+static void msg_server(struct api_peer *p)
+{
+	uint64_t *dst = api_alloc(NSEND * 8);
+	int posted = 0, done = 0;
+	rmca_mr_t *mr;
+	long end;
+
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, dst, NSEND * 8, RMCA_ACCESS_LOCAL, &mr));
+	/* before: the 257th said RMCA_ERR_AGAIN until the test gave up (a
+	 * receive queue of 128, as many again waiting) */
+	for (; posted < RECV_AHEAD; posted++)
+		API_CHECK_OK(API_POST(p, rmca_recv(p->ep, dst + posted, 8, mr,
+						   API_CTX(0x100 + posted))));
+	api_progress(p);
+	api_token(p, 0, API_TOKEN_GO);
+	end = api_now_ms() + 4 * API_TIMEOUT_MS;
+	while (done < NSEND) {
+		struct rmca_completion c;
+
+		API_CHECK_MSG(api_now_ms() < end, "%d of %d messages came",
+			      done, NSEND);
+		if (!api_take(API_CTX(0x100 + done), &c)) {
+			api_progress(p);
+			continue;
+		}
+		API_CHECK_MSG(c.status == RMCA_OK && c.len == 8,
+			      "receive %d: %s, %zu bytes", done,
+			      api_strerror(c.status), c.len);
+		API_CHECK_MSG(dst[done] == 0x9000ull + (uint64_t)done,
+			      "message %d arrived as %#llx", done,
+			      (unsigned long long)dst[done]);
+		done++;
+		if (posted < NSEND) {
+			API_CHECK_OK(API_POST(
+				p, rmca_recv(p->ep, dst + posted, 8, mr,
+					     API_CTX(0x100 + posted))));
+			posted++;
+		}
+	}
+	api_token(p, 0, API_TOKEN_GO);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(dst);
+}
+
+static void msg_client(struct api_peer *p)
+{
+	uint64_t *src = api_alloc(NSEND * 8);
+	bool *seen = calloc(NSEND, sizeof(*seen));
+	int posted = 0, done = 0;
+	rmca_mr_t *mr;
+	long end;
+
+	API_CHECK(seen != NULL);
+	for (int i = 0; i < NSEND; i++)
+		src[i] = 0x9000ull + (uint64_t)i;
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, src, NSEND * 8, RMCA_ACCESS_LOCAL, &mr));
+	api_expect_token(p, 0, API_TOKEN_GO);
+	msgs = sig_msgs = reads = 0;
+	lastmsg = 0;
+	counting = true;
+	end = api_now_ms() + 4 * API_TIMEOUT_MS;
+	while (done < NSEND) {
+		int k;
+
+		API_CHECK_MSG(api_now_ms() < end, "%d of %d sends completed",
+			      done, NSEND);
+		if (posted < NSEND && posted - done < PUT_WINDOW) {
+			API_CHECK_OK(API_POST(
+				p, rmca_send(p->ep, src + posted, 8, mr,
+					     API_CTX(0x100 + posted))));
+			posted++;
+			continue;
+		}
+		api_progress(p);
+		k = api_stashed();
+		for (int i = 0; i < k; i++) {
+			const struct rmca_completion *c = api_stash_at(i);
+			long n = (long)(uintptr_t)c->user_ctx - 0x100;
+
+			API_CHECK_MSG(n >= 0 && n < posted && !seen[n],
+				      "completion of %p: not one of the sends "
+				      "out, or twice",
+				      c->user_ctx);
+			API_CHECK_MSG(c->status == RMCA_OK, "send %ld: %s", n,
+				      api_strerror(c->status));
+			seen[n] = true;
+			done++;
+		}
+		api_stash_clear();
+	}
+	counting = false;
+	api_expect_token(p, 0, API_TOKEN_GO);
+	/* The peer's counter is read when half of what the last READ found
+	 * is used: about once per 256 messages here. On ib a READ of it also
+	 * retires unsignalled sends where the window filled behind the last
+	 * signalled one; on iWARP one confirms the sends no reply confirms. */
+	fprintf(stderr, "# %d sends: %ld signalled, %ld READs\n", NSEND,
+		sig_msgs, reads);
+	API_CHECK_MSG(msgs == NSEND && reads <= NSEND / 16,
+		      "%d sends in a window of %d: %ld messages posted, %ld "
+		      "signalled, %ld READs",
+		      NSEND, PUT_WINDOW, msgs, sig_msgs, reads);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(seen);
+	free(src);
+}
+
+static void test_send_stream_reads_the_count_seldom(void **state)
+{
+	const struct api_test t = {.server = msg_server, .client = msg_client};
 
 	(void)state;
 	api_run(&t);
@@ -476,10 +615,8 @@ static void test_sends_before_receives_wait_without_rnr(void **state)
 	const struct api_test t = {.server = early_server,
 				   .client = early_client};
 
-	const char *tr = getenv("RMCA_transports");
-
 	(void)state;
-	if (tr && !strcmp(tr, "iwarp"))
+	if (is_iwarp())
 		TAP_SKIP("iWARP has no RNR: its sends always waited for "
 			 "credits");
 	api_run(&t);
@@ -619,6 +756,7 @@ int main(void)
 		cmocka_unit_test(test_ping_pong_reads_no_idle_cm_channel),
 		cmocka_unit_test(test_spinning_ping_pong_reads_the_cq_alone),
 		cmocka_unit_test(test_put_stream_is_signalled_once_in_many),
+		cmocka_unit_test(test_send_stream_reads_the_count_seldom),
 		cmocka_unit_test(test_sends_before_receives_wait_without_rnr),
 		cmocka_unit_test(
 			test_send_stream_reads_credits_before_they_run_out),

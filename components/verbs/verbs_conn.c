@@ -21,7 +21,18 @@
 
 #include "verbs.h"
 
-#define QP_DEPTH 128
+/*
+ * Queue depths: the send queue's 128 as perftest's ib_send_bw, and the
+ * receive queue perftest's 512. A receive the user posts reaches the device
+ * at once, and the peer learns of it from the counter it reads (verbs_post.c):
+ * the more receives one READ of it finds, the fewer READs a stream takes
+ * (a stream 512 receives ahead reads it about once per 256 messages, one
+ * 128 ahead once per 32 or less). The bound on the receives accepted while
+ * the queue is full is the queue's depth again (verbs_post.c), so a
+ * receiver may also post perftest's 512 before the first message arrives.
+ */
+#define SQ_DEPTH   128
+#define RQ_DEPTH   512
 #define ABANDON_MS 1000
 
 struct rmca_verbs_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
@@ -84,28 +95,30 @@ int rmca_verbs_qp_create(struct rmca_verbs_conn *c, struct rdma_cm_id *id)
 {
 	struct rmca_verbs_module *vm = c->mod;
 	struct ibv_qp_init_attr qa = { 0 };
-	int depth = QP_DEPTH;
+	int sq = SQ_DEPTH, rq = RQ_DEPTH;
 
-	if ((int)vm->max_qp_wr < depth)
-		depth = vm->max_qp_wr;
-	if (vm->cq_used + 2 * depth > vm->cq_size)
+	if ((int)vm->max_qp_wr < sq)
+		sq = (int)vm->max_qp_wr;
+	if ((int)vm->max_qp_wr < rq)
+		rq = (int)vm->max_qp_wr;
+	if (vm->cq_used + sq + rq > vm->cq_size)
 		return RMCA_ERR_AGAIN;
 	qa.qp_context = c;
 	qa.send_cq = vm->cq;
 	qa.recv_cq = vm->cq;
 	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = depth;
-	qa.cap.max_recv_wr = depth;
+	qa.cap.max_send_wr = (uint32_t)sq;
+	qa.cap.max_recv_wr = (uint32_t)rq;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
 	if (rmca_verbs_qp_make(c, id, &qa))
 		return RMCA_ERR_NO_MEMORY;
 	c->qp = id->qp;
-	c->sq_size = (int)qa.cap.max_send_wr < depth ? (int)qa.cap.max_send_wr :
-						       depth;
-	c->rq_size = (int)qa.cap.max_recv_wr < depth ? (int)qa.cap.max_recv_wr :
-						       depth;
-	c->cq_share = 2 * depth;
+	c->sq_size =
+		(int)qa.cap.max_send_wr < sq ? (int)qa.cap.max_send_wr : sq;
+	c->rq_size =
+		(int)qa.cap.max_recv_wr < rq ? (int)qa.cap.max_recv_wr : rq;
+	c->cq_share = sq + rq;
 	vm->cq_used += c->cq_share;
 	return 0;
 }

@@ -15,6 +15,9 @@
 
 #include "verbs.h"
 
+/* Completion queue entries per module: 25 connections of 640 (verbs_conn.c). */
+#define CQ_SIZE 16384
+
 static int nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
@@ -46,8 +49,8 @@ int rmca_verbs_module_init(struct rmca_verbs_module *vm)
 	const char *step = "completion queue";
 
 	vm->timer_fd = -1;
-	vm->cq_size = vm->dev->attr.max_cqe < 8192 ? vm->dev->attr.max_cqe :
-						      8192;
+	vm->cq_size = vm->dev->attr.max_cqe < CQ_SIZE ? vm->dev->attr.max_cqe
+						      : CQ_SIZE;
 	vm->chan = ibv_create_comp_channel(ctx);
 	if (!vm->chan)
 		return RMCA_ERR_NO_MEMORY;
