@@ -19,6 +19,8 @@
  *  - a stream of sends to a receiver that keeps perftest's 512 receives
  *    posted reads the receiver's count (an RDMA READ) about once per 256
  *    messages;
+ *  - on iWARP, replies that come milliseconds after each send confirm it,
+ *    without an RDMA READ per send;
  *  - sends submitted before the peer posts its receives wait for them in
  *    rmca, not on the wire: on rxe the device counts no RNR NAK (each
  *    costs the sender the responder's RNR timer, 655 ms under rdma_cm).
@@ -515,7 +517,9 @@ static void msg_client(struct api_peer *p)
 	/* The peer's counter is read when half of what the last READ found
 	 * is used: about once per 256 messages here. On ib a READ of it also
 	 * retires unsignalled sends where the window filled behind the last
-	 * signalled one; on iWARP one confirms the sends no reply confirms. */
+	 * signalled one; on iWARP one confirms each CONFIRM_BATCH (32) sends
+	 * no reply confirms (before, one went behind the next send whenever
+	 * none was out: about one per round trip). */
 	fprintf(stderr, "# %d sends: %ld signalled, %ld READs\n", NSEND,
 		sig_msgs, reads);
 	API_CHECK_MSG(msgs == NSEND && reads <= NSEND / 16,
@@ -530,6 +534,83 @@ static void msg_client(struct api_peer *p)
 static void test_send_stream_reads_the_count_seldom(void **state)
 {
 	const struct api_test t = {.server = msg_server, .client = msg_client};
+
+	(void)state;
+	api_run(&t);
+}
+
+/* ---- replies later than a millisecond confirm the sends ---- */
+
+#define NSLOW	40
+#define SLOW_MS 4
+
+/* Answers each message SLOW_MS after it came, as a peer that works
+ * before it replies (or a qemu guest's scheduler) does. */
+static void slow_server(struct api_peer *p)
+{
+	uint64_t *buf = api_alloc(8 * (NSLOW + 1));
+	const struct timespec d = {.tv_nsec = SLOW_MS * 1000000L};
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 8 * (NSLOW + 1),
+				 RMCA_ACCESS_LOCAL, &mr));
+	/* all the receives first: no send waits for a credit */
+	for (int i = 0; i < NSLOW; i++)
+		API_CHECK_OK(rmca_recv(p->ep, buf + 1 + i, 8, mr,
+				       API_CTX(0x100 + i)));
+	api_progress(p);
+	api_token(p, 0, API_TOKEN_GO);
+	for (int i = 0; i < NSLOW; i++) {
+		api_wait_status(p, API_CTX(0x100 + i), RMCA_OK);
+		nanosleep(&d, NULL);
+		API_CHECK_OK(rmca_send(p->ep, buf, 8, mr, API_CTX(2)));
+		api_wait_status(p, API_CTX(2), RMCA_OK);
+	}
+	api_expect_token(p, 0, API_TOKEN_GO);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+static void slow_client(struct api_peer *p)
+{
+	uint64_t *buf = api_alloc(8 * (NSLOW + 1));
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 8 * (NSLOW + 1),
+				 RMCA_ACCESS_LOCAL, &mr));
+	for (int i = 0; i < NSLOW; i++)
+		API_CHECK_OK(rmca_recv(p->ep, buf + 1 + i, 8, mr,
+				       API_CTX(0x100 + i)));
+	api_progress(p);
+	api_expect_token(p, 0, API_TOKEN_GO);
+	msgs = reads = 0;
+	lastmsg = 0;
+	counting = true;
+	for (int i = 0; i < NSLOW; i++) {
+		API_CHECK_OK(rmca_send(p->ep, buf, 8, mr, API_CTX(2)));
+		api_wait_status(p, API_CTX(0x100 + i), RMCA_OK);
+		api_wait_status(p, API_CTX(2), RMCA_OK);
+	}
+	counting = false;
+	api_token(p, 0, API_TOKEN_GO);
+	fprintf(stderr, "# %d round trips: %ld READs\n", NSLOW, reads);
+	/* iWARP: each reply confirms the send before it once the sender has
+	 * seen how long replies take (before: a READ went 1 ms after each
+	 * send, then, the replies being late, one behind every send). ib
+	 * sends complete by themselves; a READ there would be for credits,
+	 * which the receives posted first make needless. */
+	API_CHECK_MSG(msgs == NSLOW && reads <= NSLOW / 4,
+		      "%d round trips with replies %d ms late: %ld messages "
+		      "posted, %ld READs",
+		      NSLOW, SLOW_MS, msgs, reads);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+static void test_late_replies_confirm_sends_without_reads(void **state)
+{
+	const struct api_test t = {.server = slow_server,
+				   .client = slow_client};
 
 	(void)state;
 	api_run(&t);
@@ -757,6 +838,7 @@ int main(void)
 		cmocka_unit_test(test_spinning_ping_pong_reads_the_cq_alone),
 		cmocka_unit_test(test_put_stream_is_signalled_once_in_many),
 		cmocka_unit_test(test_send_stream_reads_the_count_seldom),
+		cmocka_unit_test(test_late_replies_confirm_sends_without_reads),
 		cmocka_unit_test(test_sends_before_receives_wait_without_rnr),
 		cmocka_unit_test(
 			test_send_stream_reads_credits_before_they_run_out),

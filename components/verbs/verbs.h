@@ -259,6 +259,11 @@ struct rmca_verbs_conn {
 	uint64_t rposted; /* user receives ever posted: header slot */
 	int nheld;
 	bool ack_late; /* the last held sends needed the timer's READ */
+	bool confirm_idle; /* held sends: READ at the next empty CQ poll */
+	/* replies (verbs_post.c): the send timed (0: none) and when it was
+	 * posted, how long replies take, when the held list last started */
+	uint64_t timed_seq;
+	long long timed_ns, reply_ns, held_ns;
 	/* user receives accepted, not yet on the receive queue */
 	struct rmca_verbs_op *rbatch, *rbatch_tail;
 	int nrbatch;

@@ -436,7 +436,8 @@ static void fill_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
  *    A stream of puts posted one call at a time is thus signalled about
  *    once per SIGNAL_EVERY WRs; a lone put or a short burst is signalled as
  *    before, so it never waits for a READ's round trip.
- * Every SIGNAL_EVERY-th WR is signalled anyway, and so is one that leaves
+ * Every SIGNAL_EVERY-th WR is signalled anyway (but an iWARP send: the READ
+ * that confirms it retires it), and so is one that leaves
  * fewer than two free slots, so the queue never fills with WRs that no
  * completion would retire.
  */
@@ -457,11 +458,14 @@ static bool want_signal(const struct rmca_verbs_conn *c,
 
 	if (op->kind != RMCA_VOP_PUT && !is_msg(op))
 		return true;
-	if (c->unsig + 1 >= every || c->sq_used + 2 > sq_cap(c))
+	if (c->sq_used + 2 > sq_cap(c))
+		return true;
+	/* the READ that confirms held sends retires them */
+	if (rmca_verbs_flavour(c->mod)->confirm_sends && is_msg(op))
+		return false;
+	if (c->unsig + 1 >= every)
 		return true;
 	if (chained)
-		return false;
-	if (rmca_verbs_flavour(c->mod)->confirm_sends && is_msg(op))
 		return false;
 	return !c->sig_out || c->sq_used < UNSIG_MIN_OUT;
 }
@@ -474,17 +478,41 @@ static bool owed(const struct rmca_verbs_conn *c, const struct rmca_verbs_op *op
 	       (is_msg(op) && !rmca_verbs_flavour(c->mod)->confirm_sends);
 }
 
-/* No signalled WR is out any more, but puts or sends posted after the
- * last one are, and nothing was posted to retire them: a signalled READ
- * does (see above). */
+/* The caller polled the CQ empty. No signalled WR is out any more, but
+ * puts or sends posted after the last one are, and nothing was posted to
+ * retire them; or held sends wait for the caller to be idle (see
+ * confirm_when): a signalled READ retires or confirms them (see above). */
 void rmca_verbs_sq_close(struct rmca_verbs_conn *c)
 {
-	if (c->unsig_owed && !c->sig_out && c->state == RMCA_VCONN_UP)
+	bool confirm = c->confirm_idle && c->held;
+
+	c->confirm_idle = false;
+	if (((c->unsig_owed && !c->sig_out) || confirm) &&
+	    c->state == RMCA_VCONN_UP)
 		rmca_verbs_credit_read(c);
 }
 
+/*
+ * How long a reply takes (ack headers only): one send at a time is timed,
+ * from its posting to the first message of the peer whose header covers
+ * it, whatever confirmed it first. Held sends wait for a reply twice that
+ * long before a READ confirms them (confirm_wait): in the qemu guest a
+ * ping-pong's reply takes milliseconds, and a fixed wait of 1 ms made
+ * nearly every send of siw0's send_lat take a READ.
+ */
 static void held_append(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 {
+	bool first = !c->held;
+	long long now = 0;
+
+	if (c->hdr && (first || !c->timed_seq))
+		now = rmca_now_ns();
+	if (c->hdr && first)
+		c->held_ns = now;
+	if (c->hdr && !c->timed_seq) {
+		c->timed_seq = op->seq;
+		c->timed_ns = now;
+	}
 	op->hnext = NULL;
 	if (c->held_tail)
 		c->held_tail->hnext = op;
@@ -684,6 +712,8 @@ void rmca_verbs_credit_read(struct rmca_verbs_conn *c)
 	c->credit_inflight = true;
 }
 
+static bool confirm_late(struct rmca_verbs_conn *c);
+
 void rmca_verbs_timer_event(void *arg, uint32_t events)
 {
 	struct rmca_verbs_module *vm = arg;
@@ -706,11 +736,8 @@ void rmca_verbs_timer_event(void *arg, uint32_t events)
 			continue;
 		}
 		/* held sends no reply confirmed in time */
-		if (c->held && !c->credit_inflight &&
-		    c->state == RMCA_VCONN_UP) {
-			c->ack_late = true;
-			rmca_verbs_credit_read(c);
-		}
+		if (c->held && !c->credit_inflight && c->state == RMCA_VCONN_UP)
+			confirm_late(c);
 		if (!c->waiting)
 			continue;
 		if (c->state == RMCA_VCONN_FAILED)
@@ -728,37 +755,99 @@ void rmca_verbs_timer_arm(struct rmca_verbs_module *vm)
 }
 
 /*
- * When held sends get their confirming READ: at once where no message of
- * the peer can confirm them (no receive posted here for a reply, or
- * CONFIRM_BATCH sends held already), else only if no reply has done it
- * within CONFIRM_MS (the module's timer posts the READ). Where replies
- * come later than that (ack_late: the timer had to post the last READ),
- * waiting only costs the timer's system calls, so the READ goes at once,
- * chained behind the send, and every ACK_PROBE-th send waits again to
- * learn whether replies have become quick.
+ * When held sends get their confirming READ:
+ *  - at once once CONFIRM_BATCH sends are held: half the window of a
+ *    stream of perftest's shape (64 out), so the READ goes while the other
+ *    half is still on the wire, and one READ confirms CONFIRM_BATCH sends;
+ *  - where no message of the peer can confirm them (no receive posted here
+ *    for a reply), or replies came later than CONFIRM_MS (ack_late: the
+ *    timer had to post the last READ), once the caller stops posting and
+ *    polls the CQ empty (rmca_verbs_sq_close), so a send posted alone
+ *    still gets its READ at once but a burst gets one for all of it;
+ *    every ACK_PROBE-th send waits for the timer instead, to learn
+ *    whether replies have become quick;
+ *  - else only if no reply has done it within confirm_wait: twice what
+ *    replies took lately, CONFIRM_MS to CONFIRM_MAX_MS (the module's
+ *    timer posts the READ).
+ * Before, a READ went behind every send once no READ was out where the
+ * first two applied, and after 16 held sends anyway: a one-way stream took
+ * one READ per 16 messages or more (siw0's send_bw: 0.03 to 0.07 per
+ * message), where one per CONFIRM_BATCH suffices; and replies had 1 ms,
+ * which in the qemu guest made a ping-pong ack_late, and nearly every send
+ * of siw0's send_lat took a READ.
  */
-#define CONFIRM_BATCH 16
+#define CONFIRM_BATCH  32
 #define CONFIRM_MS 1
+#define CONFIRM_MAX_MS 64
 #define ACK_PROBE 16
 
-static bool read_now(const struct rmca_verbs_conn *c, int more)
+enum confirm_when {
+	CONFIRM_NOW,
+	CONFIRM_IDLE, /* at the caller's next empty poll */
+	CONFIRM_TIMER,
+};
+
+static enum confirm_when confirm_when(const struct rmca_verbs_conn *c, int more)
 {
 	if (!rmca_verbs_flavour(c->mod)->ack_header || !c->hdr)
-		return true;
-	if (c->nheld + more >= CONFIRM_BATCH || c->rq_used + c->nrbatch == 0)
-		return true;
-	return c->ack_late && (c->send_seq + (uint64_t)more) % ACK_PROBE;
+		return CONFIRM_NOW;
+	if (c->nheld + more >= CONFIRM_BATCH)
+		return CONFIRM_NOW;
+	if (c->rq_used + c->nrbatch == 0)
+		return CONFIRM_IDLE;
+	if (c->ack_late && (c->send_seq + (uint64_t)more) % ACK_PROBE)
+		return CONFIRM_IDLE;
+	return CONFIRM_TIMER;
 }
 
-static void arm_confirm(struct rmca_verbs_module *vm)
+/* How long held sends wait for a reply: twice what replies took lately,
+ * CONFIRM_MS to CONFIRM_MAX_MS. */
+static long long confirm_wait(const struct rmca_verbs_conn *c)
+{
+	long long w = 2 * c->reply_ns;
+
+	if (w < CONFIRM_MS * 1000000LL)
+		return CONFIRM_MS * 1000000LL;
+	return w < CONFIRM_MAX_MS * 1000000LL ? w : CONFIRM_MAX_MS * 1000000LL;
+}
+
+static void arm_ns(struct rmca_verbs_module *vm, long long ns)
 {
 	struct itimerspec its = { 0 };
 
 	if (vm->timer_fd < 0 || vm->timer_armed)
 		return;
-	its.it_value.tv_nsec = CONFIRM_MS * 1000000L;
+	its.it_value.tv_sec = ns / 1000000000LL;
+	its.it_value.tv_nsec = ns % 1000000000LL + 1000;
 	if (!timerfd_settime(vm->timer_fd, 0, &its, NULL))
 		vm->timer_armed = true;
+}
+
+static void arm_confirm(struct rmca_verbs_conn *c)
+{
+	arm_ns(c->mod, confirm_wait(c));
+}
+
+/* The module's timer found held sends: a READ confirms them once they
+ * waited confirm_wait for a reply; true if they wait on. */
+static bool confirm_late(struct rmca_verbs_conn *c)
+{
+	long long left = c->held_ns + confirm_wait(c) - rmca_now_ns();
+
+	if (c->hdr && left > 0) {
+		arm_ns(c->mod, left);
+		return true;
+	}
+	c->ack_late = true;
+	rmca_verbs_credit_read(c);
+	return false;
+}
+
+/* The READ goes at the caller's next poll that finds the CQ empty. */
+static void confirm_idle(struct rmca_verbs_conn *c)
+{
+	c->confirm_idle = true;
+	c->mod->close_due = true;
 }
 
 static void unlink_head(struct rmca_verbs_conn *c)
@@ -788,21 +877,33 @@ static struct rmca_verbs_op *confirm_read(struct rmca_verbs_conn *c, int nmsg)
 	if (!nmsg || !rmca_verbs_flavour(c->mod)->confirm_sends ||
 	    c->credit_inflight || c->state != RMCA_VCONN_UP)
 		return NULL;
-	if (!read_now(c, nmsg)) {
-		arm_confirm(c->mod);
+	switch (confirm_when(c, nmsg)) {
+	case CONFIRM_NOW:
+		return rmca_verbs_op_new(c, RMCA_VOP_CREDIT, NULL);
+	case CONFIRM_IDLE:
+		confirm_idle(c);
+		return NULL;
+	default:
+		arm_confirm(c);
 		return NULL;
 	}
-	return rmca_verbs_op_new(c, RMCA_VOP_CREDIT, NULL);
 }
 
 void rmca_verbs_confirm_soon(struct rmca_verbs_conn *c)
 {
 	if (!c->held || c->credit_inflight || c->state != RMCA_VCONN_UP)
 		return;
-	if (read_now(c, 0))
+	switch (confirm_when(c, 0)) {
+	case CONFIRM_NOW:
 		rmca_verbs_credit_read(c);
-	else
-		arm_confirm(c->mod);
+		break;
+	case CONFIRM_IDLE:
+		confirm_idle(c);
+		break;
+	default:
+		arm_confirm(c);
+		break;
+	}
 }
 
 /* A user receive completed (status 0): its header confirms our sends. */
@@ -821,6 +922,14 @@ int rmca_verbs_taken(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 	n = __atomic_load_n(&c->hdr[op->seq], __ATOMIC_ACQUIRE);
 	if (n > c->send_seq)
 		n = c->send_seq;
+	if (c->timed_seq && n >= c->timed_seq) {
+		long long t = rmca_now_ns() - c->timed_ns;
+
+		/* a reply came: wait for the next as long as this one took */
+		c->reply_ns = c->reply_ns ? (3 * c->reply_ns + t) / 4 : t;
+		c->timed_seq = 0;
+		c->ack_late = false;
+	}
 	if (n > c->confirmed) {
 		c->confirmed = n;
 		c->ack_late = false; /* a reply was quicker than a READ */
