@@ -18,6 +18,7 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/contrib/bench/lib.sh"
 build=${1:?usage: init-vm.sh BUILD_DIR [N] [OTHER_DIR]}
 build=$(cd "$build" && pwd)
 n=${2:-20}
@@ -43,6 +44,6 @@ run() {
 run "$build" "$build/components/tcp/.libs:$build/components/ib/.libs:$build/components/iwarp/.libs"
 [ -z "$other" ] || run "$other" "$build/components/tcp/.libs:$other"
 PAYLOAD
-echo "# host: $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
-echo "# rmca $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?')"
+echo "# host: $(bench_host)"
+echo "# rmca $(bench_rev)"
 VM_SHARE="$build${other:+ $other}" "$top/contrib/vm/run-vm.sh" -f "$tmp/payload.sh"

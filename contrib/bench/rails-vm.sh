@@ -19,6 +19,7 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/contrib/bench/lib.sh"
 build=${1:?usage: rails-vm.sh BUILD_DIR [RUNS] [ITERS]}
 build=$(cd "$build" && pwd)
 runs=${2:-3}
@@ -27,6 +28,7 @@ iters=${3:-64}
 out=$(mktemp -d "$build/rails-bench.XXXXXX")
 cat >"$out/payload.sh" <<PAYLOAD
 set -u
+. $top/contrib/bench/lib.sh
 perf=$build/tools/rmca_perf
 comps=$build/components/ib/.libs:$build/components/iwarp/.libs
 vm=$top/contrib/vm
@@ -34,27 +36,21 @@ sh \$vm/second-device.sh add ib >/dev/null || exit 1
 sh \$vm/two-hosts.sh add || exit 1
 # one measurement: setup rails -> out/setup.rails.run.csv
 one() { # setup transport addr server_ns client_ns rails run
-	local s=\$1 t=\$2 a=\$3 sns=\$4 cns=\$5 r=\$6 n=\$7 p spid
+	local s=\$1 t=\$2 a=\$3 sns=\$4 cns=\$5 r=\$6 n=\$7
 	local srv="$out/\$s.server" sx= cx=
 	[ -n "\$sns" ] && sx="ip netns exec \$sns"
 	[ -n "\$cns" ] && cx="ip netns exec \$cns"
 	RMCA_component_path=\$comps RMCA_transports=\$t RMCA_max_rails=\$r \\
-		timeout 300 \$sx "\$perf" -s --spin -l "\$a:0" >"\$srv" 2>&1 &
-	spid=\$!
-	for _ in \$(seq 100); do
-		grep -q '^listening on port' "\$srv" && break
-		sleep 0.1
-	done
-	p=\$(sed -n 's/^listening on port \([0-9]*\).*/\1/p' "\$srv")
+		bench_server "\$srv" timeout 300 \$sx "\$perf" -s --spin -l "\$a:0"
 	RMCA_component_path=\$comps RMCA_transports=\$t RMCA_max_rails=\$r \\
 		timeout 300 \$cx "\$perf" --spin --parsable -t put_bw -w 16 \\
-		-n $iters -W 4 -S 1m,16m "\$a:\$p" \\
+		-n $iters -W 4 -S 1m,16m "\$a:\$server_port" \\
 		>"$out/\$s.\$r.\$n.csv" 2>"$out/\$s.client" || {
 		echo "rmca_perf failed (\$s, \$r rails):"
 		cat "$out/\$s.client" "\$srv"
-		kill \$spid 2>/dev/null
+		kill \$server_pid 2>/dev/null
 	}
-	wait \$spid
+	wait \$server_pid
 }
 for n in \$(seq $runs); do
 	for r in 2 1; do
@@ -65,8 +61,8 @@ done
 sh \$vm/two-hosts.sh del
 sh \$vm/second-device.sh del ib
 PAYLOAD
-echo "# host: $(uname -srm); $(nproc) cpus; load average:$(cut -d' ' -f1-3 /proc/loadavg | sed 's/^/ /')"
-echo "# rmca $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'); $runs runs, $iters puts per size"
+echo "# host: $(bench_host)"
+echo "# rmca $(bench_rev); $runs runs, $iters puts per size"
 VM_SHARE="$build" VM_TIMEOUT=${VM_TIMEOUT:-$((600 * runs))} \
 	"$top/contrib/vm/run-vm.sh" -f "$out/payload.sh"
 # median over the runs of put_bw's MB/s, per setup, size and rail count
