@@ -650,7 +650,7 @@ static void spinning_ping_pong_reads_each_message_once(void **state)
  * to the core's next look at the fds (the peer's acknowledgements can
  * wait), as a plain socket's sender does; before, every poll read it as
  * well. Then the peer reads them all: sizes on both sides of the bytes
- * one write is offered (1 MiB), with small ones between, arrive whole and
+ * one write is offered (4 MiB), with small ones between, arrive whole and
  * in order.
  */
 static const size_t stream_sizes[] = {
@@ -661,15 +661,15 @@ static const size_t stream_sizes[] = {
 	100,
 	3u << 20,
 	1,
-	(1u << 20) + 4096,
+	(4u << 20) - 1,
 	65536,
-	2u << 20,
+	(4u << 20) + 1,
 	17,
-	(1u << 20) + 63,
+	4u << 20,
 	4096,
 };
 #define NSTREAM	   (sizeof(stream_sizes) / sizeof(stream_sizes[0]))
-#define STREAM_LEN (12u << 20)
+#define STREAM_LEN (24u << 20)
 #define FULL_POLLS 64
 #define TOKEN_SENT 0x5e47
 

@@ -21,10 +21,11 @@
 #include "tcp.h"
 
 #define TCP_IOV_MAX 64
-/* Bytes offered to one sendmsg(): more than a loopback socket's largest
- * send buffer (tcp_wmem), so that a stream of large frames does not build
- * and copy in an iovec of 64 entries for the socket to take part of one. */
-#define TCP_TX_BATCH ((size_t)1 << 20)
+/* Bytes offered to one sendmsg(): as much as a socket's largest send
+ * buffer by default (tcp_wmem), so that a stream of large frames neither
+ * builds and copies in an iovec of 64 entries for the socket to take part
+ * of one, nor needs more than one call where the socket has room. */
+#define TCP_TX_BATCH ((size_t)4 << 20)
 
 static void set_events(struct tcp_conn *c, uint32_t ev)
 {
@@ -401,9 +402,8 @@ static int out_iov(struct tcp_conn *c, struct iovec *iov)
 	size_t bytes = 0;
 	int n = 0;
 
-	for (struct rmca_list *l = c->outq.next; l != &c->outq &&
-					       n + 2 <= TCP_IOV_MAX &&
-					       bytes < TCP_TX_BATCH;
+	for (struct rmca_list *l = c->outq.next;
+	     l != &c->outq && n + 2 <= TCP_IOV_MAX && bytes < TCP_TX_BATCH;
 	     l = l->next) {
 		struct tcp_out *o = rmca_list_entry(l, struct tcp_out, link);
 
