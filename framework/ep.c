@@ -6,7 +6,10 @@
  * The active side sends its hello; the passive side validates it, applies
  * the selection rule and answers with its own hello carrying the chosen
  * pair (or with a reject and its reason). The active side checks that the
- * choice names modules it offered, then both let the module connect.
+ * choice names modules it offered, then both let the module connect. An
+ * answer that lists rails gets one more message from the active side, the
+ * rails it takes (those its own route check accepts), so that the passive
+ * side connects those and waits for no other.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -559,6 +562,63 @@ out:
 }
 
 /*
+ * The passive side: the active side's reply to an answer that listed n
+ * rails (wire.h, RAILS), into take[]. RMCA_ERR_PROTOCOL with why for a
+ * message that is no such reply, or one that names a rail the answer did
+ * not list.
+ */
+static int rails_taken(int n, const uint8_t *body, size_t len, bool *take,
+		       char *why, size_t why_len)
+{
+	struct rmca_hello *t = malloc(sizeof(*t));
+	int rc;
+
+	if (!t) {
+		snprintf(why, why_len, "out of memory");
+		return RMCA_ERR_NO_MEMORY;
+	}
+	rc = rmca_hello_decode(body, len, t, why, why_len);
+	if (!rc && t->kind != RMCA_WIRE_RAILS) {
+		snprintf(why, why_len,
+			 "message kind %u where the rails taken belong",
+			 t->kind);
+		rc = RMCA_ERR_PROTOCOL;
+	}
+	if (!rc && t->ntaken > n) {
+		snprintf(why, why_len, "takes %u rails, %d listed", t->ntaken,
+			 n);
+		rc = RMCA_ERR_PROTOCOL;
+	}
+	for (int i = 0; i < n; i++)
+		take[i] = false;
+	for (unsigned i = 0; !rc && i < t->ntaken; i++) {
+		if (t->taken[i] >= n) {
+			snprintf(why, why_len, "takes rail %u, %d listed",
+				 t->taken[i] + 1, n);
+			rc = RMCA_ERR_PROTOCOL;
+		} else {
+			take[t->taken[i]] = true;
+		}
+	}
+	free(t);
+	return rc;
+}
+
+/* The peer's reply is in (body, len): the rails it does not take are
+ * dropped from ep, which then waits for no other. */
+static int rails_settle(struct rmca_ep *ep, int n, const uint8_t *body,
+			size_t len, char *why, size_t why_len)
+{
+	bool take[RMCA_WIRE_MAX_RAILS];
+	int rc = rails_taken(n, body, len, take, why, why_len);
+
+	for (int i = 0; !rc && i < n; i++)
+		if (!take[i])
+			rmca_rails_refused(ep, i);
+	return rc;
+}
+
+/*
  * One incoming bootstrap connection, from accept to the endpoint that
  * rmca_accept hands out. Every step runs from the socket's callback or the
  * listener's progress, never waiting, each against its own deadline:
@@ -568,7 +628,7 @@ out:
 enum in_state {
 	IN_HELLO,   /* reading the length-prefixed hello */
 	IN_ANSWER,  /* writing the answer */
-	IN_CONNECT, /* the module connects */
+	IN_CONNECT, /* the module connects (and the peer says which rails) */
 	IN_READY,   /* an endpoint for rmca_accept */
 };
 
@@ -585,6 +645,7 @@ struct rmca_incoming {
 	struct hs_result res;
 	struct rmca_ep *ep;
 	struct rmca_connecting *h;
+	bool await_rails; /* the answer listed rails: which does it take? */
 	char host[64], who[96];
 };
 
@@ -708,13 +769,18 @@ static int incoming_read(struct rmca_incoming *in)
 			return 0;
 		if (!in->have && !in->msg) {
 			/* Connected and left: a port scan, a client that
-			 * gave up. Nothing to refuse. */
-			incoming_fail(in, 0, 0, "closed before its hello");
+			 * gave up; after the answer, a peer that cannot use
+			 * the choice. Nothing to refuse. */
+			incoming_fail(in, 0, 0,
+				      in->state == IN_HELLO
+					      ? "closed before its hello"
+					      : "closed before saying which "
+						"rails it takes");
 			return -1;
 		}
-		snprintf(why, sizeof(why),
-			 "closed after %zu bytes of its hello",
-			 in->have + (in->msg ? sizeof(in->pfx) : 0));
+		snprintf(why, sizeof(why), "closed after %zu bytes of its %s",
+			 in->have + (in->msg ? sizeof(in->pfx) : 0),
+			 in->state == IN_HELLO ? "hello" : "rails message");
 		incoming_fail(in, 0, 0, why);
 		return -1;
 	}
@@ -762,6 +828,49 @@ static void incoming_ready(struct rmca_incoming *in)
 	in->state = IN_READY;
 }
 
+/* The peer's reply to the rails listed. False: in is gone (refused). */
+static bool incoming_rails(struct rmca_incoming *in)
+{
+	struct rmca_context *ctx = in->l->ctx;
+	char why[256], line[300];
+	int rc = rails_settle(in->ep, in->res.plan.n, in->msg, in->len, why,
+			      sizeof(why));
+
+	free(in->msg);
+	in->msg = NULL;
+	if (rc) {
+		snprintf(line, sizeof(line), "refused: %s", why);
+		in->res.counts = true;
+		incoming_fail(in, RMCA_ERR_PROTOCOL, 0, line);
+		return false;
+	}
+	in->await_rails = false;
+	/* Quiet until the control channel takes the socket over. */
+	ctx->core.ops->fd_mod(&ctx->core, in->fd, 0);
+	return true;
+}
+
+/* IN_CONNECT: the peer's rails reply while it is awaited (it comes before
+ * the control channel's bytes), and the module's connections. */
+static void incoming_connecting(struct rmca_incoming *in)
+{
+	int rc;
+
+	if (in->await_rails) {
+		rc = incoming_read(in);
+		if (rc < 0 || (rc > 0 && !incoming_rails(in)))
+			return;
+	}
+	rc = ep_connect_poll(in->ep, &in->h);
+	if (rc == RMCA_ERR_AGAIN || (!rc && in->await_rails))
+		return;
+	if (rc) {
+		incoming_fail(in, 0, 0, NULL);
+		return;
+	}
+	incoming_ready(in);
+}
+
 /* Once the answer is out: an endpoint, or the end of a probe or reject. */
 static void incoming_answered(struct rmca_incoming *in)
 {
@@ -775,8 +884,12 @@ static void incoming_answered(struct rmca_incoming *in)
 		incoming_fail(in, in->res.status, 0, NULL);
 		return;
 	}
-	/* Quiet until the control channel takes the socket over. */
-	ctx->core.ops->fd_mod(&ctx->core, in->fd, 0);
+	/* Quiet until the control channel takes the socket over, but for
+	 * the peer's rails reply. */
+	in->await_rails = in->res.plan.n > 0;
+	in->have = in->len = 0;
+	ctx->core.ops->fd_mod(&ctx->core, in->fd,
+			      in->await_rails ? EPOLLIN : 0);
 	in->ep = ep_new(ctx, in->res.mod, &in->res.peer_mod, in->res.token,
 			in->who);
 	if (in->ep && rmca_rails_new(in->ep, &in->res.plan)) {
@@ -788,20 +901,16 @@ static void incoming_answered(struct rmca_incoming *in)
 		return;
 	}
 	in->state = IN_CONNECT;
+	/* All listed rails start at once; those the peer does not take are
+	 * dropped when it says so. */
 	rc = ep_connect(in->ep, &in->res.peer_mod, 0, in->res.local, in->host,
 			in->deadline, &in->h);
-	if (!rc)
-		rmca_rails_connect(in->ep, 0, in->res.local, in->host,
-				   in->deadline);
-	if (!rc)
-		rc = ep_connect_poll(in->ep, &in->h);
-	if (rc == RMCA_ERR_AGAIN)
-		return;
 	if (rc) {
 		incoming_fail(in, 0, 0, NULL);
 		return;
 	}
-	incoming_ready(in);
+	rmca_rails_connect(in->ep, 0, in->res.local, in->host, in->deadline);
+	incoming_connecting(in);
 }
 
 static void incoming_step(struct rmca_incoming *in)
@@ -832,6 +941,9 @@ static void incoming_step(struct rmca_incoming *in)
 			incoming_answered(in);
 		return;
 	case IN_CONNECT:
+		/* watched only for the peer's rails reply */
+		incoming_connecting(in);
+		return;
 	case IN_READY:
 		return;
 	}
@@ -951,6 +1063,8 @@ void rmca_listeners_progress(struct rmca_context *ctx)
 				continue;
 			if (in->state == IN_CONNECT) {
 				rc = ep_connect_poll(in->ep, &in->h);
+				if (!rc && in->await_rails)
+					rc = RMCA_ERR_AGAIN;
 				if (!rc)
 					incoming_ready(in);
 				else if (rc != RMCA_ERR_AGAIN)
@@ -959,6 +1073,7 @@ void rmca_listeners_progress(struct rmca_context *ctx)
 					continue;
 			}
 			if (now >= in->deadline && in->state == IN_CONNECT &&
+			    !in->await_rails &&
 			    ep_connect_late(in->ep, in->h)) {
 				incoming_ready(in);
 				continue;
@@ -1086,6 +1201,7 @@ static int wait_readable(struct rmca_context *ctx, int fd, int64_t deadline)
 
 static int rails_plan(struct rmca_context *ctx, struct active_hs *hs,
 		      struct reach_arg *ra);
+static int rails_reply(struct active_hs *hs, uint8_t *buf, size_t cap);
 
 /* fd >= 0: a bootstrap connection already open (jobs), host_port unused. */
 static int handshake_active(struct rmca_context *ctx, const char *host_port,
@@ -1217,6 +1333,8 @@ connected:
 	}
 	if (!rc)
 		rc = rails_plan(ctx, hs, &ra);
+	if (!rc && role == RMCA_ROLE_ACTIVE && hs->peer->nrails)
+		rc = rails_reply(hs, buf, RMCA_HELLO_MAX);
 out:
 	free(buf);
 fail:
@@ -1280,6 +1398,28 @@ static int rails_plan(struct rmca_context *ctx, struct active_hs *hs,
 		hs->plan.mod[i] = offered_mod(ctx, hs->mine, peer->rail_a[i]);
 	}
 	return 0;
+}
+
+/* Tell the passive side which of the rails it listed this side takes (the
+ * plan's, those with a module), before connecting any: it waits for those
+ * and no other. */
+static int rails_reply(struct active_hs *hs, uint8_t *buf, size_t cap)
+{
+	struct rmca_hello t = {.version = RMCA_WIRE_VERSION,
+			       .kind = RMCA_WIRE_RAILS};
+	int n;
+
+	for (int i = 0; i < hs->plan.n; i++)
+		if (hs->plan.mod[i])
+			t.taken[t.ntaken++] = (uint8_t)i;
+	n = rmca_hello_encode(&t, buf, cap);
+	if (n < 0)
+		return n;
+	n = rmca_msg_send(hs->fd, buf, (size_t)n, hs->deadline);
+	if (n)
+		snprintf(hs->why, sizeof(hs->why),
+			 "the listener closed before the rails were settled");
+	return n;
 }
 
 /* The module connects while the context progresses (its other endpoints
@@ -1373,6 +1513,28 @@ int rmca_ep_connect_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 	return rc;
 }
 
+/* rmca_ep_accept_fd: the peer's reply to the n rails listed, waited for
+ * on fd; the rails it does not take are dropped from ep. */
+static int rails_recv(int fd, struct rmca_ep *ep, int n, const char *who,
+		      int64_t deadline)
+{
+	uint8_t *buf = malloc(RMCA_HELLO_MAX);
+	char why[256];
+	size_t len;
+	int rc;
+
+	if (!buf)
+		return RMCA_ERR_NO_MEMORY;
+	rc = rmca_msg_recv(fd, buf, RMCA_HELLO_MAX, &len, deadline, why,
+			   sizeof(why));
+	if (!rc)
+		rc = rails_settle(ep, n, buf, len, why, sizeof(why));
+	if (rc)
+		rmca_log(0, "bootstrap from %s: refused: %s", who, why);
+	free(buf);
+	return rc;
+}
+
 /* The passive half on a connection of its own (no listener): the same
  * steps as an incoming one, waited for here while the context progresses
  * (the module's data connection arrives through it). */
@@ -1421,6 +1583,8 @@ int rmca_ep_accept_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 				&h);
 	if (!rc)
 		rmca_rails_connect(ep, 0, res.local, host, deadline);
+	if (!rc && res.plan.n)
+		rc = rails_recv(fd, ep, res.plan.n, who, deadline);
 	if (!rc)
 		rc = ep_connect_poll(ep, &h);
 	while (rc == RMCA_ERR_AGAIN) {
@@ -1441,6 +1605,7 @@ int rmca_ep_accept_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 	if (!rc) {
 		rc = ep_finish(ep, fd, res.local); /* frees ep on failure */
 	} else if (ep) {
+		ep_connect_abort(ep, &h);
 		if (ep->conn)
 			ep->mod->m->ops->disconnect(ep->conn);
 		ep_free_unmade(ep);

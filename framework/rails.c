@@ -208,6 +208,25 @@ int rmca_rails_connect_poll(struct rmca_ep *ep)
 	return again ? RMCA_ERR_AGAIN : 0;
 }
 
+void rmca_rails_refused(struct rmca_ep *ep, int i)
+{
+	struct rmca_rail *r = &ep->rails->r[i];
+
+	if (!r->mod)
+		return;
+	rmca_log(1, "%s: rail %d (%s %s<->%s) not taken by the peer", ep->peer,
+		 i + 1, r->mod->comp->comp->name, r->mod->m->device,
+		 r->peer.device);
+	if (r->h)
+		r->mod->m->ops->connect_abort(r->h);
+	r->h = NULL;
+	/* a peer that connected a rail it then refuses gets it closed */
+	if (r->conn)
+		r->mod->m->ops->disconnect(r->conn);
+	r->conn = NULL;
+	r->mod = NULL;
+}
+
 void rmca_rails_connect_drop(struct rmca_ep *ep)
 {
 	struct rmca_rails *rs = ep->rails;

@@ -33,6 +33,9 @@ void rmca_rails_connect(struct rmca_ep *ep, int active, int peer_is_local,
 /* RMCA_ERR_AGAIN while one is still connecting, else 0 (a rail that could
  * not connect is left out, and logged). */
 int rmca_rails_connect_poll(struct rmca_ep *ep);
+/* The peer does not take rail i (its route check refused the pair): it
+ * is dropped, keeping its index, and nothing waits for it. */
+void rmca_rails_refused(struct rmca_ep *ep, int i);
 /* The deadline passed: rails still connecting are left out. */
 void rmca_rails_connect_drop(struct rmca_ep *ep);
 /* The endpoint is made: say which rails it has. */

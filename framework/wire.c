@@ -61,6 +61,11 @@ int rmca_hello_encode(const struct rmca_hello *h, uint8_t *buf, size_t len)
 	if (h->kind == RMCA_WIRE_REJECT) {
 		put_le(&w, (uint16_t)-h->status, 2);
 		put_str(&w, h->reason, sizeof(h->reason));
+	} else if (h->kind == RMCA_WIRE_RAILS) {
+		if (h->ntaken > RMCA_WIRE_MAX_RAILS)
+			return RMCA_ERR_INVALID;
+		put_u8(&w, h->ntaken);
+		put_bytes(&w, h->taken, h->ntaken);
 	} else {
 		if (h->nmods > RMCA_HELLO_MAX_MODS)
 			return RMCA_ERR_INVALID;
@@ -233,6 +238,25 @@ int rmca_hello_decode(const uint8_t *buf, size_t len, struct rmca_hello *h,
 			if (h->rail_p[i] >= h->nmods)
 				BAD("rail %u names module %u of %u", i,
 				    h->rail_p[i], h->nmods);
+		}
+		break;
+	case RMCA_WIRE_RAILS:
+		/* whether each names a rail the answer listed is the
+		 * passive side's check: it knows what it listed */
+		h->ntaken = (uint8_t)get_le(&r, 1);
+		if (r.short_read)
+			BAD("truncated rails answer");
+		if (h->ntaken > RMCA_WIRE_MAX_RAILS)
+			BAD("takes %u rails, at most %u", h->ntaken,
+			    RMCA_WIRE_MAX_RAILS);
+		for (unsigned i = 0; i < h->ntaken; i++) {
+			h->taken[i] = (uint8_t)get_le(&r, 1);
+			if (r.short_read)
+				BAD("truncated rails answer");
+			if (i && h->taken[i] <= h->taken[i - 1])
+				BAD("rail %u taken after rail %u (increasing, "
+				    "once each)",
+				    h->taken[i], h->taken[i - 1]);
 		}
 		break;
 	default:

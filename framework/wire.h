@@ -12,10 +12,18 @@
  *       module:  str component, str device, u32 caps, i32 priority,
  *                u16 addr_len, addr bytes
  *       rail:    u8 active's module, u8 passive's module
- *       (version 2: nrails in an active or probe hello is how many pairs
- *       it takes beside the choice, and no rail follows; the passive's
- *       answer lists that many at most, framework/rails.c)
+ *       (nrails in an active or probe hello is how many pairs it takes
+ *       beside the choice, and no rail follows; the passive's answer
+ *       lists that many at most, framework/rails.c)
  *   kind REJECT: u16 status (negated rmca_status), str reason
+ *   kind RAILS:  u8 ntaken, ntaken x u8 rail (increasing)
+ *       (version 3: the active side's reply to an answer that listed
+ *       rails, and to no other: which of them it takes, as indexes into
+ *       the answer's list; a pair its own route check refuses is left out,
+ *       so the passive side connects the taken ones and waits for no
+ *       other. Version 2 had no such message: its passive side waited
+ *       RMCA_connect_timeout for a rail that would never come. A peer of
+ *       another version is refused by name both ways; no rail is guessed.)
  *   str: u8 length, bytes (no NUL)
  */
 #ifndef RMCA_WIRE_H
@@ -25,7 +33,7 @@
 #include <stdint.h>
 
 #define RMCA_WIRE_MAGIC 0x41434d52u /* "RMCA" little-endian */
-#define RMCA_WIRE_VERSION   2
+#define RMCA_WIRE_VERSION   3
 #define RMCA_HELLO_MAX 16384
 #define RMCA_HELLO_MAX_MODS 32
 #define RMCA_WIRE_ADDR_MAX 256
@@ -36,6 +44,7 @@
 enum rmca_wire_kind {
 	RMCA_WIRE_HELLO = 1,
 	RMCA_WIRE_REJECT = 2,
+	RMCA_WIRE_RAILS = 3,
 };
 
 enum rmca_wire_role {
@@ -69,6 +78,10 @@ struct rmca_hello {
 	 * answer: those pairs, used together with the choice (rails) */
 	uint8_t nrails;
 	uint8_t rail_a[RMCA_WIRE_MAX_RAILS], rail_p[RMCA_WIRE_MAX_RAILS];
+	/* RAILS: the listed rails the active side takes (indexes into the
+	 * answer's rail_a/rail_p, increasing) */
+	uint8_t ntaken;
+	uint8_t taken[RMCA_WIRE_MAX_RAILS];
 	/* REJECT */
 	int status;
 	char reason[256];

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include "api_util.h"
 #include "attack_util.h"
@@ -112,6 +113,27 @@ int atk_hello_send(int fd, const struct rmca_hello *h,
 	API_CHECK_MSG(!rmca_hello_decode(buf, n, answer, why, sizeof(why)),
 		      "listener's answer does not decode: %s", why);
 	return 0;
+}
+
+/* The verbs module's address blob (components/verbs/verbs.h), by hand. */
+struct atk_vaddr {
+	uint8_t version;
+	uint8_t family;
+	uint16_t port; /* network order */
+	uint8_t ip[4];
+	char device[24];
+} __attribute__((packed));
+
+struct rmca_wire_mod atk_verbs_mod(const char *component, const char *dev,
+				   const char *ip)
+{
+	struct atk_vaddr a = {.version = 1, .family = 4, .port = htons(9)};
+	struct rmca_wire_mod m = wu_mod(component, dev, 0x3f, 10);
+
+	API_CHECK(inet_pton(AF_INET, ip, a.ip) == 1);
+	snprintf(a.device, sizeof(a.device), "%s", dev);
+	wu_mod_addr(&m, &a, sizeof(a));
+	return m;
 }
 
 int atk_data_port(const struct rmca_hello *a)

@@ -31,6 +31,10 @@ int atk_hello(int fd, uint64_t token, uint8_t role, uint8_t atomic_mode,
 /* The same for any hello h. */
 int atk_hello_send(int fd, const struct rmca_hello *h,
 		   struct rmca_hello *answer);
+/* A module of a verbs component (ib, iwarp) as a hello lists it: device
+ * dev at the dotted IPv4 address ip (its address blob by hand, port 9). */
+struct rmca_wire_mod atk_verbs_mod(const char *component, const char *dev,
+				   const char *ip);
 /* The tcp data port named in a passive hello's chosen module. */
 int atk_data_port(const struct rmca_hello *answer);
 

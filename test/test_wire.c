@@ -62,7 +62,7 @@ static void hello_round_trip_keeps_every_field(void **state)
 	assert_int_equal(d.mods[1].priority, -1);
 }
 
-/* Version 2: the active side says how many rails it takes, the passive's
+/* Since version 2: the active side says how many rails it takes, the passive's
  * answer lists them; a rail naming a module the answer lacks, or more
  * rails than allowed, is refused. */
 static void rails_round_trip_and_bad_rails_are_refused(void **state)
@@ -110,6 +110,67 @@ static void rails_round_trip_and_bad_rails_are_refused(void **state)
 
 	h.nrails = RMCA_WIRE_MAX_RAILS + 1;
 	assert_true(rmca_hello_encode(&h, buf, RMCA_HELLO_MAX) < 0);
+}
+
+/* Version 3: the active side's reply to an answer that listed rails, the
+ * rails it takes. Increasing indexes, at most RMCA_WIRE_MAX_RAILS of them;
+ * whether each was listed is the passive side's check (framework/ep.c). */
+static void rails_taken_round_trip_and_bad_counts_are_refused(void **state)
+{
+	struct rmca_hello h = {.version = RMCA_WIRE_VERSION,
+			       .kind = RMCA_WIRE_RAILS,
+			       .ntaken = 2,
+			       .taken = {0, 2}};
+	struct rmca_hello d;
+	uint8_t buf[64];
+	char why[128];
+	int n;
+
+	(void)state;
+	n = rmca_hello_encode(&h, buf, sizeof(buf));
+	assert_int_equal(n, 8 + 1 + 2);
+	assert_int_equal(
+		rmca_hello_decode(buf, (size_t)n, &d, why, sizeof(why)), 0);
+	assert_int_equal(d.kind, RMCA_WIRE_RAILS);
+	assert_int_equal(d.ntaken, 2);
+	assert_int_equal(d.taken[0], 0);
+	assert_int_equal(d.taken[1], 2);
+	for (int len = 0; len < n; len++)
+		assert_int_equal(rmca_hello_decode(buf, (size_t)len, &d, why,
+						   sizeof(why)),
+				 RMCA_ERR_PROTOCOL);
+
+	/* none taken is a reply too */
+	h.ntaken = 0;
+	n = rmca_hello_encode(&h, buf, sizeof(buf));
+	assert_int_equal(
+		rmca_hello_decode(buf, (size_t)n, &d, why, sizeof(why)), 0);
+	assert_int_equal(d.ntaken, 0);
+
+	h.ntaken = 2;
+	h.taken[1] = 0; /* twice the same */
+	n = rmca_hello_encode(&h, buf, sizeof(buf));
+	assert_int_equal(
+		rmca_hello_decode(buf, (size_t)n, &d, why, sizeof(why)),
+		RMCA_ERR_PROTOCOL);
+	assert_non_null(strstr(why, "increasing, once each"));
+
+	h.taken[1] = 1;
+	n = rmca_hello_encode(&h, buf, sizeof(buf));
+	buf[8] = RMCA_WIRE_MAX_RAILS + 1; /* the count */
+	assert_int_equal(
+		rmca_hello_decode(buf, (size_t)n, &d, why, sizeof(why)),
+		RMCA_ERR_PROTOCOL);
+	assert_non_null(strstr(why, "takes 8 rails, at most 7"));
+	buf[8] = 2;
+	buf[n++] = 5; /* a byte beyond the count */
+	assert_int_equal(
+		rmca_hello_decode(buf, (size_t)n, &d, why, sizeof(why)),
+		RMCA_ERR_PROTOCOL);
+	assert_non_null(strstr(why, "trailing"));
+
+	h.ntaken = RMCA_WIRE_MAX_RAILS + 1;
+	assert_true(rmca_hello_encode(&h, buf, sizeof(buf)) < 0);
 }
 
 static void reject_round_trip_keeps_status_and_reason(void **state)
@@ -366,6 +427,8 @@ int main(void)
 		cmocka_unit_test(hello_round_trip_keeps_every_field),
 		cmocka_unit_test(reject_round_trip_keeps_status_and_reason),
 		cmocka_unit_test(rails_round_trip_and_bad_rails_are_refused),
+		cmocka_unit_test(
+			rails_taken_round_trip_and_bad_counts_are_refused),
 		cmocka_unit_test(every_truncation_is_refused),
 		cmocka_unit_test(trailing_bytes_are_refused),
 		cmocka_unit_test(other_version_is_refused_and_named),
