@@ -101,6 +101,14 @@ void need_devices(void)
 		TAP_SKIP("%s", why_skip);
 }
 
+void need_two_hosts(void)
+{
+	need_devices();
+	if (!hosts_added)
+		TAP_SKIP("iwarp only: rxe's rdma_cm does not cross network "
+			 "namespaces");
+}
+
 /* This process into network namespace ns (made by ip netns add). */
 void enter(const char *ns)
 {
@@ -114,4 +122,33 @@ void enter(const char *ns)
 	API_CHECK_MSG(fd >= 0 && !setns(fd, CLONE_NEWNET),
 		      "cannot enter network namespace %s", ns);
 	close(fd);
+}
+
+void md_meet(struct api_peer *p, const char *addr, const char *server_ns,
+	     const char *client_ns)
+{
+	enter(p->is_server ? server_ns : client_ns);
+	if (p->is_server) {
+		api_server_listen(p, addr);
+		api_server_accept_all(p);
+	} else {
+		api_client_connect(p, addr);
+	}
+}
+
+void md_listen(struct api_peer *p, const char *addr)
+{
+	api_server_listen(p, addr);
+	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
+}
+
+void md_run(void (*server)(struct api_peer *),
+	    void (*client)(struct api_peer *), const void *arg)
+{
+	struct api_test t = {.server = server,
+			     .client = client,
+			     .manual = true,
+			     .arg = (void *)arg};
+
+	api_run(&t);
 }

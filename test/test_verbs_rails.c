@@ -35,7 +35,6 @@
 #include "api_util.h"
 #include "attack_util.h"
 #include "multi_dev.h"
-#include "tap_skip.h"
 #include "wire_util.h"
 
 #define BIG   (4u << 20)
@@ -201,13 +200,7 @@ static void both(struct api_peer *p)
 {
 	const struct want *w = p->arg;
 
-	enter(p->is_server ? w->server_ns : w->client_ns);
-	if (p->is_server) {
-		api_server_listen(p, w->addr);
-		api_server_accept_all(p);
-	} else {
-		api_client_connect(p, w->addr);
-	}
+	md_meet(p, w->addr, w->server_ns, w->client_ns);
 	check_rails(p, w);
 	if (p->is_server)
 		target(p, w);
@@ -217,12 +210,7 @@ static void both(struct api_peer *p)
 
 static void run(const struct want *w)
 {
-	struct api_test t = {.server = both,
-			     .client = both,
-			     .manual = true,
-			     .arg = (void *)w};
-
-	api_run(&t);
+	md_run(both, both, w);
 }
 
 /* Same host, addressed on the second subnet: rail 0 is the second
@@ -260,10 +248,7 @@ static void test_two_hosts_two_rails(void **state)
 			       .rails = 2};
 
 	(void)state;
-	need_devices();
-	if (!hosts_added)
-		TAP_SKIP("iwarp only: rxe's rdma_cm does not cross network "
-			 "namespaces");
+	need_two_hosts();
 	run(&w);
 }
 
@@ -311,11 +296,8 @@ static void test_two_hosts_refused_rail_is_not_waited_for(void **state)
 	char cmd[128];
 
 	(void)state;
-	need_devices();
-	if (!hosts_added)
-		TAP_SKIP("iwarp only: rxe's rdma_cm does not cross network "
-			 "namespaces, and one host's two processes share "
-			 "their routes");
+	/* not on one host: its two processes share their routes */
+	need_two_hosts();
 	snprintf(cmd, sizeof(cmd), SKEW_ROUTE, "add");
 	API_CHECK_MSG(system(cmd) == 0, "'%s' failed", cmd);
 	skewed = true;
@@ -360,8 +342,7 @@ static void liar_server(struct api_peer *p)
 	rmca_ep_t *ep = NULL;
 	int rc;
 
-	api_server_listen(p, w->addr);
-	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
+	md_listen(p, w->addr);
 	/* one liar at a time: its refusal ends this call */
 	for (int i = 0; i < LIARS; i++) {
 		api_token(p, 0, API_TOKEN_GO);
@@ -514,9 +495,7 @@ static void fault_server(struct api_peer *p)
 	rmca_mr_t *mr, *mmr;
 	uint64_t reg[2];
 
-	enter(f->w.server_ns);
-	api_server_listen(p, f->w.addr);
-	api_server_accept_all(p);
+	md_meet(p, f->w.addr, f->w.server_ns, f->w.client_ns);
 	check_rails(p, &f->w);
 	API_CHECK_OK(
 		rmca_mr_reg(p->ctx, buf, BIG, RMCA_ACCESS_REMOTE_WRITE, &mr));
@@ -549,8 +528,7 @@ static void fault_client(struct api_peer *p)
 	long t0;
 	int i;
 
-	enter(f->w.client_ns);
-	api_client_connect(p, f->w.addr);
+	md_meet(p, f->w.addr, f->w.server_ns, f->w.client_ns);
 	check_rails(p, &f->w);
 	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, BIG, RMCA_ACCESS_LOCAL, &mr));
 	API_CHECK_OK(rmca_mr_reg(p->ctx, msg, 64, RMCA_ACCESS_LOCAL, &mmr));
@@ -600,12 +578,7 @@ static void fault_client(struct api_peer *p)
 
 static void run_fault(const struct fault *f)
 {
-	struct api_test t = {.server = fault_server,
-			     .client = fault_client,
-			     .manual = true,
-			     .arg = (void *)f};
-
-	api_run(&t);
+	md_run(fault_server, fault_client, f);
 	sh(f->up);
 }
 
@@ -651,10 +624,7 @@ static void test_two_hosts_rail_link_down(void **state)
 					  .rails = 1}};
 
 	(void)state;
-	need_devices();
-	if (!hosts_added)
-		TAP_SKIP("iwarp only: rxe's rdma_cm does not cross network "
-			 "namespaces");
+	need_two_hosts();
 	run_fault(&f);
 }
 

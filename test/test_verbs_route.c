@@ -29,7 +29,6 @@
 
 #include "api_util.h"
 #include "multi_dev.h"
-#include "tap_skip.h"
 
 #define XFER 65536
 
@@ -51,13 +50,7 @@ static void on_device(struct api_peer *p)
 	struct rmca_ep_attr a;
 	rmca_mr_t *mr;
 
-	enter(p->is_server ? w->server_ns : w->client_ns);
-	if (p->is_server) {
-		api_server_listen(p, w->addr);
-		api_server_accept_all(p);
-	} else {
-		api_client_connect(p, w->addr);
-	}
+	md_meet(p, w->addr, w->server_ns, w->client_ns);
 	API_CHECK_OK(rmca_ep_query(p->ep, &a));
 	API_CHECK_MSG(
 		!strcmp(a.transport, transport) && !strcmp(a.device, dev),
@@ -86,12 +79,7 @@ static void on_device(struct api_peer *p)
 
 static void run(const struct want *w)
 {
-	struct api_test t = {.server = on_device,
-			     .client = on_device,
-			     .manual = true,
-			     .arg = (void *)w};
-
-	api_run(&t);
+	md_run(on_device, on_device, w);
 }
 
 static void run_at(const struct dev *d)
@@ -120,6 +108,7 @@ static void test_first_subnet_uses_first_device(void **state)
  * the chosen pair and says why the first device was left out. */
 static void explain_server(struct api_peer *p)
 {
+	md_listen(p, second.addr);
 	api_expect_token(p, 0, API_TOKEN_GO);
 }
 
@@ -142,22 +131,11 @@ static void explain_client(struct api_peer *p)
 	api_token(p, 0, API_TOKEN_GO);
 }
 
-static void explain_server_main(struct api_peer *p)
-{
-	api_server_listen(p, second.addr);
-	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
-	explain_server(p);
-}
-
 static void test_explain_says_why_the_other_device_is_left_out(void **state)
 {
-	struct api_test t = {.server = explain_server_main,
-			     .client = explain_client,
-			     .manual = true};
-
 	(void)state;
 	need_devices();
-	api_run(&t);
+	md_run(explain_server, explain_client, NULL);
 }
 
 /* Two hosts, two subnets: the subnet the listener is addressed on picks
@@ -172,10 +150,7 @@ static void test_two_hosts_the_addressed_subnet_picks_the_devices(void **state)
 	};
 
 	(void)state;
-	need_devices();
-	if (!hosts_added)
-		TAP_SKIP("iwarp only: rxe's rdma_cm does not cross network "
-			 "namespaces");
+	need_two_hosts();
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
 		print_message("# listener at %s\n", w[i].addr);
 		run(&w[i]);
