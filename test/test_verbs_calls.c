@@ -261,11 +261,12 @@ static void ping_side(struct api_peer *p)
 		      polls);
 	if (!check_spin)
 		goto done;
-	/* The module is never idle for the second it was given here: its
-	 * completion channel's event is not taken (before: one per
-	 * completion, and an arming after each). One take is left for the
-	 * warm-up's. */
-	API_CHECK_MSG(cq_events <= 1,
+	/* The module re-arms its completion channel only after a second
+	 * without a completion (before: one take per completion, and an
+	 * arming after each). A guest starved by a loaded host can stall a
+	 * round trip that long, so each elapsed second may hold one take;
+	 * one more is left for the warm-up's. */
+	API_CHECK_MSG(cq_events <= 1 + ms / 1000,
 		      "%s: %ld completion channel events taken in %d round "
 		      "trips (%ld rmca_poll calls, %ld ms)",
 		      p->is_server ? "server" : "client", cq_events, PINGS,
@@ -299,7 +300,8 @@ static void test_spinning_ping_pong_reads_the_cq_alone(void **state)
 
 	(void)state;
 	/* busy for a second before the channel is re-armed: longer than
-	 * any round trip, even in a starved guest */
+	 * any round trip of a guest that is not starved (ping_side allows
+	 * one take per elapsed second for one that is) */
 	setenv("RMCA_ib_idle_us", "1000000", 1);
 	setenv("RMCA_iwarp_idle_us", "1000000", 1);
 	check_spin = true;
