@@ -18,8 +18,8 @@
  * which listed rails it takes, and the listener makes the endpoint of
  * those at once. A peer whose say names rails that were not listed, or
  * too many, or is no such message, has its handshake ended with the
- * reason logged. Runs in the check-vm guest as root, like
- * test_verbs_route; skips elsewhere.
+ * reason logged, and an honest peer after it gets both rails. Runs in the
+ * check-vm guest as root, like test_verbs_route; skips elsewhere.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -352,9 +352,15 @@ static void liar_server(struct api_peer *p)
 			      "refusal",
 			      i, api_strerror(rc));
 	}
-	/* until the liar saw the last one closed */
-	api_expect_token(p, 0, API_TOKEN_GO);
-	(void)w;
+	/* then an honest peer: its endpoint is whole, as if no liar had
+	 * come before it */
+	api_token(p, 0, API_TOKEN_GO);
+	rc = rmca_accept(p->l, API_TIMEOUT_MS, &p->ep);
+	API_CHECK_MSG(rc == RMCA_OK,
+		      "the honest peer after the lies: rmca_accept returned %s",
+		      api_strerror(rc));
+	check_rails(p, w);
+	target(p, w);
 }
 
 static void liar_client(struct api_peer *p)
@@ -370,6 +376,7 @@ static void liar_client(struct api_peer *p)
 	};
 	int port = api_client_read_port(p);
 	struct rmca_hello *h = api_alloc(sizeof(*h)), answer;
+	char hp[128];
 
 	for (int i = 0; i < LIARS; i++) {
 		int fd;
@@ -400,7 +407,15 @@ static void liar_client(struct api_peer *p)
 		close(fd);
 	}
 	free(h);
-	api_token(p, 0, API_TOKEN_GO);
+	/* The honest peer moves data, and so stays until the listener has
+	 * its endpoint: one that left as soon as its own side was up would
+	 * have the listener's closed by the peer before rmca_accept. */
+	api_expect_token(p, 0, API_TOKEN_GO);
+	API_CHECK_OK(rmca_init(&p->ctx));
+	api_host_port(hp, sizeof(hp), w->addr, port);
+	API_CHECK_OK(rmca_connect(p->ctx, hp, API_TIMEOUT_MS, &p->ep));
+	check_rails(p, w);
+	initiator(p, w);
 }
 
 /* The listener's log, kept until the test has read it: printed by the
@@ -430,7 +445,7 @@ static int liar_log_show(void **state)
 static void test_rails_lies_end_their_handshake(void **state)
 {
 	char *path = strcpy(liar_log, "/tmp/rmca-rails-liar-XXXXXX");
-	struct want w = {.addr = first.addr};
+	struct want w = {.addr = first.addr, .rails = 2};
 	const struct api_test t = {.server = liar_server,
 				   .client = liar_client,
 				   .manual = true,
@@ -448,6 +463,8 @@ static void test_rails_lies_end_their_handshake(void **state)
 
 	(void)state;
 	need_devices();
+	w.dev0[0] = w.dev0[1] = first.name;
+	w.dev1[0] = w.dev1[1] = second.name;
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
 	close(fd);
