@@ -208,6 +208,17 @@ int rmca_rails_connect_poll(struct rmca_ep *ep)
 	return again ? RMCA_ERR_AGAIN : 0;
 }
 
+/* A rail's connect still under way is abandoned, its connection closed. */
+static void rail_close(struct rmca_rail *r)
+{
+	if (r->h)
+		r->mod->m->ops->connect_abort(r->h);
+	r->h = NULL;
+	if (r->conn)
+		r->mod->m->ops->disconnect(r->conn);
+	r->conn = NULL;
+}
+
 void rmca_rails_refused(struct rmca_ep *ep, int i)
 {
 	struct rmca_rail *r = &ep->rails->r[i];
@@ -217,13 +228,8 @@ void rmca_rails_refused(struct rmca_ep *ep, int i)
 	rmca_log(1, "%s: rail %d (%s %s<->%s) not taken by the peer", ep->peer,
 		 i + 1, r->mod->comp->comp->name, r->mod->m->device,
 		 r->peer.device);
-	if (r->h)
-		r->mod->m->ops->connect_abort(r->h);
-	r->h = NULL;
 	/* a peer that connected a rail it then refuses gets it closed */
-	if (r->conn)
-		r->mod->m->ops->disconnect(r->conn);
-	r->conn = NULL;
+	rail_close(r);
 	r->mod = NULL;
 }
 
@@ -262,15 +268,8 @@ void rmca_rails_destroy(struct rmca_ep *ep)
 	if (!rs)
 		return;
 	for (int i = 0; i < rs->n; i++) {
-		struct rmca_rail *r = &rs->r[i];
-
-		if (r->h)
-			r->mod->m->ops->connect_abort(r->h);
-		r->h = NULL;
 		/* its parts complete RMCA_ERR_CANCELED into their requests */
-		if (r->conn)
-			r->mod->m->ops->disconnect(r->conn);
-		r->conn = NULL;
+		rail_close(&rs->r[i]);
 	}
 	while ((p = rs->pending)) {
 		rs->pending = p->part_next;
