@@ -80,7 +80,9 @@ struct shm_keytab {
 struct shm_module {
 	struct rmca_module base;
 	struct shm_addr_blob self;
-	int lfd;		 /* the abstract listening socket */
+	int lfd;		  /* the abstract listening socket ... */
+	bool lfd_watched;	  /* ... in the core's set, from the first
+				     passive connect on */
 	struct rmca_list pending; /* struct shm_pending */
 	int npending;
 	struct rmca_list conns; /* struct shm_conn */
@@ -289,9 +291,17 @@ void rmca_shm_map_release(struct shm_conn *c);
 
 /* shm_connect.c */
 int rmca_shm_listen(struct shm_module *m);
+void rmca_shm_listen_close(struct shm_module *m);
 void rmca_shm_pending_free_all(struct shm_module *m);
-int rmca_shm_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
-		     struct rmca_conn **out);
+/* The connect_* ops: the passive side never blocks (it waits for the
+ * socket that presents its token among those the listening socket
+ * accepts from the core's event loop); the active side is done within
+ * connect_start, as its hello is answered at once by an honest peer. */
+int rmca_shm_connect_start(struct rmca_module *mod,
+			   const struct rmca_conn_args *a,
+			   struct rmca_connecting **out);
+int rmca_shm_connect_poll(struct rmca_connecting *h, struct rmca_conn **out);
+void rmca_shm_connect_abort(struct rmca_connecting *h);
 
 /* shm_conn.c */
 struct shm_conn_parts {

@@ -13,6 +13,14 @@
  * table (a second memfd, mapped read-only by the peer; sent only when this
  * side holds a pidfd of the peer, so that it can tell when the peer is
  * gone) and whether that side may attach to the other (SHM_HF_CMA).
+ *
+ * Anyone on the host can connect to an abstract socket, and a peer whose
+ * hello picked shm need not dial it: the passive side never waits on one
+ * socket. Its listening socket and the sockets it accepted are read from
+ * the core's event loop, each hello as its bytes come; a socket is kept
+ * SHM_HELLO_MS for its hello, and at most SHM_MAX_PENDING are kept (the
+ * oldest goes for a new one), so a listener serves its honest peers
+ * whatever others hold open.
  */
 #define _GNU_SOURCE /* memfd_create, accept4, ucred */
 #include <errno.h>
@@ -21,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -51,14 +60,32 @@ struct shm_hello {
 
 #define SHM_HELLO_FDS 2 /* the segment (hello only), the key table */
 
+/* How long an accepted socket may take to send its hello (ms). */
+#define SHM_HELLO_MS 1000
+
 struct shm_pending {
 	struct rmca_list link;
+	struct shm_module *m;
 	int fd;
-	int memfd;
-	int keyfd;
-	uint32_t flags;
-	uint64_t token;
+	bool watched; /* fd in the core's set, while its hello comes */
+	struct shm_hello h;
+	size_t got;		/* bytes of h read */
+	int fds[SHM_HELLO_FDS]; /* the segment, the key table */
+	int nfds;
+	long long deadline; /* of the hello */
+	uint64_t token;	    /* non-zero once a valid hello is in */
 	pid_t pid;
+};
+
+/* A passive connect: the socket that presents token, when it comes. */
+struct shm_connecting {
+	struct rmca_connecting base;
+	struct shm_module *m;
+	struct shm_addr_blob b;
+	uint64_t token;
+	void *cookie;
+	long long deadline;    /* -1: none */
+	struct shm_conn *done; /* the active side: made in connect_start */
 };
 
 static socklen_t sock_name(uint64_t id, struct sockaddr_un *sa)
@@ -97,12 +124,12 @@ static void pending_free(struct shm_module *m, struct shm_pending *p)
 {
 	rmca_list_del(&p->link);
 	m->npending--;
+	if (p->watched)
+		m->base.core->ops->fd_del(m->base.core, p->fd);
 	if (p->fd >= 0)
 		close(p->fd);
-	if (p->memfd >= 0)
-		close(p->memfd);
-	if (p->keyfd >= 0)
-		close(p->keyfd);
+	for (int i = 0; i < p->nfds; i++)
+		close(p->fds[i]);
 	free(p);
 }
 
@@ -114,6 +141,17 @@ void rmca_shm_pending_free_all(struct shm_module *m)
 		pending_free(m, p);
 }
 
+void rmca_shm_listen_close(struct shm_module *m)
+{
+	if (m->lfd < 0)
+		return;
+	if (m->lfd_watched)
+		m->base.core->ops->fd_del(m->base.core, m->lfd);
+	m->lfd_watched = false;
+	close(m->lfd);
+	m->lfd = -1;
+}
+
 static void close_fds(int *fds, int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -123,44 +161,37 @@ static void close_fds(int *fds, int n)
 	}
 }
 
-/* Read one hello and the descriptors that may come with it, in order. */
-static int read_hello(int fd, struct shm_hello *h, int fds[SHM_HELLO_FDS],
-		      long long deadline)
+/*
+ * Read what there is of a hello and of the descriptors that may come with
+ * it, in order, without waiting: 1 once the hello is whole, 0 while more
+ * is to come, or a negative status. *got and *nfds say how far it is.
+ */
+static int hello_read_some(int fd, struct shm_hello *h, size_t *got,
+			   int fds[SHM_HELLO_FDS], int *nfds)
 {
 	char *p = (char *)h;
-	size_t got = 0;
-	int nfds = 0;
 
-	for (int i = 0; i < SHM_HELLO_FDS; i++)
-		fds[i] = -1;
-	while (got < sizeof(*h)) {
+	while (*got < sizeof(*h)) {
 		union {
 			struct cmsghdr h;
 			char b[CMSG_SPACE(SHM_HELLO_FDS * sizeof(int))];
 		} cm;
-		struct iovec iov = {.iov_base = p + got,
-				    .iov_len = sizeof(*h) - got};
+		struct iovec iov = {.iov_base = p + *got,
+				    .iov_len = sizeof(*h) - *got};
 		struct msghdr msg = {.msg_iov = &iov,
 				     .msg_iovlen = 1,
 				     .msg_control = cm.b,
 				     .msg_controllen = sizeof(cm.b)};
 		struct cmsghdr *c;
 		ssize_t n;
-		int r;
 
 		n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && errno == EAGAIN) {
-			r = rmca_fd_wait(fd, POLLIN, deadline);
-			if (r < 0)
-				goto fail;
-			continue;
-		}
-		if (n <= 0) {
-			r = RMCA_ERR_CONNECTION;
-			goto fail;
-		}
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0)
+			return RMCA_ERR_CONNECTION;
 		for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
 			int f;
 
@@ -173,19 +204,36 @@ static int read_hello(int fd, struct shm_hello *h, int fds[SHM_HELLO_FDS],
 			     i++) {
 				memcpy(&f, CMSG_DATA(c) + i * sizeof(int),
 				       sizeof(f));
-				if (nfds < SHM_HELLO_FDS)
-					fds[nfds++] = f;
+				if (*nfds < SHM_HELLO_FDS)
+					fds[(*nfds)++] = f;
 				else
 					close(f);
 			}
 		}
-		got += (size_t)n;
-		continue;
-	fail:
-		close_fds(fds, SHM_HELLO_FDS);
-		return r;
+		*got += (size_t)n;
 	}
-	return 0;
+	return 1;
+}
+
+/* Read one hello and its descriptors by the deadline (the answer to ours:
+ * the peer sends it at once). */
+static int read_hello(int fd, struct shm_hello *h, int fds[SHM_HELLO_FDS],
+		      long long deadline)
+{
+	size_t got = 0;
+	int nfds = 0, r;
+
+	for (int i = 0; i < SHM_HELLO_FDS; i++)
+		fds[i] = -1;
+	while (!(r = hello_read_some(fd, h, &got, fds, &nfds))) {
+		r = rmca_fd_wait(fd, POLLIN, deadline);
+		if (r < 0)
+			break;
+	}
+	if (r > 0)
+		return 0;
+	close_fds(fds, SHM_HELLO_FDS);
+	return r;
 }
 
 /* Send h with the descriptors given (those >= 0). */
@@ -467,94 +515,151 @@ static int active(struct shm_module *m, const struct rmca_conn_args *a,
 	return r;
 }
 
-/* Accept one socket and read its hello into the pending list. */
-static int accept_one(struct shm_module *m, long long deadline)
+/* The hello of p is whole: check it, and keep p under its token. */
+static void pending_hello(struct shm_module *m, struct shm_pending *p)
 {
-	struct shm_pending *p, *q;
-	struct shm_hello h;
-	int fd, fds[SHM_HELLO_FDS], r;
+	const struct shm_hello *h = &p->h;
+	struct shm_pending *q;
 
-	r = rmca_fd_wait(m->lfd, POLLIN, deadline);
-	if (r < 0)
-		return r;
-	fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	/* A hello follows the connect at once; a silent socket gets a
-	 * second at most. */
-	r = read_hello(fd, &h, fds,
-		       deadline >= 0 && deadline < rmca_now_ms() + 1000
-			       ? deadline
-			       : rmca_now_ms() + 1000);
-	if (r || h.magic != SHM_HELLO_MAGIC || h.version != SHM_PROTO_VERSION ||
-	    !h.token || fds[0] < 0 ||
-	    (fds[1] >= 0) != !!(h.flags & SHM_HF_KEYS)) {
-		shm_log(m, RMCA_LOG_ERROR, "closing connection: %s",
-			r ? "no hello" : "bad hello");
-		close_fds(fds, SHM_HELLO_FDS);
-		close(fd);
-		return 0;
+	if (h->magic != SHM_HELLO_MAGIC || h->version != SHM_PROTO_VERSION ||
+	    !h->token || p->nfds < 1 ||
+	    (p->nfds > 1) != !!(h->flags & SHM_HF_KEYS)) {
+		shm_log(m, RMCA_LOG_ERROR, "closing connection: bad hello");
+		pending_free(m, p);
+		return;
 	}
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		close_fds(fds, SHM_HELLO_FDS);
-		close(fd);
-		return RMCA_ERR_NO_MEMORY;
-	}
-	p->fd = fd;
-	p->memfd = fds[0];
-	p->keyfd = fds[1];
-	p->flags = h.flags;
-	p->token = h.token;
-	p->pid = peer_pid(fd);
-	/* A newer hello with the same token supersedes; the oldest goes
-	 * when too many wait. */
+	/* Silent from now on, until the hello is answered. */
+	m->base.core->ops->fd_del(m->base.core, p->fd);
+	p->watched = false;
+	/* A newer hello with the same token supersedes. */
 	for (struct rmca_list *l = m->pending.next; l != &m->pending;
 	     l = l->next) {
 		q = rmca_list_entry(l, struct shm_pending, link);
-		if (q->token == h.token) {
+		if (q->token == h->token) {
 			pending_free(m, q);
 			break;
 		}
 	}
-	if (m->npending >= SHM_MAX_PENDING)
-		pending_free(m, rmca_list_first(&m->pending, struct shm_pending,
-						link));
-	rmca_list_add_tail(&m->pending, &p->link);
-	m->npending++;
-	return 0;
+	p->token = h->token;
+	p->pid = peer_pid(p->fd);
 }
 
-static int passive(struct shm_module *m, const struct rmca_conn_args *a,
-		   const struct shm_addr_blob *b, long long deadline,
+static void pending_read(struct shm_module *m, struct shm_pending *p)
+{
+	int r = hello_read_some(p->fd, &p->h, &p->got, p->fds, &p->nfds);
+
+	if (!r)
+		return;
+	if (r < 0) {
+		shm_log(m, RMCA_LOG_INFO, "closing connection: no hello");
+		pending_free(m, p);
+		return;
+	}
+	pending_hello(m, p);
+}
+
+static void pending_cb(void *arg, uint32_t events)
+{
+	struct shm_pending *p = arg;
+
+	(void)events;
+	pending_read(p->m, p);
+}
+
+/* Sockets whose hello did not come in time are closed. */
+static void pending_expire(struct shm_module *m)
+{
+	long long now = rmca_now_ms();
+
+	for (struct rmca_list *l = m->pending.next, *n; l != &m->pending;
+	     l = n) {
+		struct shm_pending *p =
+			rmca_list_entry(l, struct shm_pending, link);
+
+		n = l->next;
+		if (!p->token && now >= p->deadline) {
+			shm_log(m, RMCA_LOG_INFO,
+				"closing connection: no hello in %d ms",
+				SHM_HELLO_MS);
+			pending_free(m, p);
+		}
+	}
+}
+
+/* Take every socket waiting on the listening one, and what there is of
+ * its hello; never waits. */
+static void accept_all(struct shm_module *m)
+{
+	const struct rmca_core *core = m->base.core;
+	struct shm_pending *p;
+	int fd;
+
+	for (;;) {
+		fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
+			continue;
+		if (fd < 0)
+			break;
+		if (m->npending >= SHM_MAX_PENDING) {
+			shm_log(m, RMCA_LOG_INFO,
+				"closing the oldest of %d connections awaiting "
+				"their connect",
+				m->npending);
+			pending_free(m,
+				     rmca_list_first(&m->pending,
+						     struct shm_pending, link));
+		}
+		p = calloc(1, sizeof(*p));
+		if (!p || core->ops->fd_add(core, fd, EPOLLIN, pending_cb, p)) {
+			free(p);
+			close(fd);
+			continue;
+		}
+		p->m = m;
+		p->fd = fd;
+		p->watched = true;
+		p->deadline = rmca_now_ms() + SHM_HELLO_MS;
+		rmca_list_add_tail(&m->pending, &p->link);
+		m->npending++;
+		pending_read(m, p);
+	}
+	pending_expire(m);
+}
+
+static void listen_cb(void *arg, uint32_t events)
+{
+	(void)events;
+	accept_all(arg);
+}
+
+/* The socket that presented h's token (its hello read), or NULL. */
+static struct shm_pending *pending_find(struct shm_module *m, uint64_t token)
+{
+	for (struct rmca_list *l = m->pending.next; l != &m->pending;
+	     l = l->next) {
+		struct shm_pending *p =
+			rmca_list_entry(l, struct shm_pending, link);
+
+		if (p->token == token)
+			return p;
+	}
+	return NULL;
+}
+
+/* Answer the hello of p, the socket that presented h's token. */
+static int passive(struct shm_connecting *hc, struct shm_pending *p,
 		   struct shm_conn **out)
 {
+	struct shm_module *m = hc->m;
+	const struct shm_addr_blob *b = &hc->b;
 	struct shm_hello h = {.magic = SHM_ACK_MAGIC,
 			      .version = SHM_PROTO_VERSION,
-			      .token = a->token};
+			      .token = hc->token};
 	struct shm_conn_parts cp = {
 		.side = 1, .peer_pid = (pid_t)b->pid, .pidfd = -1};
-	struct shm_pending *p = NULL;
 	uint32_t mine = 0, theirs;
 	int fd, keyfd = -1, r;
 
-	while (!p) {
-		for (struct rmca_list *l = m->pending.next; l != &m->pending;
-		     l = l->next) {
-			struct shm_pending *q =
-				rmca_list_entry(l, struct shm_pending, link);
-
-			if (q->token == a->token) {
-				p = q;
-				break;
-			}
-		}
-		if (p)
-			break;
-		r = accept_one(m, deadline);
-		if (r)
-			return r;
-	}
 	if (p->pid != (pid_t)b->pid) {
 		shm_log(m, RMCA_LOG_ERROR,
 			"closing connection: pid %d presented the token of "
@@ -562,22 +667,22 @@ static int passive(struct shm_module *m, const struct rmca_conn_args *a,
 			(int)p->pid, (unsigned)b->pid);
 		h.status = RMCA_ERR_PROTOCOL;
 	} else {
-		cp.seg = seg_attach(m, p->memfd);
+		cp.seg = seg_attach(m, p->fds[0]);
 		if (!cp.seg)
 			h.status = RMCA_ERR_PROTOCOL;
 	}
 	if (!h.status)
 		mine = our_flags(m, b, &cp.pidfd, &keyfd);
 	h.flags = mine;
-	theirs = p->flags;
+	theirs = p->h.flags;
 	fd = p->fd;
 	p->fd = -1; /* ours now */
 	r = send_hello(fd, &h, &keyfd, 1);
 	if (!r && h.status)
 		r = h.status;
 	if (!r) {
-		r = conn_make(m, fd, &cp, mine, theirs, p->keyfd, a->cookie,
-			      out);
+		r = conn_make(m, fd, &cp, mine, theirs,
+			      p->nfds > 1 ? p->fds[1] : -1, hc->cookie, out);
 		cp.pidfd = -1; /* released either way */
 	}
 	pending_free(m, p);
@@ -591,13 +696,19 @@ static int passive(struct shm_module *m, const struct rmca_conn_args *a,
 	return h.status ? h.status : RMCA_ERR_CONNECTION;
 }
 
-int rmca_shm_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
-		     struct rmca_conn **out)
+static inline struct shm_connecting *
+shm_connecting_from_base(struct rmca_connecting *h)
+{
+	return rmca_container_of(h, struct shm_connecting, base);
+}
+
+int rmca_shm_connect_start(struct rmca_module *mod,
+			   const struct rmca_conn_args *a,
+			   struct rmca_connecting **out)
 {
 	struct shm_module *m = rmca_container_of(mod, struct shm_module, base);
-	struct shm_addr_blob b;
-	long long deadline = -1;
-	struct shm_conn *c;
+	const struct rmca_core *core = m->base.core;
+	struct shm_connecting *h;
 	char why[128];
 	int r;
 
@@ -608,12 +719,72 @@ int rmca_shm_connect(struct rmca_module *mod, const struct rmca_conn_args *a,
 		shm_log(m, RMCA_LOG_ERROR, "peer address refused: %s", why);
 		return RMCA_ERR_UNREACHABLE;
 	}
-	memcpy(&b, a->peer_addr, sizeof(b));
-	if (a->timeout_ms >= 0)
-		deadline = rmca_now_ms() + a->timeout_ms;
-	r = a->active ? active(m, a, &b, deadline, &c)
-		      : passive(m, a, &b, deadline, &c);
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return RMCA_ERR_NO_MEMORY;
+	h->base.module = mod;
+	h->m = m;
+	memcpy(&h->b, a->peer_addr, sizeof(h->b));
+	h->token = a->token;
+	h->cookie = a->cookie;
+	h->deadline = a->timeout_ms >= 0 ? rmca_now_ms() + a->timeout_ms : -1;
+	if (a->active) {
+		r = active(m, a, &h->b, h->deadline, &h->done);
+		if (r) {
+			free(h);
+			return r;
+		}
+	} else if (!m->lfd_watched) {
+		/* From now on the listening socket is served by the core's
+		 * loop; what waits on it already is taken now. */
+		if (core->ops->fd_add(core, m->lfd, EPOLLIN, listen_cb, m)) {
+			free(h);
+			return RMCA_ERR_NO_MEMORY;
+		}
+		m->lfd_watched = true;
+		accept_all(m);
+	}
+	*out = &h->base;
+	return 0;
+}
+
+int rmca_shm_connect_poll(struct rmca_connecting *base, struct rmca_conn **out)
+{
+	struct shm_connecting *h = shm_connecting_from_base(base);
+	struct shm_module *m = h->m;
+	struct shm_pending *p;
+	struct shm_conn *c;
+	int r;
+
+	if (h->done) {
+		*out = shm_conn_base(h->done);
+		free(h);
+		return 0;
+	}
+	p = pending_find(m, h->token);
+	if (!p) {
+		pending_expire(m);
+		if (h->deadline < 0 || rmca_now_ms() < h->deadline)
+			return RMCA_ERR_AGAIN;
+		shm_log(m, RMCA_LOG_INFO,
+			"connection from pid %u: timed out (its socket never "
+			"came)",
+			(unsigned)h->b.pid);
+		free(h);
+		return RMCA_ERR_TIMEOUT;
+	}
+	r = passive(h, p, &c);
+	free(h);
 	if (!r)
 		*out = shm_conn_base(c);
 	return r;
+}
+
+void rmca_shm_connect_abort(struct rmca_connecting *base)
+{
+	struct shm_connecting *h = shm_connecting_from_base(base);
+
+	if (h->done)
+		rmca_shm_disconnect(shm_conn_base(h->done));
+	free(h);
 }

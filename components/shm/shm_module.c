@@ -207,7 +207,9 @@ bool rmca_shm_may_attach(const struct shm_module *m,
 static const struct rmca_module_ops shm_module_ops = {
 	.addr = shm_addr,
 	.atomic = rmca_shm_atomic,
-	.connect = rmca_shm_connect,
+	.connect_abort = rmca_shm_connect_abort,
+	.connect_poll = rmca_shm_connect_poll,
+	.connect_start = rmca_shm_connect_start,
 	.disconnect = rmca_shm_disconnect,
 	.flush = rmca_shm_flush,
 	.get = rmca_shm_get,
@@ -284,8 +286,7 @@ void rmca_shm_module_destroy(struct shm_module *m)
 	rmca_shm_pending_free_all(m);
 	rmca_shm_reap_zombies(m, true);
 	rmca_shm_pub_destroy(m);
-	if (m->lfd >= 0)
-		close(m->lfd);
+	rmca_shm_listen_close(m);
 	if (m->efd >= 0) {
 		m->base.core->ops->fd_del(m->base.core, m->efd);
 		close(m->efd);
