@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A listener whose shm module is under attack from a local peer that
+ * speaks the bootstrap hello and the shm socket by hand. The rule is the
+ * tcp data port's (test_api_attack.c): what one peer does or fails to do
+ * ends its own handshake, and a real client is served meanwhile, within
+ * its own timeout, while the listener waits RMCA_connect_timeout (a
+ * minute here) for the attacker.
+ * - a hello that picks shm, whose shm socket never comes;
+ * - sockets on the shm module's socket that say nothing, or one byte of
+ *   their hello, or a whole hello with a token nobody awaits.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "api_util.h"
+#include "attack_util.h"
+#include "shm.h"
+#include "wire_util.h"
+
+#define TOKEN_DONE 0xd0e
+#define ATOMIC_CPU 2  /* RMCA_atomic_mode=cpu, set for both sides below */
+#define SILENT	   24 /* sockets that stall on the shm socket */
+
+/* The real client, after the attack: over shm, it says hello, hears world. */
+static void real_client(struct api_peer *p, int port)
+{
+	struct rmca_ep_attr attr;
+	char hp[128];
+
+	API_CHECK_OK(rmca_init(&p->ctx));
+	api_host_port(hp, sizeof(hp), api_host(), port);
+	API_CHECK_OK(rmca_connect(p->ctx, hp, API_TIMEOUT_MS, &p->ep));
+	API_CHECK_OK(rmca_ep_query(p->ep, &attr));
+	API_CHECK_MSG(!strcmp(attr.transport, "shm"),
+		      "the real client went over %s", attr.transport);
+	api_hello_world(p, p->ep);
+	api_token(p, 0, TOKEN_DONE);
+}
+
+/* Accepts until a real client (an endpoint that says hello) was served. */
+static void serve(struct api_peer *p)
+{
+	long end = api_now_ms() + API_RUN_TIMEOUT_MS;
+	int rc;
+
+	api_server_listen(p, api_host());
+	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
+	for (;;) {
+		rmca_ep_t *ep = NULL;
+
+		rc = rmca_accept(p->l, 200, &ep);
+		API_CHECK_MSG(rc == RMCA_OK || rc == RMCA_ERR_TIMEOUT ||
+				      rc == RMCA_ERR_PROTOCOL ||
+				      rc == RMCA_ERR_CONNECTION,
+			      "rmca_accept returned %d (%s)", rc,
+			      api_strerror(rc));
+		API_CHECK_MSG(api_now_ms() < end,
+			      "the real client was never served");
+		if (rc)
+			continue;
+		if (!api_hello_world_answer(p, ep))
+			break;
+		rmca_ep_close(ep);
+	}
+	api_expect_token(p, 0, TOKEN_DONE);
+}
+
+/* The listener's shm module, as its answer to a probe lists it. */
+static struct rmca_wire_mod listener_shm(int port, struct rmca_hello *answer)
+{
+	int fd = atk_connect(api_host(), port);
+
+	API_CHECK(!atk_hello(fd, 0x5e0be, RMCA_ROLE_PROBE, ATOMIC_CPU, answer));
+	close(fd);
+	for (int i = 0; i < answer->nmods; i++)
+		if (!strcmp(answer->mods[i].component, "shm"))
+			return answer->mods[i];
+	api_die(__FILE__, __LINE__, "the listener offers no shm module");
+}
+
+static struct shm_addr_blob blob_of(const struct rmca_wire_mod *m)
+{
+	struct shm_addr_blob b;
+
+	API_CHECK(m->addr_len == sizeof(b));
+	memcpy(&b, m->addr, sizeof(b));
+	return b;
+}
+
+/* A unix socket connected to the shm module's socket of blob b. */
+static int shm_dial(const struct shm_addr_blob *b)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int n;
+
+	API_CHECK(fd >= 0);
+	n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+		     "rmca-shm-%016llx", (unsigned long long)b->sock_id);
+	API_CHECK_MSG(
+		!connect(fd, (struct sockaddr *)&sa,
+			 (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+				     1 + (size_t)n)),
+		"cannot reach the listener's shm socket");
+	return fd;
+}
+
+/*
+ * A hello that offers shm as this process (the listener's host, its
+ * namespaces, our pid): the listener picks shm, answers, and waits for
+ * our shm socket, which never comes.
+ */
+static void half_open_client(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	static struct rmca_hello probe, h, answer;
+	struct rmca_wire_mod shm = listener_shm(port, &probe);
+	struct shm_addr_blob b = blob_of(&shm);
+	int fds[3];
+
+	b.pid = (uint32_t)getpid();
+	b.sock_id ^= 0x5a5a5a5a;
+	wu_mod_addr(&shm, &b, sizeof(b));
+	for (int i = 0; i < 3; i++) {
+		wu_hello(&h, 0x4a1f5000 + (uint64_t)i, RMCA_ROLE_ACTIVE,
+			 ATOMIC_CPU, probe.boot_id);
+		h.netns = probe.netns;
+		h.nmods = 1;
+		h.mods[0] = shm;
+		fds[i] = atk_connect(api_host(), port);
+		API_CHECK(!atk_hello_send(fds[i], &h, &answer));
+		API_CHECK_MSG(
+			answer.kind == RMCA_WIRE_HELLO &&
+				answer.choice_p < answer.nmods &&
+				!strcmp(answer.mods[answer.choice_p].component,
+					"shm"),
+			"the listener did not pick shm");
+	}
+	real_client(p, port);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+}
+
+static void test_half_open_shm_handshake_does_not_block(void **state)
+{
+	const struct api_test t = {
+		.server = serve, .client = half_open_client, .manual = true};
+
+	(void)state;
+	setenv("RMCA_connect_timeout", "60000", 1);
+	api_run(&t);
+	unsetenv("RMCA_connect_timeout");
+}
+
+/* A shm hello (its layout in components/shm/shm_connect.c), by hand. */
+struct atk_shm_hello {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t token;
+	int32_t status;
+	uint32_t flags;
+};
+
+/*
+ * Sockets that stall on the shm socket before a real client dials it:
+ * silent ones, one that sent a byte of its hello, one with a whole hello
+ * (but no segment) and one with a token nobody awaits.
+ */
+static void silent_client(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	static struct rmca_hello probe;
+	struct rmca_wire_mod shm = listener_shm(port, &probe);
+	struct shm_addr_blob b = blob_of(&shm);
+	struct atk_shm_hello sh = {.magic = 0x4f4c4548u, /* "HELO" */
+				   .version = SHM_PROTO_VERSION,
+				   .token = 0x70c3};
+	int fds[SILENT + 2];
+
+	for (int i = 0; i < SILENT; i++)
+		fds[i] = shm_dial(&b);
+	fds[SILENT] = shm_dial(&b);
+	atk_write(fds[SILENT], &sh, 1);
+	fds[SILENT + 1] = shm_dial(&b);
+	atk_write(fds[SILENT + 1], &sh, sizeof(sh));
+	real_client(p, port);
+	for (int i = 0; i < SILENT + 2; i++)
+		close(fds[i]);
+}
+
+static void test_silent_shm_sockets_do_not_block(void **state)
+{
+	const struct api_test t = {
+		.server = serve, .client = silent_client, .manual = true};
+
+	(void)state;
+	setenv("RMCA_connect_timeout", "60000", 1);
+	api_run(&t);
+	unsetenv("RMCA_connect_timeout");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_half_open_shm_handshake_does_not_block),
+		cmocka_unit_test(test_silent_shm_sockets_do_not_block),
+	};
+
+	setenv("RMCA_transports", "shm,tcp", 1);
+	setenv("RMCA_atomic_mode", "cpu", 1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
