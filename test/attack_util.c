@@ -136,6 +136,16 @@ struct rmca_wire_mod atk_verbs_mod(const char *component, const char *dev,
 	return m;
 }
 
+void atk_verbs_addr(const struct rmca_wire_mod *m, struct sockaddr_in *sin)
+{
+	struct atk_vaddr a;
+
+	API_CHECK(m->addr_len == sizeof(a));
+	memcpy(&a, m->addr, sizeof(a));
+	*sin = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = a.port};
+	memcpy(&sin->sin_addr, a.ip, 4);
+}
+
 int atk_data_port(const struct rmca_hello *a)
 {
 	const struct rmca_wire_mod *m;

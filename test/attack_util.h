@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <netinet/in.h>
 
 #include "wire.h"
 
@@ -35,6 +36,9 @@ int atk_hello_send(int fd, const struct rmca_hello *h,
  * dev at the dotted IPv4 address ip (its address blob by hand, port 9). */
 struct rmca_wire_mod atk_verbs_mod(const char *component, const char *dev,
 				   const char *ip);
+/* The IPv4 address and port in such a blob (a listener's answer names its
+ * own module so), into *sin; dies when m's blob is not one. */
+void atk_verbs_addr(const struct rmca_wire_mod *m, struct sockaddr_in *sin);
 /* The tcp data port named in a passive hello's chosen module. */
 int atk_data_port(const struct rmca_hello *answer);
 

@@ -69,15 +69,6 @@
 #define C_GONE	       2
 #define C_LATE	       3
 
-/* The verbs module's address blob (components/verbs/verbs.h), by hand. */
-struct vaddr {
-	uint8_t version;
-	uint8_t family;
-	uint16_t port; /* network order */
-	uint8_t ip[4];
-	char device[24];
-} __attribute__((packed));
-
 /* The rdma_cm private data of a connection request, by hand. */
 struct vpdata {
 	uint32_t magic;
@@ -125,14 +116,10 @@ static int still_open(int fd)
 static void verbs_hello(int fd, uint64_t token, struct rmca_hello *answer)
 {
 	static struct rmca_hello h;
-	struct vaddr a = {.version = 1, .family = 4, .port = htobe16(9)};
 
-	API_CHECK(inet_pton(AF_INET, api_host(), a.ip) == 1);
-	snprintf(a.device, sizeof(a.device), "hostile0");
 	wu_hello(&h, token, RMCA_ROLE_ACTIVE, ATOMIC_CPU, "hostile");
 	h.nmods = 1;
-	h.mods[0] = wu_mod(transport(), "hostile0", 0x3f, 10);
-	wu_mod_addr(&h.mods[0], &a, sizeof(a));
+	h.mods[0] = atk_verbs_mod(transport(), "hostile0", api_host());
 	API_CHECK_MSG(!atk_hello_send(fd, &h, answer),
 		      "no answer to the hello");
 	API_CHECK_MSG(answer->kind == RMCA_WIRE_HELLO, "refused: %s",
@@ -330,9 +317,7 @@ static struct rdma_cm_id *cm_request(const struct rmca_hello *answer,
 				     uint64_t token,
 				     struct rdma_event_channel **ec)
 {
-	const struct rmca_wire_mod *m = &answer->mods[answer->choice_p];
-	struct sockaddr_in dst = {.sin_family = AF_INET};
-	struct sockaddr_in src = {.sin_family = AF_INET};
+	struct sockaddr_in dst, src = {.sin_family = AF_INET};
 	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC,
 				      .cap = {.max_send_wr = 4,
 					      .max_recv_wr = 4,
@@ -347,13 +332,9 @@ static struct rdma_cm_id *cm_request(const struct rmca_hello *answer,
 				     .retry_count = 7,
 				     .rnr_retry_count = 7};
 	struct rdma_cm_id *id;
-	struct vaddr a;
 	int hold;
 
-	API_CHECK(m->addr_len == sizeof(a));
-	memcpy(&a, m->addr, sizeof(a));
-	memcpy(&dst.sin_addr, a.ip, 4);
-	dst.sin_port = a.port;
+	atk_verbs_addr(&answer->mods[answer->choice_p], &dst);
 	src.sin_addr = dst.sin_addr;
 	*ec = rdma_create_event_channel();
 	API_CHECK(*ec);
