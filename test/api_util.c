@@ -659,3 +659,53 @@ void api_run(const struct api_test *t)
 	if (skipped)
 		skip();
 }
+
+/* The file of the api_run_log under way, or "". */
+static char log_path[64];
+
+char *api_run_log(const struct api_test *t)
+{
+	struct api_test lt = *t;
+	char *log;
+	long len;
+	FILE *f;
+	int fd;
+
+	snprintf(log_path, sizeof(log_path), "/tmp/rmca-api-log-XXXXXX");
+	fd = mkstemp(log_path);
+	assert_true(fd >= 0);
+	close(fd);
+	lt.server_stderr = log_path;
+	api_run(&lt);
+	f = fopen(log_path, "r");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	len = ftell(f);
+	assert_true(len >= 0);
+	rewind(f);
+	log = malloc((size_t)len + 1);
+	assert_non_null(log);
+	log[fread(log, 1, (size_t)len, f)] = '\0';
+	fclose(f);
+	unlink(log_path);
+	log_path[0] = '\0';
+	return log;
+}
+
+int api_log_show(void **state)
+{
+	char line[512];
+	FILE *f;
+
+	(void)state;
+	if (!log_path[0])
+		return 0;
+	f = fopen(log_path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		print_message("# server: %s", line);
+	if (f)
+		fclose(f);
+	unlink(log_path);
+	log_path[0] = '\0';
+	return 0;
+}

@@ -73,6 +73,17 @@ struct api_test {
 /* Parent side: run one test and report through cmocka (fail or skip). */
 void api_run(const struct api_test *t);
 
+/*
+ * api_run with the server's stderr (the library's log) in a temporary
+ * file, whatever t->server_stderr says; returns all the server wrote,
+ * NUL-terminated (free it), the file removed. A run that fails leaves
+ * the test before this returns: its file stays for api_log_show.
+ */
+char *api_run_log(const struct api_test *t);
+/* A cmocka teardown: the log of a run that did not return, printed on the
+ * TAP stream and removed. */
+int api_log_show(void **state);
+
 /* ---- child side ---- */
 
 __attribute__((noreturn, format(printf, 3, 4))) void

@@ -6,7 +6,6 @@
  * must still be served. tcp only (the frames are tcp's).
  */
 #include <dirent.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -440,26 +439,17 @@ static void churn_client(struct api_peer *p)
 
 static void test_refused_peers_do_not_flood_the_log(void **state)
 {
-	char path[] = "/tmp/rmca-api-churn-XXXXXX";
-	const struct api_test t = {.server = serve,
-				   .client = churn_client,
-				   .manual = true,
-				   .server_stderr = path};
-	char line[512];
-	int fd, lines = 0;
-	FILE *f;
+	const struct api_test t = {
+		.server = serve, .client = churn_client, .manual = true};
+	char *log, *line, *save;
+	int lines = 0;
 
 	(void)state;
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	api_run(&t);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f))
+	log = api_run_log(&t);
+	for (line = strtok_r(log, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
 		lines += !strncmp(line, "rmca:", 5);
-	fclose(f);
-	unlink(path);
+	free(log);
 	/* 400 refused peers; a few seconds at most of lines. */
 	if (lines > 60)
 		fail_msg("400 refused peers logged %d lines", lines);
@@ -503,29 +493,16 @@ static void lying_counts_client(struct api_peer *p)
 
 static void test_lying_counts_end_their_connection(void **state)
 {
-	char path[] = "/tmp/rmca-api-counts-XXXXXX";
-	const struct api_test t = {.server = serve,
-				   .client = lying_counts_client,
-				   .manual = true,
-				   .server_stderr = path};
-	char log[16384];
-	ssize_t n;
-	int fd;
+	const struct api_test t = {
+		.server = serve, .client = lying_counts_client, .manual = true};
+	char *log;
 
 	(void)state;
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	api_run(&t);
-	fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	n = read(fd, log, sizeof(log) - 1);
-	close(fd);
-	unlink(path);
-	log[n > 0 ? n : 0] = '\0';
+	log = api_run_log(&t);
 	if (!strstr(log, "acknowledges more than was sent") ||
 	    !strstr(log, "credit count went backwards"))
 		fail_msg("the server did not say why: %s", log);
+	free(log);
 }
 
 int main(void)
@@ -538,8 +515,10 @@ int main(void)
 		cmocka_unit_test(test_token_zero_refused),
 		cmocka_unit_test(test_parked_sockets_time_out),
 		cmocka_unit_test(test_fd_limit_sheds_new_peers),
-		cmocka_unit_test(test_refused_peers_do_not_flood_the_log),
-		cmocka_unit_test(test_lying_counts_end_their_connection),
+		cmocka_unit_test_teardown(
+			test_refused_peers_do_not_flood_the_log, api_log_show),
+		cmocka_unit_test_teardown(
+			test_lying_counts_end_their_connection, api_log_show),
 	};
 
 	setenv("RMCA_transports", "tcp", 1);

@@ -21,7 +21,6 @@
  * reason logged, and an honest peer after it gets both rails. Runs in the
  * check-vm guest as root, like test_verbs_route; skips elsewhere.
  */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,71 +417,42 @@ static void liar_client(struct api_peer *p)
 	initiator(p, w);
 }
 
-/* The listener's log, kept until the test has read it: printed by the
- * teardown if the run failed first. */
-static char liar_log[64];
-
-static int liar_log_show(void **state)
+static int liar_teardown(void **state)
 {
-	char line[512];
-	FILE *f;
-
-	(void)state;
 	unsetenv("RMCA_connect_timeout");
 	unsetenv("RMCA_atomic_mode");
-	if (!liar_log[0])
-		return 0;
-	f = fopen(liar_log, "r");
-	while (f && fgets(line, sizeof(line), f))
-		print_message("# listener: %s", line);
-	if (f)
-		fclose(f);
-	unlink(liar_log);
-	liar_log[0] = '\0';
-	return 0;
+	/* the listener's log, if the run failed first */
+	return api_log_show(state);
 }
 
 static void test_rails_lies_end_their_handshake(void **state)
 {
-	char *path = strcpy(liar_log, "/tmp/rmca-rails-liar-XXXXXX");
 	struct want w = {.addr = first.addr, .rails = 2};
 	const struct api_test t = {.server = liar_server,
 				   .client = liar_client,
 				   .manual = true,
-				   .arg = &w,
-				   .server_stderr = path};
+				   .arg = &w};
 	static const char *const why[LIARS] = {
 		"refused: takes rail 2, 1 listed",
 		"refused: takes 2 rails, 1 listed",
 		"refused: takes 200 rails, at most 7",
 		"refused: message kind 1 where the rails taken belong",
 	};
-	char log[16384];
-	ssize_t n;
-	int fd;
+	char *log;
 
 	(void)state;
 	need_devices();
 	w.dev0[0] = w.dev0[1] = first.name;
 	w.dev1[0] = w.dev1[1] = second.name;
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
 	/* an hour: a handshake that ends did not time out */
 	setenv("RMCA_connect_timeout", "3600000", 1);
 	setenv("RMCA_atomic_mode", "cpu", 1);
-	api_run(&t);
-	fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	n = read(fd, log, sizeof(log) - 1);
-	close(fd);
-	unlink(path);
-	liar_log[0] = '\0';
-	log[n > 0 ? n : 0] = '\0';
+	log = api_run_log(&t);
 	for (int i = 0; i < LIARS; i++)
 		if (!strstr(log, why[i]))
 			fail_msg("the listener did not say '%s': %s", why[i],
 				 log);
+	free(log);
 }
 
 /* ---- a rail's link goes down ---- */
@@ -654,7 +624,7 @@ int main(void)
 		cmocka_unit_test_teardown(
 			test_two_hosts_refused_rail_is_not_waited_for, unskew),
 		cmocka_unit_test_teardown(test_rails_lies_end_their_handshake,
-					  liar_log_show),
+					  liar_teardown),
 		/* last: after its link went down and up, the second device
 		 * does not always carry new connections at once (rxe1: its
 		 * rail timed out in a later test, 3 runs of 4) */
