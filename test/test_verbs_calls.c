@@ -316,6 +316,55 @@ static void test_spinning_ping_pong_reads_the_cq_alone(void **state)
 #define NPUT	   600
 #define PUT_WINDOW 64
 
+/* n 8-byte ops from src, rmca_put into r (or rmca_send when r is NULL),
+ * posted one call at a time with at most PUT_WINDOW out (contexts
+ * 0x100 + i); each completes once, RMCA_OK. what names them. */
+static void post_windowed(struct api_peer *p, const uint64_t *src, int n,
+			  rmca_mr_t *mr, const struct api_region *r,
+			  const char *what)
+{
+	bool *seen = calloc((size_t)n, sizeof(*seen));
+	int posted = 0, done = 0;
+	long end = api_now_ms() + 4 * API_TIMEOUT_MS;
+
+	API_CHECK(seen != NULL);
+	while (done < n) {
+		int k;
+
+		API_CHECK_MSG(api_now_ms() < end, "%d of %d %ss completed",
+			      done, n, what);
+		if (posted < n && posted - done < PUT_WINDOW) {
+			void *ctx = API_CTX(0x100 + posted);
+
+			API_CHECK_OK(API_POST(
+				p, r ? rmca_put(p->ep, src + posted, 8, mr,
+						r->addr + (uint64_t)posted * 8,
+						r->rkey, 0, ctx)
+				     : rmca_send(p->ep, src + posted, 8, mr,
+						 ctx)));
+			posted++;
+			continue;
+		}
+		api_progress(p);
+		k = api_stashed();
+		for (int i = 0; i < k; i++) {
+			const struct rmca_completion *c = api_stash_at(i);
+			long j = (long)(uintptr_t)c->user_ctx - 0x100;
+
+			API_CHECK_MSG(j >= 0 && j < posted && !seen[j],
+				      "completion of %p: not one of the %ss "
+				      "out, or twice",
+				      c->user_ctx, what);
+			API_CHECK_MSG(c->status == RMCA_OK, "%s %ld: %s", what,
+				      j, api_strerror(c->status));
+			seen[j] = true;
+			done++;
+		}
+		api_stash_clear();
+	}
+	free(seen);
+}
+
 static void put_server(struct api_peer *p)
 {
 	uint64_t *dst = api_alloc(NPUT * 8);
@@ -337,13 +386,9 @@ static void put_server(struct api_peer *p)
 static void put_client(struct api_peer *p)
 {
 	uint64_t *src = api_alloc(NPUT * 8);
-	bool *seen = calloc(NPUT, sizeof(*seen));
-	int posted = 0, done = 0;
 	struct api_region r;
 	rmca_mr_t *mr;
-	long end;
 
-	API_CHECK(seen != NULL);
 	for (int i = 0; i < NPUT; i++)
 		src[i] = 0x5000ull + (uint64_t)i;
 	API_CHECK_OK(
@@ -351,38 +396,7 @@ static void put_client(struct api_peer *p)
 	api_get_region(p, 0, &r);
 	send_wrs = signalled = 0;
 	counting = true;
-	end = api_now_ms() + 4 * API_TIMEOUT_MS;
-	while (done < NPUT) {
-		int k;
-
-		API_CHECK_MSG(api_now_ms() < end, "%d of %d puts completed",
-			      done, NPUT);
-		if (posted < NPUT && posted - done < PUT_WINDOW) {
-			API_CHECK_OK(API_POST(
-				p,
-				rmca_put(p->ep, src + posted, 8, mr,
-					 r.addr + (uint64_t)posted * 8, r.rkey,
-					 0, API_CTX(0x100 + posted))));
-			posted++;
-			continue;
-		}
-		api_progress(p);
-		k = api_stashed();
-		for (int i = 0; i < k; i++) {
-			const struct rmca_completion *c = api_stash_at(i);
-			long n = (long)(uintptr_t)c->user_ctx - 0x100;
-
-			API_CHECK_MSG(n >= 0 && n < posted && !seen[n],
-				      "completion of %p: not one of the puts "
-				      "out, or twice",
-				      c->user_ctx);
-			API_CHECK_MSG(c->status == RMCA_OK, "put %ld: %s", n,
-				      api_strerror(c->status));
-			seen[n] = true;
-			done++;
-		}
-		api_stash_clear();
-	}
+	post_windowed(p, src, NPUT, mr, &r, "put");
 	counting = false;
 	/* puts without RMCA_DELIVERED: a flush puts them in place */
 	API_CHECK_OK(rmca_flush(p->ep, API_CTX(1)));
@@ -395,7 +409,6 @@ static void put_client(struct api_peer *p)
 		      "%d puts: %ld work requests posted, %ld signalled", NPUT,
 		      send_wrs, signalled);
 	API_CHECK_OK(rmca_mr_dereg(mr));
-	free(seen);
 	free(src);
 }
 
@@ -470,12 +483,8 @@ static void msg_server(struct api_peer *p)
 static void msg_client(struct api_peer *p)
 {
 	uint64_t *src = api_alloc(NSEND * 8);
-	bool *seen = calloc(NSEND, sizeof(*seen));
-	int posted = 0, done = 0;
 	rmca_mr_t *mr;
-	long end;
 
-	API_CHECK(seen != NULL);
 	for (int i = 0; i < NSEND; i++)
 		src[i] = 0x9000ull + (uint64_t)i;
 	API_CHECK_OK(
@@ -484,36 +493,7 @@ static void msg_client(struct api_peer *p)
 	msgs = sig_msgs = reads = 0;
 	lastmsg = 0;
 	counting = true;
-	end = api_now_ms() + 4 * API_TIMEOUT_MS;
-	while (done < NSEND) {
-		int k;
-
-		API_CHECK_MSG(api_now_ms() < end, "%d of %d sends completed",
-			      done, NSEND);
-		if (posted < NSEND && posted - done < PUT_WINDOW) {
-			API_CHECK_OK(API_POST(
-				p, rmca_send(p->ep, src + posted, 8, mr,
-					     API_CTX(0x100 + posted))));
-			posted++;
-			continue;
-		}
-		api_progress(p);
-		k = api_stashed();
-		for (int i = 0; i < k; i++) {
-			const struct rmca_completion *c = api_stash_at(i);
-			long n = (long)(uintptr_t)c->user_ctx - 0x100;
-
-			API_CHECK_MSG(n >= 0 && n < posted && !seen[n],
-				      "completion of %p: not one of the sends "
-				      "out, or twice",
-				      c->user_ctx);
-			API_CHECK_MSG(c->status == RMCA_OK, "send %ld: %s", n,
-				      api_strerror(c->status));
-			seen[n] = true;
-			done++;
-		}
-		api_stash_clear();
-	}
+	post_windowed(p, src, NSEND, mr, NULL, "send");
 	counting = false;
 	api_expect_token(p, 0, API_TOKEN_GO);
 	/* The peer's counter is read when half of what the last READ found
@@ -529,7 +509,6 @@ static void msg_client(struct api_peer *p)
 		      "signalled, %ld READs",
 		      NSEND, PUT_WINDOW, msgs, sig_msgs, reads);
 	API_CHECK_OK(rmca_mr_dereg(mr));
-	free(seen);
 	free(src);
 }
 
