@@ -11,8 +11,9 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/contrib/bench/lib.sh"
 build=${1:?usage: job.sh BUILD_DIR [-r REPEATS] [-n SIZES]}
-build=$(cd "$build" && pwd)
+build=$(bench_build "$build")
 shift
 repeats=5 sizes="2 4 8 16"
 while [ $# -gt 0 ]; do
