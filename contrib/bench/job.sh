@@ -33,7 +33,6 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
 echo "cores: $(nproc); transports: ${RMCA_transports:-all (shm for these same-host ranks)}"
 printf '%5s  %-22s %-22s %-22s\n' ranks "join ms (max/mean)" "1 neighbour ms" "all-to-all ms (max/mean)"
-median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 for n in $sizes; do
 	: >"$tmp/runs"
 	for _ in $(seq "$repeats"); do
@@ -49,10 +48,8 @@ for n in $sizes; do
 			END { r /= 2; printf "%.2f %.2f %.2f %.2f %.2f %.2f\n", m[4], s[4] / r,
 				m[5], s[5] / r, m[6], s[6] / r }' "$tmp/out" >>"$tmp/runs"
 	done
-	row=
-	for c in 1 2 3 4 5 6; do
-		row="$row $(cut -d' ' -f$c "$tmp/runs" | median)"
-	done
-	set -- $row
+	# each column's median over the runs
+	set -- $(awk '{ for (c = 1; c <= NF; c++) print c "," $c }' "$tmp/runs" |
+		bench_median 2 | awk -F, '{ printf "%.2f ", $2 }')
 	printf '%5s  %-22s %-22s %-22s\n' "$n" "$1 / $2" "$3 / $4" "$5 / $6"
 done

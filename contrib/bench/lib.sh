@@ -48,6 +48,26 @@ bench_ratios() { # a.csv b.csv name_a name_b title units...
 		END { if (!hdr) print "(no common rows)" }' "$a" "$b"
 }
 
+# Medians over runs: csv lines that differ only in field $1 (the value of
+# one measurement in each run's "test,size,iters,value,unit" line) become
+# one line per distinct rest, in the order they first came, that field the
+# median (the mean of the middle two of an even count).
+bench_median() { # field
+	awk -F, -v OFS=, -v c="$1" '
+		NF >= c { x = $c; $c = ""; v[$0] = v[$0] " " x
+			  if (!($0 in seen)) { seen[$0] = 1; keys[++n] = $0 } }
+		END {
+			for (j = 1; j <= n; j++) {
+				m = split(substr(v[keys[j]], 2), a, " ")
+				for (x = 1; x <= m; x++) for (y = x + 1; y <= m; y++)
+					if (a[y] + 0 < a[x] + 0) { t = a[x]; a[x] = a[y]; a[y] = t }
+				$0 = keys[j]
+				$c = m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+				print
+			}
+		}'
+}
+
 # The load average now, "x y z".
 bench_load() { cut -d' ' -f1-3 /proc/loadavg; }
 

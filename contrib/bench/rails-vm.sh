@@ -68,13 +68,8 @@ VM_SHARE="$build" VM_TIMEOUT=${VM_TIMEOUT:-$((600 * runs))} \
 # median over the runs of put_bw's MB/s, per setup, size and rail count
 median() { # setup rails size
 	cat "$out/$1.$2".*.csv 2>/dev/null | awk -F, -v s="$3" '
-		$1 == "put_bw" && $2 == s && $5 ~ /MB/ { v[++n] = $4 }
-		END {
-			if (!n) { print "-"; exit }
-			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-				if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-			print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-		}'
+		$1 == "put_bw" && $2 == s && $5 ~ /MB/ { print $4 }' |
+		bench_median 1 | awk '{ print } END { if (!NR) print "-" }'
 }
 # every run's value, then the medians
 runs_of() { # setup rails size

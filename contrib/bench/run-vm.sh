@@ -149,19 +149,7 @@ count_table() { # dev
 
 # The median over the runs of each (test, size, unit).
 median_csv() { # prefix dev
-	cat "$out/$1-$2".r*.csv 2>/dev/null | awk -F, '
-		NF >= 5 { k = $1 "," $2 "," $3 "," $5; v[k] = v[k] " " $4
-			  if (!(k in seen)) { seen[k] = 1; keys[++n] = k } }
-		END {
-			for (j = 1; j <= n; j++) {
-				k = keys[j]; m = split(substr(v[k], 2), a, " ")
-				for (x = 1; x <= m; x++) for (y = x + 1; y <= m; y++)
-					if (a[y] + 0 < a[x] + 0) { t = a[x]; a[x] = a[y]; a[y] = t }
-				med = m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-				split(k, f, ",")
-				printf "%s,%s,%s,%s,%s\n", f[1], f[2], f[3], med, f[4]
-			}
-		}' >"$out/$1-$2.csv"
+	cat "$out/$1-$2".r*.csv 2>/dev/null | bench_median 4 >"$out/$1-$2.csv"
 }
 
 for dev in $devices; do
