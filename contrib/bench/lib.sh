@@ -101,6 +101,40 @@ bench_server() { # log cmd...
 	done
 }
 
+# rmca_perf ($perf) as a server on 127.0.0.1 and its client, each under a
+# timeout of 300 s (and on_server, on_client): the options before "--" go
+# to both, those after it to the client alone. The client's --parsable
+# lines in $out/NAME.csv, its stderr in $out/NAME.head, the server's output
+# in $out/NAME.server. A failure is a finding: it is shown on stderr and
+# the caller carries on (returns 0).
+bench_perf() { # name [option...] [-- client option...]
+	local name=$1 rc=0 both=()
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		both+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	: >"$out/$name.csv"
+	bench_server "$out/$name.server" timeout 300 "${on_server[@]}" \
+		"$perf" -s -l 127.0.0.1:0 "${both[@]}"
+	if [ -z "$server_port" ]; then
+		echo "${0##*/}: $name: the server did not start:" >&2
+		cat "$out/$name.server" >&2
+		kill "$server_pid" 2>/dev/null || true
+		return 0
+	fi
+	timeout 300 "${on_client[@]}" "$perf" --parsable "${both[@]}" "$@" \
+		"127.0.0.1:$server_port" >"$out/$name.csv" 2>"$out/$name.head" || rc=$?
+	# a client that failed leaves its server waiting: do not wait for it
+	[ "$rc" = 0 ] || kill "$server_pid" 2>/dev/null || true
+	wait "$server_pid" || true
+	if [ "$rc" != 0 ]; then
+		echo "${0##*/}: $name: rmca_perf failed ($rc):" >&2
+		cat "$out/$name.head" "$out/$name.server" >&2
+	fi
+}
+
 # ucx_perftest as server and client on loopback (UCX_TLS and the like come
 # from the caller's environment), the client's output in $1.err. Prints
 # the client's last line: iters, latency 50%ile/avg/overall (us),

@@ -69,29 +69,12 @@ if [ "$pin" = 1 ]; then
 	bench_pin 0,1
 fi
 
-# rmca_perf as server and client; the client's --parsable lines to $1.
-run_perf() {
-	local name=$1; shift
-	local rc=0
-	: >"$out/$name.csv"
-	bench_server "$out/$name.server" timeout 300 "${on_server[@]}" \
-		"$perf" -s -l 127.0.0.1:0 $spin "$@"
-	if [ -z "$server_port" ]; then
-		echo "run.sh: $name: the server did not start:" >&2
-		cat "$out/$name.server" >&2
-		kill "$server_pid" 2>/dev/null || true
-		return 0
-	fi
-	timeout 300 "${on_client[@]}" "$perf" --parsable $spin "${popt[@]}" "$@" \
-		"127.0.0.1:$server_port" >"$out/$name.csv" 2>"$out/$name.head" || rc=$?
-	# a client that failed leaves its server waiting: do not wait for it
-	[ "$rc" = 0 ] || kill "$server_pid" 2>/dev/null || true
-	wait "$server_pid" || true
-	if [ "$rc" != 0 ]; then
-		# a failure is a finding: show it, carry on with the rest
-		echo "run.sh: $name: rmca_perf failed ($rc):" >&2
-		cat "$out/$name.head" "$out/$name.server" >&2
-	fi
+# rmca_perf as server and client; the client's --parsable lines to
+# $out/$1.csv.
+run_perf() { # name [option...]
+	local name=$1
+	shift
+	bench_perf "$name" $spin "$@" -- "${popt[@]}"
 }
 
 iters_for() { bench_iters_for "$iters" "$@"; }

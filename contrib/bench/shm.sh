@@ -64,12 +64,9 @@ fi
 # server's too). csv on stdout.
 rmca() {
 	local alloc=
-	[ "$1" = --alloc ] && alloc=--alloc
-	bench_server "$out/server.log" "${on_server[@]}" "$perf" -s \
-		-l 127.0.0.1:0 --spin $alloc
-	[ -n "$server_port" ] || { kill "$server_pid"; echo "shm.sh: no server" >&2; return 1; }
-	timeout 300 "${on_client[@]}" "$perf" --spin --parsable "$@" "127.0.0.1:$server_port" 2>/dev/null || true
-	wait "$server_pid" || true
+	[ "$1" = --alloc ] && { alloc=--alloc; shift; }
+	bench_perf rmca --spin $alloc -- "$@"
+	cat "$out/rmca.csv"
 }
 
 ucx() { # test size iters
