@@ -74,7 +74,7 @@ struct shm_pending {
 	int nfds;
 	long long deadline; /* of the hello */
 	uint64_t token;	    /* non-zero once a valid hello is in */
-	pid_t pid;
+	struct ucred cred;  /* the kernel's word on its sender */
 };
 
 /* A passive connect: the socket that presents token, when it comes. */
@@ -316,14 +316,16 @@ static const struct shm_keypub *keys_attach(struct shm_module *m, int fd)
 	return k;
 }
 
-static pid_t peer_pid(int fd)
+/* The kernel's word on the process at the other end of fd (pid -1 when
+ * it says nothing). */
+static struct ucred peer_cred(int fd)
 {
 	struct ucred cr;
 	socklen_t sl = sizeof(cr);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl))
-		return -1;
-	return cr.pid;
+		cr.pid = -1;
+	return cr;
 }
 
 static struct shm_seg *seg_create(int *fdp)
@@ -408,10 +410,12 @@ static int dial(struct shm_module *m, uint64_t sock_id, long long deadline,
 	return 0;
 }
 
-/* This side's flags for the peer of pid, and its key table's fd (or -1),
- * with *pidfd opened for it. */
+/* This side's flags for the peer of address b, whose socket the kernel
+ * says is cr's, and its key table's fd (or -1), with *pidfd opened for
+ * it. The table goes only to a peer that may attach to this process: the
+ * user and group that decides it are the kernel's, not the address's. */
 static uint32_t our_flags(struct shm_module *m, const struct shm_addr_blob *b,
-			  int *pidfd, int *keyfd)
+			  const struct ucred *cr, int *pidfd, int *keyfd)
 {
 	pid_t pid = (pid_t)b->pid;
 	uint32_t f = 0;
@@ -419,6 +423,15 @@ static uint32_t our_flags(struct shm_module *m, const struct shm_addr_blob *b,
 
 	*pidfd = -1;
 	*keyfd = -1;
+	if (cr->uid != b->uid || cr->gid != b->gid) {
+		shm_log(m, RMCA_LOG_ERROR,
+			"pid %d says it is uid %u gid %u, the kernel says uid "
+			"%u gid %u: no cross-memory attach, every byte through "
+			"the rings",
+			(int)pid, (unsigned)b->uid, (unsigned)b->gid,
+			(unsigned)cr->uid, (unsigned)cr->gid);
+		return 0;
+	}
 	if (!rmca_shm_may_attach(m, b, why, sizeof(why))) {
 		shm_log(m, RMCA_LOG_INFO,
 			"pid %d: no cross-memory attach (%s): every byte "
@@ -467,12 +480,14 @@ static int active(struct shm_module *m, const struct rmca_conn_args *a,
 			      .token = a->token};
 	struct shm_conn_parts cp = {.side = 0, .peer_pid = (pid_t)b->pid};
 	int fd, fds[SHM_HELLO_FDS], got[SHM_HELLO_FDS] = {-1, -1}, r;
+	struct ucred cr;
 	uint32_t mine;
 
 	r = dial(m, b->sock_id, deadline, &fd);
 	if (r)
 		return r;
-	if (peer_pid(fd) != (pid_t)b->pid) {
+	cr = peer_cred(fd);
+	if (cr.pid != (pid_t)b->pid) {
 		shm_log(m, RMCA_LOG_ERROR,
 			"socket of pid %u is served by another process",
 			(unsigned)b->pid);
@@ -484,7 +499,7 @@ static int active(struct shm_module *m, const struct rmca_conn_args *a,
 		close(fd);
 		return RMCA_ERR_NO_MEMORY;
 	}
-	mine = our_flags(m, b, &cp.pidfd, &fds[1]);
+	mine = our_flags(m, b, &cr, &cp.pidfd, &fds[1]);
 	h.flags = mine;
 	r = send_hello(fd, &h, fds, SHM_HELLO_FDS);
 	close(fds[0]);
@@ -541,7 +556,7 @@ static void pending_hello(struct shm_module *m, struct shm_pending *p)
 		}
 	}
 	p->token = h->token;
-	p->pid = peer_pid(p->fd);
+	p->cred = peer_cred(p->fd);
 }
 
 static void pending_read(struct shm_module *m, struct shm_pending *p)
@@ -660,11 +675,11 @@ static int passive(struct shm_connecting *hc, struct shm_pending *p,
 	uint32_t mine = 0, theirs;
 	int fd, keyfd = -1, r;
 
-	if (p->pid != (pid_t)b->pid) {
+	if (p->cred.pid != (pid_t)b->pid) {
 		shm_log(m, RMCA_LOG_ERROR,
 			"closing connection: pid %d presented the token of "
 			"pid %u",
-			(int)p->pid, (unsigned)b->pid);
+			(int)p->cred.pid, (unsigned)b->pid);
 		h.status = RMCA_ERR_PROTOCOL;
 	} else {
 		cp.seg = seg_attach(m, p->fds[0]);
@@ -672,7 +687,7 @@ static int passive(struct shm_connecting *hc, struct shm_pending *p,
 			h.status = RMCA_ERR_PROTOCOL;
 	}
 	if (!h.status)
-		mine = our_flags(m, b, &cp.pidfd, &keyfd);
+		mine = our_flags(m, b, &p->cred, &cp.pidfd, &keyfd);
 	h.flags = mine;
 	theirs = p->h.flags;
 	fd = p->fd;
