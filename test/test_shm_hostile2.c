@@ -8,11 +8,20 @@
  * minute here) for the attacker.
  * - a hello that picks shm, whose shm socket never comes;
  * - sockets on the shm module's socket that say nothing, or one byte of
- *   their hello, or a whole hello with a token nobody awaits.
+ *   their hello, or a whole hello with a token nobody awaits;
+ * - a peer of another user whose address says it is the listener's user
+ *   (root, which may attach to it): the kernel says otherwise, and the
+ *   listener's key table (every published key, handed out to whom ever)
+ *   does not go to it.
  */
+#define _GNU_SOURCE /* memfd_create */
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -28,7 +37,8 @@
 #include "wire_util.h"
 
 #define TOKEN_DONE 0xd0e
-#define ATOMIC_CPU 2  /* RMCA_atomic_mode=cpu, set for both sides below */
+#define ATOMIC_CPU 2 /* RMCA_atomic_mode=cpu, set for both sides below */
+#define REGION	   65536
 #define SILENT	   24 /* sockets that stall on the shm socket */
 
 /* The real client, after the attack: over shm, it says hello, hears world. */
@@ -209,11 +219,161 @@ static void test_silent_shm_sockets_do_not_block(void **state)
 	unsetenv("RMCA_connect_timeout");
 }
 
+/* The listener, with a region published to its peers, until the liar is
+ * done. */
+static void publishing_server(struct api_peer *p)
+{
+	char *buf = api_alloc(REGION);
+	rmca_mr_t *mr;
+
+	api_server_listen(p, api_host());
+	API_CHECK_OK(rmca_mr_reg(
+		p->ctx, buf, REGION,
+		RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE, &mr));
+	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
+	api_expect_token(p, 0, TOKEN_DONE);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+/* A connection's segment, as the active side makes it: a sealed memfd. */
+static int segment(void)
+{
+	int fd = memfd_create("atk-seg", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	struct shm_seg *s;
+
+	API_CHECK(fd >= 0 && !ftruncate(fd, sizeof(*s)));
+	API_CHECK(!fcntl(fd, F_ADD_SEALS,
+			 F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL));
+	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	API_CHECK(s != MAP_FAILED);
+	s->magic = SHM_SEG_MAGIC;
+	s->version = SHM_PROTO_VERSION;
+	s->side[0].armed = s->side[1].armed = 1;
+	munmap(s, sizeof(*s));
+	return fd;
+}
+
+/* Read the answer to a shm hello; *nfds: how many descriptors came. */
+static void shm_answer(int fd, struct atk_shm_hello *h, int *nfds)
+{
+	size_t got = 0;
+
+	*nfds = 0;
+	while (got < sizeof(*h)) {
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(4 * sizeof(int))];
+		} cm;
+		struct iovec iov = {.iov_base = (char *)h + got,
+				    .iov_len = sizeof(*h) - got};
+		struct msghdr msg = {.msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = cm.b,
+				     .msg_controllen = sizeof(cm.b)};
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		API_CHECK_MSG(poll(&pfd, 1, API_TIMEOUT_MS) == 1,
+			      "no answer to the shm hello");
+		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+		API_CHECK_MSG(n > 0, "the shm socket closed before answering");
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c;
+		     c = CMSG_NXTHDR(&msg, c))
+			if (c->cmsg_level == SOL_SOCKET &&
+			    c->cmsg_type == SCM_RIGHTS)
+				*nfds += (int)((c->cmsg_len - CMSG_LEN(0)) /
+					       sizeof(int));
+		got += (size_t)n;
+	}
+}
+
+static void other_user_client(struct api_peer *p)
+{
+	static volatile uint64_t word = 0x9e3779b97f4a7c15ull;
+	int port = api_client_read_port(p);
+	static struct rmca_hello probe, h, answer;
+	struct rmca_wire_mod shm = listener_shm(port, &probe);
+	struct shm_addr_blob lb = blob_of(&shm), b = lb;
+	struct atk_shm_hello sh = {.magic = 0x4f4c4548u, /* "HELO" */
+				   .version = SHM_PROTO_VERSION,
+				   .token = 0x07e40001,
+				   .flags = 1}; /* it may attach to us */
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov = {.iov_base = &sh, .iov_len = sizeof(sh)};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = cm.b,
+			     .msg_controllen = sizeof(cm.b)};
+	struct cmsghdr *c;
+	int bfd, s, seg, nfds;
+
+	if (geteuid() != 0 || lb.uid != 0)
+		api_skip(p, "needs root, to become another user");
+	/* nobody, and attachable by root as a process of nobody is */
+	API_CHECK(!setgid(65534) && !setuid(65534));
+	API_CHECK(!prctl(PR_SET_DUMPABLE, 1));
+	b.pid = (uint32_t)getpid();
+	b.dumpable = 1;
+	b.sock_id ^= 0x5a5a5a5a;
+	b.probe_addr = (uint64_t)(uintptr_t)&word;
+	b.probe_val = word;
+	/* b.uid and b.gid stay the listener's: the lie */
+	wu_mod_addr(&shm, &b, sizeof(b));
+	wu_hello(&h, sh.token, RMCA_ROLE_ACTIVE, ATOMIC_CPU, probe.boot_id);
+	h.netns = probe.netns;
+	h.nmods = 1;
+	h.mods[0] = shm;
+	bfd = atk_connect(api_host(), port);
+	API_CHECK(!atk_hello_send(bfd, &h, &answer));
+	API_CHECK_MSG(
+		answer.kind == RMCA_WIRE_HELLO &&
+			answer.choice_p < answer.nmods &&
+			!strcmp(answer.mods[answer.choice_p].component, "shm"),
+		"the listener did not pick shm");
+	seg = segment();
+	s = shm_dial(&lb);
+	memset(cm.b, 0, sizeof(cm.b));
+	c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &seg, sizeof(int));
+	API_CHECK(sendmsg(s, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof(sh));
+	close(seg);
+	memset(&sh, 0, sizeof(sh));
+	shm_answer(s, &sh, &nfds);
+	API_CHECK_MSG(sh.magic == 0x4b434148u /* "HACK" */ &&
+			      sh.token == 0x07e40001,
+		      "not an answer to the hello");
+	API_CHECK_MSG(!(sh.flags & 2) && !nfds,
+		      "a peer of uid 65534 that said it is uid 0 got the "
+		      "listener's key table (flags 0x%x, %d descriptors)",
+		      sh.flags, nfds);
+	close(s);
+	close(bfd);
+	api_token(p, 0, TOKEN_DONE);
+}
+
+static void test_peer_of_another_user_gets_no_key_table(void **state)
+{
+	const struct api_test t = {.server = publishing_server,
+				   .client = other_user_client,
+				   .manual = true};
+
+	(void)state;
+	api_run(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_half_open_shm_handshake_does_not_block),
 		cmocka_unit_test(test_silent_shm_sockets_do_not_block),
+		cmocka_unit_test(test_peer_of_another_user_gets_no_key_table),
 	};
 
 	setenv("RMCA_transports", "shm,tcp", 1);
