@@ -692,6 +692,11 @@ char *api_run_log(const struct api_test *t)
 	return log;
 }
 
+const char *api_log_file(void)
+{
+	return log_path[0] ? log_path : NULL;
+}
+
 int api_log_show(void **state)
 {
 	char line[512];

@@ -80,6 +80,9 @@ void api_run(const struct api_test *t);
  * the test before this returns: its file stays for api_log_show.
  */
 char *api_run_log(const struct api_test *t);
+/* The file of the api_run_log under way (its children may read it), or
+ * NULL. */
+const char *api_log_file(void);
 /* A cmocka teardown: the log of a run that did not return, printed on the
  * TAP stream and removed. */
 int api_log_show(void **state);

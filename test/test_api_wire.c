@@ -34,7 +34,6 @@ enum raw_kind {
 
 struct wire_case {
 	enum raw_kind kind;
-	const char *server_log; /* the server's stderr */
 };
 
 /*
@@ -164,7 +163,7 @@ static void wire_client(struct api_peer *p)
 	if (k != RAW_SILENT) {
 		long end = api_now_ms() + API_TIMEOUT_MS;
 
-		while (!server_refused_one(wc->server_log)) {
+		while (!server_refused_one(api_log_file())) {
 			API_CHECK_MSG(api_now_ms() < end,
 				      "the listener logged no reason for the "
 				      "bad peer within %d ms",
@@ -182,62 +181,24 @@ static void wire_client(struct api_peer *p)
 		close(fd);
 }
 
-/* The server's stderr of the case running, shown if the case fails. */
-static char wire_log[64];
-
-static int show_server_log(void **state)
-{
-	char buf[8192];
-	size_t n;
-	FILE *f;
-
-	(void)state;
-	if (!wire_log[0])
-		return 0;
-	f = fopen(wire_log, "r");
-	if (f) {
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		buf[n] = '\0';
-		fclose(f);
-		fprintf(stderr, "server's stderr (failed case):\n%s", buf);
-	}
-	unlink(wire_log);
-	wire_log[0] = 0;
-	return 0;
-}
-
 static void run_wire(enum raw_kind k, bool want_log)
 {
-	char *path = wire_log;
-	struct wire_case wc = {.kind = k, .server_log = path};
+	struct wire_case wc = {.kind = k};
 	const struct api_test t = {.server = wire_server,
 				   .client = wire_client,
 				   .manual = true,
-				   .server_stderr = path,
 				   .arg = &wc};
-	char log[8192] = "";
 	const char *after;
-	size_t n = 0;
-	FILE *f;
-	int fd;
+	bool logged;
+	char *log;
 
-	snprintf(wire_log, sizeof(wire_log), "/tmp/rmca-api-wire-XXXXXX");
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	api_run(&t);
-
-	f = fopen(path, "r");
-	assert_non_null(f);
-	n = fread(log, 1, sizeof(log) - 1, f);
-	log[n] = '\0';
-	fclose(f);
-	unlink(path);
-	wire_log[0] = 0;
-	if (n)
+	log = api_run_log(&t);
+	if (*log)
 		fprintf(stderr, "server's stderr:\n%s", log);
 	after = strstr(log, LISTENING);
-	if (want_log && (!after || !strstr(after, "rmca:")))
+	logged = after && strstr(after, "rmca:");
+	free(log);
+	if (want_log && !logged)
 		fail_msg("the bad peer was dropped without a logged reason");
 }
 
@@ -329,19 +290,19 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(
 			test_garbage_hello_does_not_stop_listener,
-			show_server_log),
+			api_log_show),
 		cmocka_unit_test_teardown(
 			test_truncated_hello_does_not_stop_listener,
-			show_server_log),
+			api_log_show),
 		cmocka_unit_test_teardown(
 			test_closed_connection_does_not_stop_listener,
-			show_server_log),
+			api_log_show),
 		cmocka_unit_test_teardown(
 			test_silent_connection_does_not_block_listener,
-			show_server_log),
+			api_log_show),
 		cmocka_unit_test_teardown(
 			test_accept_keeps_its_timeout_with_silent_peer,
-			show_server_log),
+			api_log_show),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
