@@ -403,6 +403,17 @@ void api_expect_token(struct api_peer *p, int client, uint64_t token)
 		      (unsigned long long)token, (unsigned long long)v);
 }
 
+void api_expect_token_deaf(struct api_peer *p, int client, uint64_t token)
+{
+	struct pollfd pf = {.fd = p->link[client].rd, .events = POLLIN};
+	uint64_t v;
+
+	API_CHECK_MSG(poll(&pf, 1, API_RUN_TIMEOUT_MS) == 1,
+		      "no token from the client");
+	API_CHECK(read(p->link[client].rd, &v, sizeof(v)) == sizeof(v));
+	API_CHECK_MSG(v == token, "token %#llx", (unsigned long long)v);
+}
+
 void api_put_region(struct api_peer *p, int client, const void *addr,
 		    size_t len, rmca_mr_t *mr, rmca_ep_t *ep)
 {

@@ -152,6 +152,9 @@ uint64_t api_get_u64(struct api_peer *p, int client);
 void api_token(struct api_peer *p, int client, uint64_t token);
 /* Waits for a token; skips (exit 77) on API_TOKEN_SKIP. */
 void api_expect_token(struct api_peer *p, int client, uint64_t token);
+/* Waits for a token without progressing meanwhile: a target that stays
+ * deaf to its peer's operations until then. */
+void api_expect_token_deaf(struct api_peer *p, int client, uint64_t token);
 
 struct api_region {
 	uint64_t addr;

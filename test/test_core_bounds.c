@@ -35,18 +35,6 @@ static long bound = BOUND; /* the bound the test runs against */
 #define MSG	   8
 #define WINDOW	   512 /* receives the target keeps posted */
 
-/* Wait for a token without progressing: the target stays deaf. */
-static void deaf_expect_token(struct api_peer *p, uint64_t token)
-{
-	struct pollfd pf = {.fd = p->link[0].rd, .events = POLLIN};
-	uint64_t v;
-
-	API_CHECK_MSG(poll(&pf, 1, API_RUN_TIMEOUT_MS) == 1,
-		      "no token from the client");
-	API_CHECK(read(p->link[0].rd, &v, sizeof(v)) == sizeof(v));
-	API_CHECK_MSG(v == token, "token %#llx", (unsigned long long)v);
-}
-
 struct tally {
 	long n[RMCA_OP_FLUSH + 1];
 	long errors, revoked;
@@ -104,7 +92,7 @@ static void atomic_server(struct api_peer *p)
 	API_CHECK_OK(
 		rmca_mr_reg(p->ctx, w, 4096, RMCA_ACCESS_REMOTE_ATOMIC, &mr));
 	api_put_region(p, 0, w, 4096, mr, p->ep);
-	deaf_expect_token(p, TOKEN_FULL);
+	api_expect_token_deaf(p, 0, TOKEN_FULL);
 	api_expect_token(p, 0, TOKEN_DONE); /* serves meanwhile */
 	API_CHECK_MSG(w[0] == (uint64_t)bound, "the word is %llu, expected %ld",
 		      (unsigned long long)w[0], bound);
@@ -193,7 +181,7 @@ static void inv_server(struct api_peer *p)
 	API_CHECK_OK(
 		rmca_mr_reg(p->ctx, msg, WINDOW * MSG, RMCA_ACCESS_LOCAL, &mm));
 	api_put_region(p, 0, once, 4096, mr, p->ep);
-	deaf_expect_token(p, TOKEN_FULL);
+	api_expect_token_deaf(p, 0, TOKEN_FULL);
 	/* Receive every message, WINDOW receives posted at a time. */
 	while (t.n[RMCA_OP_RECV] < BOUND) {
 		while (posted < BOUND && posted - t.n[RMCA_OP_RECV] < WINDOW) {
@@ -464,7 +452,7 @@ static void flood(struct api_peer *p)
 		      "the target read all %ld REVOKEs and queued their acks",
 		      frames);
 	api_token(p, 0, TOKEN_STUCK);
-	deaf_expect_token(p, TOKEN_DONE);
+	api_expect_token_deaf(p, 0, TOKEN_DONE);
 	_exit(0); /* never reading: rmca would find acks for nothing */
 }
 

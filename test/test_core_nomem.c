@@ -12,7 +12,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -49,18 +48,6 @@ void *realloc(void *p, size_t size)
 }
 #endif
 
-/* Wait for a token without progressing: the target stays deaf. */
-static void deaf_expect_token(struct api_peer *p, uint64_t token)
-{
-	struct pollfd pf = {.fd = p->link[0].rd, .events = POLLIN};
-	uint64_t v;
-
-	API_CHECK_MSG(poll(&pf, 1, API_RUN_TIMEOUT_MS) == 1,
-		      "no token from the client");
-	API_CHECK(read(p->link[0].rd, &v, sizeof(v)) == sizeof(v));
-	API_CHECK_MSG(v == token, "token %#llx", (unsigned long long)v);
-}
-
 static void server(struct api_peer *p)
 {
 	char *mem = api_alloc(NPUT * MSG);
@@ -70,7 +57,7 @@ static void server(struct api_peer *p)
 				 RMCA_ACCESS_REMOTE_WRITE, &mr));
 	api_put_region(p, 0, mem, NPUT * MSG, mr, p->ep);
 	/* Deaf while the client posts: every put stays outstanding. */
-	deaf_expect_token(p, TOKEN_FULL);
+	api_expect_token_deaf(p, 0, TOKEN_FULL);
 	api_expect_token(p, 0, API_TOKEN_GO); /* serves meanwhile */
 	API_CHECK_OK(rmca_mr_dereg(mr));
 }
