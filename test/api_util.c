@@ -18,6 +18,7 @@
 
 #include <setjmp.h>
 #include <cmocka.h>
+#include <rmca/info.h>
 #include <rmca/support/clock.h>
 
 #include "api_util.h"
@@ -75,6 +76,26 @@ const char *api_host(void)
 	const char *h = getenv("RMCATEST_HOST");
 
 	return h && *h ? h : "127.0.0.1";
+}
+
+const char *api_transport(void)
+{
+	const char *t = getenv("RMCA_transports");
+
+	return t && *t ? t : "ib";
+}
+
+bool api_find_module(rmca_context_t *ctx, struct rmca_info_module *out)
+{
+	struct rmca_info_module m;
+
+	for (int i = 0; !rmca_info_module(ctx, i, &m); i++)
+		if (!strcmp(m.component, api_transport())) {
+			if (out)
+				*out = m;
+			return true;
+		}
+	return false;
 }
 
 void api_host_port(char *buf, size_t size, const char *host, int port)

@@ -125,6 +125,12 @@ const char *api_strerror(int status);
 
 /* The listen host (RMCATEST_HOST, default 127.0.0.1). */
 const char *api_host(void);
+/* The transport under test (RMCA_transports, default ib: a verbs test
+ * runs once with each) and its first module in ctx, into *out when out is
+ * not NULL; false when ctx has none. */
+const char *api_transport(void);
+struct rmca_info_module;
+bool api_find_module(rmca_context_t *ctx, struct rmca_info_module *out);
 /* "host:port", with brackets around an IPv6 literal. */
 void api_host_port(char *buf, size_t size, const char *host, int port);
 long api_now_ms(void);

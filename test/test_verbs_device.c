@@ -36,22 +36,6 @@
  */
 #define CONN_TIMEOUT_MS API_TIMEOUT_MS
 
-static const char *transport(void)
-{
-	const char *t = getenv("RMCA_transports");
-
-	return t && *t ? t : "ib";
-}
-
-/* The module of our transport, or false. */
-static bool find_module(rmca_context_t *ctx, struct rmca_info_module *out)
-{
-	for (int i = 0; !rmca_info_module(ctx, i, out); i++)
-		if (!strcmp(out->component, transport()))
-			return true;
-	return false;
-}
-
 /* A counter "name=N" from the module's detail line, -1 if absent. */
 static long detail_counter(rmca_context_t *ctx, const char *name)
 {
@@ -59,7 +43,7 @@ static long detail_counter(rmca_context_t *ctx, const char *name)
 	char key[64];
 	const char *s;
 
-	if (!find_module(ctx, &m))
+	if (!api_find_module(ctx, &m))
 		return -1;
 	snprintf(key, sizeof(key), " %s=", name);
 	s = strstr(m.detail, key);
@@ -127,9 +111,9 @@ static void test_probed_caps_match_the_device(void **state)
 	uint32_t want = 0;
 
 	assert_int_equal(rmca_init_inspect(&ctx), 0);
-	if (!find_module(ctx, &m)) {
+	if (!api_find_module(ctx, &m)) {
 		rmca_finalize(ctx);
-		TAP_SKIP("no %s module here", transport());
+		TAP_SKIP("no %s module here", api_transport());
 	}
 	assert_true(dev_facts(m.device, &f));
 	print_message("# %s/%s caps=0x%x; device: transport %d atomic_cap %d "
@@ -173,7 +157,7 @@ static void ops_server(struct api_peer *p)
 	size_t n;
 
 	API_CHECK_OK(rmca_ep_query(p->ep, &a));
-	API_CHECK(!strcmp(a.transport, transport()));
+	API_CHECK(!strcmp(a.transport, api_transport()));
 	api_pattern(mem + LEN, LEN, 21); /* the client gets this half */
 	API_CHECK_OK(rmca_mr_reg(p->ctx, mem, 2 * LEN,
 				 RMCA_ACCESS_REMOTE_READ |

@@ -31,21 +31,6 @@
 
 #include "api_util.h"
 
-static const char *transport(void)
-{
-	const char *t = getenv("RMCA_transports");
-
-	return t && *t ? t : "ib";
-}
-
-static bool find_module(rmca_context_t *ctx, struct rmca_info_module *out)
-{
-	for (int i = 0; !rmca_info_module(ctx, i, out); i++)
-		if (!strcmp(out->component, transport()))
-			return true;
-	return false;
-}
-
 /* A counter "name=N" from the module's detail line, -1 if absent. */
 static long detail_counter(const struct rmca_info_module *m, const char *name)
 {
@@ -68,7 +53,7 @@ static int *debug_devs(void)
 		size_t len = strcspn(path, ":");
 
 		snprintf(file, sizeof(file), "%.*s/rmca_%s.so", (int)len, path,
-			 transport());
+			 api_transport());
 		h = dlopen(file, RTLD_NOW | RTLD_NOLOAD);
 		path += len;
 		path += *path == ':';
@@ -94,7 +79,7 @@ static struct opened open_with(const char *fault)
 	setenv("RMCATEST_FAIL", fault, 1);
 	assert_int_equal(rmca_init_inspect(&ctx), 0);
 	unsetenv("RMCATEST_FAIL");
-	o.found = find_module(ctx, &m);
+	o.found = api_find_module(ctx, &m);
 	if (o.found) {
 		o.caps = m.caps_probed;
 		o.pd_users = detail_counter(&m, "pd_users");
@@ -118,7 +103,7 @@ static int need_module(void)
 	struct opened o = open_with("");
 
 	if (!o.found) {
-		print_message("# SKIP no %s module here\n", transport());
+		print_message("# SKIP no %s module here\n", api_transport());
 		skip();
 	}
 	/* the counter is there and counts the module's device */
@@ -158,11 +143,11 @@ static void test_conn_alloc_failure_puts_the_pd_back(void **state)
 
 	(void)state;
 	(void)need_module();
-	if (strcmp(transport(), "iwarp")) {
+	if (strcmp(api_transport(), "iwarp")) {
 		/* only iwarp opens connections at init (its loopback
 		 * probe); the iwarp run covers this path */
 		print_message("# SKIP %s opens no connection at init\n",
-			      transport());
+			      api_transport());
 		skip();
 	}
 	o = open_with("verbs_conn_alloc");

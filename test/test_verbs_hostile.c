@@ -46,8 +46,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <rmca/info.h>
-
 #include "api_util.h"
 #include "attack_util.h"
 #include "wire_util.h"
@@ -77,23 +75,6 @@ struct vpdata {
 	uint64_t ctl_addr;
 } __attribute__((packed));
 
-static const char *transport(void)
-{
-	const char *t = getenv("RMCA_transports");
-
-	return t && *t ? t : "ib";
-}
-
-static bool have_module(rmca_context_t *ctx)
-{
-	struct rmca_info_module m;
-
-	for (int i = 0; !rmca_info_module(ctx, i, &m); i++)
-		if (!strcmp(m.component, transport()))
-			return true;
-	return false;
-}
-
 /* 1 while the other side has not closed fd; never waits. */
 static int still_open(int fd)
 {
@@ -119,14 +100,14 @@ static void verbs_hello(int fd, uint64_t token, struct rmca_hello *answer)
 
 	wu_hello(&h, token, RMCA_ROLE_ACTIVE, ATOMIC_CPU, "hostile");
 	h.nmods = 1;
-	h.mods[0] = atk_verbs_mod(transport(), "hostile0", api_host());
+	h.mods[0] = atk_verbs_mod(api_transport(), "hostile0", api_host());
 	API_CHECK_MSG(!atk_hello_send(fd, &h, answer),
 		      "no answer to the hello");
 	API_CHECK_MSG(answer->kind == RMCA_WIRE_HELLO, "refused: %s",
 		      answer->reason);
 	API_CHECK(answer->choice_p < answer->nmods);
-	API_CHECK(
-		!strcmp(answer->mods[answer->choice_p].component, transport()));
+	API_CHECK(!strcmp(answer->mods[answer->choice_p].component,
+			  api_transport()));
 }
 
 /* ---- the server ---- */
@@ -157,7 +138,7 @@ static void server(struct api_peer *p)
 	rmca_mr_t *mr;
 
 	API_CHECK_OK(rmca_init(&p->ctx));
-	if (!have_module(p->ctx))
+	if (!api_find_module(p->ctx, NULL))
 		api_skip(p, "no module of this transport (no device here)");
 	api_server_listen(p, api_host());
 	port = rmca_listener_port(p->l);
@@ -432,7 +413,7 @@ static void client_gone(struct api_peer *p)
 static void park_server(struct api_peer *p)
 {
 	API_CHECK_OK(rmca_init(&p->ctx));
-	if (!have_module(p->ctx))
+	if (!api_find_module(p->ctx, NULL))
 		api_skip(p, "no module of this transport (no device here)");
 	api_server_listen(p, api_host());
 	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
@@ -618,7 +599,7 @@ static void client_made_and_gone(struct api_peer *p)
 	/* On iwarp ours ends once the server's side has closed, its event
 	 * queued; ib's waits for the server's answer, which it gives only
 	 * when it looks (its event comes with the request, at once). */
-	if (!strcmp(transport(), "iwarp"))
+	if (!strcmp(api_transport(), "iwarp"))
 		cm_expect(ec, RDMA_CM_EVENT_DISCONNECTED);
 	cm_close(id, ec);
 	api_token(p, 0, TOKEN_LEFT);
@@ -637,7 +618,7 @@ static void made_server(struct api_peer *p)
 	uint64_t v;
 
 	API_CHECK_OK(rmca_init(&p->ctx));
-	if (!have_module(p->ctx))
+	if (!api_find_module(p->ctx, NULL))
 		api_skip(p, "no module of this transport (no device here)");
 	api_server_listen(p, api_host());
 	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));

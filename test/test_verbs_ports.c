@@ -42,13 +42,6 @@
 
 static char saved_range[64];
 
-static const char *transport(void)
-{
-	const char *t = getenv("RMCA_transports");
-
-	return t && *t ? t : "ib";
-}
-
 static int range_write(const char *v)
 {
 	FILE *f = fopen(RANGE, "w");
@@ -130,14 +123,6 @@ static int fill_time_wait(const char *host, int n)
 	return i;
 }
 
-static bool find_module(rmca_context_t *ctx, struct rmca_info_module *out)
-{
-	for (int i = 0; !rmca_info_module(ctx, i, out); i++)
-		if (!strcmp(out->component, transport()))
-			return true;
-	return false;
-}
-
 /* Is there a module of our transport at all (before the ports are
  * narrowed)? */
 static bool have_module(void)
@@ -148,7 +133,7 @@ static bool have_module(void)
 
 	if (rmca_init_inspect(&ctx))
 		return false;
-	found = find_module(ctx, &m);
+	found = api_find_module(ctx, &m);
 	rmca_finalize(ctx);
 	return found;
 }
@@ -160,7 +145,7 @@ static void test_modules_come_up_beside_many_time_wait_ports(void **state)
 
 	(void)state;
 	if (!have_module()) {
-		print_message("# SKIP no %s module here\n", transport());
+		print_message("# SKIP no %s module here\n", api_transport());
 		skip();
 	}
 	if (!range_narrow())
@@ -174,8 +159,8 @@ static void test_modules_come_up_beside_many_time_wait_ports(void **state)
 		rmca_context_t *ctx;
 
 		assert_int_equal(rmca_init_inspect(&ctx), 0);
-		if (!find_module(ctx, &m))
-			fail_msg("open %d: no %s module", i, transport());
+		if (!api_find_module(ctx, &m))
+			fail_msg("open %d: no %s module", i, api_transport());
 		/* the loopback probe connected the module to its own
 		 * listener: both ends took a port */
 		if (!(m.caps_probed & RMCA_CAP_LOOPBACK))
