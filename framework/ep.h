@@ -7,6 +7,8 @@
 #define RMCA_EP_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
 
 #include <rmca/support/list.h>
 
@@ -20,18 +22,24 @@ enum rmca_req_kind {
 };
 
 struct rmca_req {
+	/* Set by whoever takes the request from the pool (rmca_req_new, a
+	 * rail's part_new): */
 	struct rmca_list link; /* ep->reqs or ep->recvs, post order */
 	struct rmca_context *ctx; /* its pool: ep may be gone when it is freed */
 	struct rmca_ep *ep;
-	void *user_ctx;
 	enum rmca_op op;
 	enum rmca_req_kind kind;
+
+	/* From here to the per-path union, zero when it leaves the pool
+	 * (rmca_req_alloc); the union is the path's to set (below). */
+	void *user_ctx;
 	bool done; /* the module completed it */
 	bool needs_flush; /* a DELIVERED put on a module without remote completion */
 	bool flushed; /* its delivery flush completed */
 	bool emitted; /* reported: queued for rmca_poll, or returned by it */
 	bool queued; /* on the completion queue (cq_next) */
 	bool uncovered; /* on ep->unflushed */
+	bool verifying; /* a put or get being verified (below) */
 	int status;
 	size_t len;
 	uint64_t revoked_rkey;
@@ -48,11 +56,13 @@ struct rmca_req {
 	int rail_status;
 
 	enum rmca_path path; /* RMCA_PATH_CAS_LOOP: an atomic the core builds */
-	bool verifying; /* a put or get being verified (below) */
 	uint64_t am_id; /* its control message: atomic, or verification */
 
 	/* What one kind of operation needs, apart: an operation is of one
-	 * kind, so the paths share the space. */
+	 * kind, so the paths share the space. Not cleared by the pool: the
+	 * code that takes a request down a path sets every field of that
+	 * path's member before anything reads it (rmca_req_path_clear where
+	 * that is most of them). */
 	union {
 		/* atomics the core builds (CAS loop) or sends to the peer's
 		 * core */
@@ -176,6 +186,12 @@ void rmca_cq_fini(struct rmca_context *ctx);
 void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r);
 /* Requests come from, and go back to, the context's pool. */
 struct rmca_req *rmca_req_alloc(struct rmca_context *ctx);
+/* The per-path union of r, zeroed: for the paths that set few of its
+ * fields (held sends). */
+static inline void rmca_req_path_clear(struct rmca_req *r)
+{
+	memset(&r->aop, 0, sizeof(*r) - offsetof(struct rmca_req, aop));
+}
 void rmca_req_free(struct rmca_context *ctx, struct rmca_req *r);
 /* An endpoint was given work for the core's progress: delivery flushes
  * owed, held sends, accesses being verified. */

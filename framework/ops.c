@@ -302,6 +302,9 @@ static int post_on_failed(struct rmca_ep *ep, enum rmca_op op, void *user_ctx)
 
 	if (!r)
 		return RMCA_ERR_NO_MEMORY;
+	/* No address to verify a put or get against: nothing to ask. */
+	rmca_req_path_clear(r);
+	r->verified = true;
 	rmca_req_done(r, RMCA_ERR_CONNECTION, 0, 0);
 	return 0;
 }
@@ -309,8 +312,12 @@ static int post_on_failed(struct rmca_ep *ep, enum rmca_op op, void *user_ctx)
 /* Hold a send behind a revoke message still unacknowledged: messages keep
  * their order. */
 static int send_defer(struct rmca_ep *ep, struct rmca_req *r, const void *buf,
-		      size_t len, struct rmca_module_mr *mmr)
+		      size_t len, struct rmca_module_mr *mmr, uint64_t inv_rkey,
+		      uint64_t native_inv)
 {
+	rmca_req_path_clear(r);
+	r->inv_rkey = inv_rkey;
+	r->native_inv = native_inv;
 	r->buf = buf;
 	r->buf_len = len;
 	r->mmr = mmr;
@@ -337,6 +344,18 @@ static int op_begin(struct rmca_ep *ep, enum rmca_op op, const void *buf,
 		return post_on_failed(ep, op, user_ctx);
 	*r = rmca_req_new(ep, op, RMCA_REQ_USER, user_ctx);
 	return *r ? 1 : RMCA_ERR_NO_MEMORY;
+}
+
+/* A put's or get's path state: what a verification would ask about. */
+static void rma_path_init(struct rmca_req *r, uint64_t raddr, uint64_t rkey,
+			  size_t len)
+{
+	r->raddr = raddr;
+	r->rkey = rkey;
+	r->rlen = len;
+	r->verified = false;
+	r->verify_deadline = 0;
+	r->verify_next = NULL;
 }
 
 /* A put or get the module took whole: counted for rmca_ep_query_rail. */
@@ -367,7 +386,7 @@ int rmca_send(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 	if (rc != 1)
 		return rc;
 	if (!rmca_list_empty(&ep->deferred) || rmca_rails_holding(ep))
-		return op_end(r, send_defer(ep, r, buf, len, mmr));
+		return op_end(r, send_defer(ep, r, buf, len, mmr, 0, 0));
 	rc = op_end(r, ep_ops(ep)->send(ep->conn, buf, len, mmr, r));
 	if (!rc)
 		ep->send_seq++;
@@ -392,13 +411,13 @@ int rmca_send_inv(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 		return rc;
 	if (ep->attr.send_inv == RMCA_PATH_REVOKE_MSG) {
 		/* the revoke goes first; the message follows its ack */
-		r->inv_rkey = rkey_to_revoke;
-		return op_end(r, send_defer(ep, r, buf, len, mmr));
+		return op_end(
+			r, send_defer(ep, r, buf, len, mmr, rkey_to_revoke, 0));
 	}
 	if (!rmca_list_empty(&ep->deferred) || rmca_rails_holding(ep)) {
 		/* native, but behind held sends: keep the order */
-		r->native_inv = rkey_to_revoke;
-		return op_end(r, send_defer(ep, r, buf, len, mmr));
+		return op_end(
+			r, send_defer(ep, r, buf, len, mmr, 0, rkey_to_revoke));
 	}
 	rc = op_end(r, ep_ops(ep)->send_inv(ep->conn, buf, len, mmr,
 					    rkey_to_revoke, r));
@@ -441,9 +460,7 @@ int rmca_put(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 		ep->unflushed = r;
 		rmca_core_work_due(ep->ctx);
 	}
-	r->raddr = raddr;
-	r->rkey = rkey;
-	r->rlen = len;
+	rma_path_init(r, raddr, rkey, len);
 	rc = rmca_rails_rma(ep, r, buf, len, mmr, mr, raddr, rkey);
 	if (rc == 1)
 		rc = rma_count(ep, len,
@@ -463,9 +480,7 @@ int rmca_get(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
 
 	if (rc != 1)
 		return rc;
-	r->raddr = raddr;
-	r->rkey = rkey;
-	r->rlen = len;
+	rma_path_init(r, raddr, rkey, len);
 	rc = rmca_rails_rma(ep, r, buf, len, mmr, mr, raddr, rkey);
 	if (rc == 1)
 		rc = rma_count(ep, len,
@@ -508,6 +523,8 @@ int rmca_atomic(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
 	r->aop = *op;
 	r->result = result;
 	r->result_mmr = mmr;
+	r->cas_guess = 0;
+	r->am_next = NULL;
 	switch (path) {
 	case RMCA_PATH_CAS_LOOP:
 		r->path = path;

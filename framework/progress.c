@@ -32,6 +32,7 @@
  * readable (may_sleep).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -91,7 +92,11 @@ struct rmca_req *rmca_req_alloc(struct rmca_context *ctx)
 		return calloc(1, sizeof(*r));
 	cq->spare = r->cq_next;
 	cq->nspare--;
-	memset(r, 0, sizeof(*r));
+	/* Only the common state: the taker sets the fields before it, the
+	 * path the union after it (ep.h). */
+	memset(&r->user_ctx, 0,
+	       offsetof(struct rmca_req, aop) -
+		       offsetof(struct rmca_req, user_ctx));
 	return r;
 }
 
