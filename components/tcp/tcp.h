@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 
 #include <rmca/component.h>
 #include <rmca/support/clock.h>
@@ -298,10 +299,7 @@ void rmca_tcp_conn_destroy(struct tcp_conn *c);
 /* Before a disconnect: answers held for a reply go out if they can. */
 void rmca_tcp_conn_close_out(struct tcp_conn *c);
 void rmca_tcp_conn_fail(struct tcp_conn *c, int status, struct tcp_out *final);
-void rmca_tcp_out_queue(struct tcp_conn *c, struct tcp_out *o);
 void rmca_tcp_answer_queue(struct tcp_conn *c, struct tcp_out *o);
-/* True while c holds off reading: too many answers wait to be written. */
-bool rmca_tcp_rx_held(const struct tcp_conn *c);
 struct tcp_out *rmca_tcp_out_new(struct tcp_module *m,
 				 const struct tcp_frame *f, const void *pl,
 				 size_t len);
@@ -313,9 +311,6 @@ void rmca_tcp_out_flush(struct tcp_conn *c);
 /* Frames were queued by a post: write them now, or (defer) leave them for
  * the next progress pass, which the caller knows is coming. */
 void rmca_tcp_out_kick(struct tcp_conn *c, bool defer);
-/* True when a request posted now may wait for the next pass: answers to
- * requests already out will wake the context, or the socket is full. */
-bool rmca_tcp_out_busy(const struct tcp_conn *c);
 /* The module's progress op: held-back frames, then parked sockets. */
 int rmca_tcp_progress(struct rmca_module *mod);
 void rmca_tcp_op_done(struct tcp_conn *c, struct tcp_op *op, int status,
@@ -326,8 +321,6 @@ void rmca_tcp_conn_mr_gone(struct tcp_conn *c, const struct tcp_mr *mr);
 
 /* tcp_rx.c */
 void rmca_tcp_rx(struct tcp_conn *c);
-/* Complete frames are buffered and c may read them. */
-bool rmca_tcp_rx_ready(const struct tcp_conn *c);
 
 /* tcp_target.c */
 int rmca_tcp_access(struct tcp_module *m, const struct tcp_conn *c,
@@ -341,9 +334,6 @@ void rmca_tcp_rkey_free(struct tcp_rkey *k);
 
 /* tcp_ops.c: the data operations of the ops table */
 void rmca_tcp_pump_sends(struct tcp_conn *c);
-/* The counts the peer has not been told should go without waiting for
- * another frame to carry them. */
-bool rmca_tcp_counts_due(const struct tcp_conn *c);
 /* Queue a frame of nothing but the counts. */
 int rmca_tcp_ack_queue(struct tcp_conn *c);
 int rmca_tcp_send(struct rmca_conn *c, const void *buf, size_t len,
@@ -362,6 +352,56 @@ int rmca_tcp_atomic(struct rmca_conn *c, const struct rmca_atomic *op,
 		    uint64_t *result, struct rmca_module_mr *mr, void *req);
 int rmca_tcp_flush(struct rmca_conn *c, void *req);
 void rmca_tcp_disconnect(struct rmca_conn *c);
+
+/*
+ * Asked several times per message on the fast path: inline.
+ */
+static inline void rmca_tcp_out_queue(struct tcp_conn *c, struct tcp_out *o)
+{
+	rmca_list_add_tail(&c->outq, &o->link);
+}
+
+/* True while c holds off reading: too many answers wait to be written. */
+static inline bool rmca_tcp_rx_held(const struct tcp_conn *c)
+{
+	return !c->failed && c->nanswers >= c->mod->max_answers;
+}
+
+/* True when a request posted now may wait for the next pass: answers to
+ * requests already out will wake the context, or the socket is full. */
+static inline bool rmca_tcp_out_busy(const struct tcp_conn *c)
+{
+	return !rmca_list_empty(&c->inflight) ||
+	       !rmca_list_empty(&c->unacked) ||
+	       (!rmca_list_empty(&c->outq) && (c->events & EPOLLOUT) &&
+		!c->hold);
+}
+
+/* Complete frames are buffered and c may read them. */
+static inline bool rmca_tcp_rx_ready(const struct tcp_conn *c)
+{
+	const struct tcp_rx *rx = &c->rx;
+
+	if (c->failed || c->fd < 0 || rmca_tcp_rx_held(c))
+		return false;
+	if (rx->payload)
+		return rx->start < rx->end;
+	return rx->end - rx->start >= TCP_HDR_LEN;
+}
+
+/*
+ * The counts the peer has not been told should go without waiting for
+ * another frame to carry them. A send or put done waits for no other
+ * frame: its initiator may wait for nothing else. Receives wait while the
+ * peer knows of more unused ones than there are untold.
+ */
+static inline bool rmca_tcp_counts_due(const struct tcp_conn *c)
+{
+	uint32_t untold = c->granted - c->granted_told;
+	uint32_t usable = c->granted_told - c->msgs_in;
+
+	return c->done_in != c->done_told || (untold && untold >= usable);
+}
 
 #define tcp_log(m, lvl, fmt, ...)                                   \
 	(m)->base.core->ops->log((m)->base.core, (lvl), "tcp: " fmt, \

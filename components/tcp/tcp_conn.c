@@ -271,17 +271,18 @@ struct tcp_out *rmca_tcp_out_new(struct tcp_module *m,
 	if (o) {
 		rmca_list_del(&o->link);
 		m->nspare_outs--;
-		memset(o, 0, sizeof(*o));
-	} else {
-		o = calloc(1, sizeof(*o));
-	}
-	if (!o)
+	} else if (!(o = malloc(sizeof(*o)))) {
 		return NULL;
+	}
 	rmca_tcp_frame_encode(f, o->hdr);
 	rmca_list_init(&o->link);
 	o->payload = pl;
 	o->len = len;
+	o->off = 0;
 	o->owned = true;
+	o->answer = false;
+	o->by_count = false;
+	o->mr = NULL;
 	return o;
 }
 
@@ -301,11 +302,11 @@ struct tcp_op *rmca_tcp_op_alloc(struct tcp_module *m)
 {
 	struct tcp_op *op = rmca_list_first(&m->spare_ops, struct tcp_op, link);
 
+	/* Not cleared: op_new sets what every path reads. */
 	if (!op)
-		return calloc(1, sizeof(*op));
+		return malloc(sizeof(*op));
 	rmca_list_del(&op->link);
 	m->nspare_ops--;
-	memset(op, 0, sizeof(*op));
 	return op;
 }
 
@@ -333,16 +334,6 @@ void rmca_tcp_spares_free(struct tcp_module *m)
 		free(op);
 	}
 	m->nspare_outs = m->nspare_ops = 0;
-}
-
-void rmca_tcp_out_queue(struct tcp_conn *c, struct tcp_out *o)
-{
-	rmca_list_add_tail(&c->outq, &o->link);
-}
-
-bool rmca_tcp_rx_held(const struct tcp_conn *c)
-{
-	return !c->failed && c->nanswers >= c->mod->max_answers;
 }
 
 /* An answer to the peer: counted, so that the peer cannot queue more. */
@@ -500,14 +491,6 @@ void rmca_tcp_out_flush(struct tcp_conn *c)
 	 * silent, so the next pass goes on with them. */
 	if (rmca_tcp_rx_ready(c))
 		dirty_add(c);
-}
-
-bool rmca_tcp_out_busy(const struct tcp_conn *c)
-{
-	return !rmca_list_empty(&c->inflight) ||
-	       !rmca_list_empty(&c->unacked) ||
-	       (!rmca_list_empty(&c->outq) && (c->events & EPOLLOUT) &&
-		!c->hold);
 }
 
 void rmca_tcp_out_kick(struct tcp_conn *c, bool defer)

@@ -61,17 +61,6 @@ void rmca_tcp_pump_sends(struct tcp_conn *c)
 	}
 }
 
-bool rmca_tcp_counts_due(const struct tcp_conn *c)
-{
-	uint32_t untold = c->granted - c->granted_told;
-	uint32_t usable = c->granted_told - c->msgs_in;
-
-	/* A send or put done waits for no other frame: its initiator may
-	 * wait for nothing else. Receives wait while the peer knows of more
-	 * unused ones than there are untold. */
-	return c->done_in != c->done_told || (untold && untold >= usable);
-}
-
 int rmca_tcp_ack_queue(struct tcp_conn *c)
 {
 	struct tcp_frame f = {.type = TCP_F_ACK};
@@ -107,12 +96,17 @@ static struct tcp_op *op_new(struct tcp_conn *c, enum tcp_op_kind kind,
 		*err = RMCA_ERR_AGAIN;
 		return NULL;
 	}
+	/* Every field the op's path reads is set here or by that path (the
+	 * request frame's by op_queue): a recycled op is not cleared. */
 	op->kind = kind;
 	op->req = req;
 	op->id = ++c->next_id;
-	rmca_list_init(&op->link);
+	op->inv_rkey = 0;
+	op->mr = NULL;
 	rmca_list_init(&op->qlink);
 	rmca_list_init(&op->out.link);
+	op->out.answer = false;
+	op->out.mr = NULL;
 	rmca_list_add_tail(kind == TCP_OP_RECV ? &c->recvs : &c->ops,
 			   &op->link);
 	c->nops++;
@@ -162,16 +156,21 @@ int rmca_tcp_recv(struct rmca_conn *conn, void *buf, size_t len,
 {
 	struct tcp_conn *c = tcp_conn_from_base(conn);
 	struct tcp_frame f = {.type = TCP_F_ACK};
-	bool quiet =
-		!rmca_tcp_out_busy(c) && !c->hold && rmca_list_empty(&c->outq);
-	struct tcp_out *o;
+	struct tcp_out *o = NULL;
 	struct tcp_op *op;
+	bool tell;
 	int err;
 
-	/* The frame that may tell the peer, taken first: once posted, the
-	 * receive stands. */
-	o = rmca_tcp_out_new(c->mod, &f, NULL, 0);
-	if (!o)
+	/* With nothing due to bring the connection back and nothing queued,
+	 * a peer short of credits is told now; otherwise the next frame, or
+	 * the end of the next event, takes the count along. The frame that
+	 * tells it is taken before the receive is posted (once posted, it
+	 * stands), and only when it will go. */
+	c->granted++;
+	tell = !rmca_tcp_out_busy(c) && !c->hold && rmca_list_empty(&c->outq) &&
+	       rmca_tcp_counts_due(c);
+	c->granted--;
+	if (tell && !(o = rmca_tcp_out_new(c->mod, &f, NULL, 0)))
 		return RMCA_ERR_AGAIN;
 	op = op_new(c, TCP_OP_RECV, req, &err);
 	if (!op) {
@@ -182,14 +181,9 @@ int rmca_tcp_recv(struct rmca_conn *conn, void *buf, size_t len,
 	op->len = len;
 	op->mr = tcp_mr_from_base(mr);
 	c->granted++;
-	/* With nothing due to bring the connection back and nothing queued,
-	 * a peer short of credits is told now; otherwise the next frame, or
-	 * the end of the next event, takes the count along. */
-	if (quiet && rmca_tcp_counts_due(c)) {
+	if (o) {
 		rmca_tcp_out_queue(c, o);
 		rmca_tcp_out_flush(c);
-	} else {
-		rmca_tcp_out_free(c->mod, o);
 	}
 	return 0;
 }

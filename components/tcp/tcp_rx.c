@@ -423,17 +423,6 @@ static ssize_t rx_fill(struct tcp_conn *c, bool *drained)
 	return n;
 }
 
-bool rmca_tcp_rx_ready(const struct tcp_conn *c)
-{
-	const struct tcp_rx *rx = &c->rx;
-
-	if (c->failed || c->fd < 0 || rmca_tcp_rx_held(c))
-		return false;
-	if (rx->payload)
-		return rx->start < rx->end;
-	return rx->end - rx->start >= TCP_HDR_LEN;
-}
-
 void rmca_tcp_rx(struct tcp_conn *c)
 {
 	bool drained = false;
