@@ -190,6 +190,16 @@ int rmca_tcp_progress(struct rmca_module *mod)
 	 * pass. */
 	struct rmca_list todo;
 
+	/* The common pass: nothing held back, nothing parked or resting. */
+	if (rmca_list_empty(&m->dirty) && rmca_list_empty(&m->held) &&
+	    !m->npending && !m->lfd_rest_until) {
+		m->next_expiry = 0;
+		m->pass++;
+		if (!m->served)
+			return 0;
+		m->served = false;
+		return RMCA_PROGRESS_SERVED;
+	}
 	rmca_list_init(&todo);
 	if (!rmca_list_empty(&m->dirty)) {
 		todo.next = m->dirty.next;
