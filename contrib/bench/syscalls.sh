@@ -20,8 +20,13 @@
 #   --raw        also count rmca_perf --raw (send_lat, send_bw)
 #   --detail     the per-call breakdown of every test as well
 #   --instructions  count user-space instructions instead (valgrind
-#                callgrind, both processes summed; wait mode only: there
-#                every round trip runs the same code, spinning does not)
+#                callgrind, both processes summed). Wait mode: rmca_perf,
+#                where every round trip runs the same code. Spin mode:
+#                tcp_pingpong.c, both ends in one thread, each polled only
+#                until it finds its message (the passes a spinning process
+#                makes while it waits depend on the load: "idle" is one),
+#                for send_lat, put_lat, atomic_lat and the raw socket;
+#                with --detail, where the instructions go, by function
 #   --out DIR    keep strace's (or callgrind's) outputs there
 #
 # Prints, per test, (calls at 2N - calls at N) / N, both processes summed:
@@ -46,14 +51,13 @@ while [ $# -gt 0 ]; do
 	--detail) detail=1 ;;
 	--out) out=$2; shift ;;
 	--instructions) instr=1 ;;
-	-h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "syscalls.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
 done
 if [ "$instr" = 1 ]; then
 	command -v valgrind >/dev/null || { echo "syscalls.sh: valgrind not installed" >&2; exit 1; }
-	mode=wait
 else
 	command -v strace >/dev/null || { echo "syscalls.sh: strace not installed" >&2; exit 1; }
 fi
@@ -141,6 +145,60 @@ detail_of() {
 		awk -v n="$n" '{ d = $2 / n; if (d >= 0.005 || d <= -0.005)
 			printf "    %-16s %7.2f\n", $1, d }'
 }
+
+# Instructions of one spinning round trip, without the waiting: the
+# tests of tcp_pingpong.c at N and 2N round trips under callgrind. Each
+# run warms up with N/10 + 1 round trips more, so the two differ by
+# N + (2N/10 - N/10) round trips, which the difference is divided by.
+pingpong_fns() { # callgrind output: "function instructions" lines
+	callgrind_annotate --tree=none --auto=no --threshold=100 \
+		--show-percs=no "$1" 2>/dev/null |
+		awk '$1 ~ /^[0-9,]+$/ && $2 ~ /:/ {
+			v = $1; gsub(/,/, "", v); f = $2
+			sub(/^.*:/, "", f); c[f] += v }
+			END { for (k in c) print k, c[k] }'
+}
+pingpong_spin() {
+	local pp=$out/tcp_pingpong t name i1 i2 d
+	cc -O2 -I"$top/include" -o "$pp" "$top/contrib/bench/tcp_pingpong.c" \
+		-L"$build/framework/.libs" -Wl,-rpath,"$build/framework/.libs" \
+		-lrmca -lpthread
+	echo "# $(bench_host)"
+	echo "# rmca $(bench_rev); size $size; N $n and $((2 * n)), one thread (tcp_pingpong.c); results in $out"
+	printf "%-5s %-8s %-12s %12s  %s\n" mode what test instructions per
+	IFS=, read -ra tl <<<"$tests"
+	for t in "${tl[@]}" idle raw; do
+		case $t in
+		send_lat) name=send ;; put_lat) name=put ;;
+		atomic_lat) name=fadd ;; idle|raw) name=$t ;;
+		*) continue ;;
+		esac
+		[ "$t" = raw ] && [ "$raw" = 0 ] && continue
+		for k in 1 2; do
+			valgrind -q --tool=callgrind \
+				--callgrind-out-file="$out/spin-$name-$k.cg" \
+				"$pp" "$name" $((k * n)) "$size" >/dev/null
+		done
+		i1=$(bench_callgrind_total "$out/spin-$name-1.cg")
+		i2=$(bench_callgrind_total "$out/spin-$name-2.cg")
+		d=$(( (2 * n + 2 * n / 10) - (n + n / 10) ))
+		case $t in idle) unit="idle pass" ;; raw) unit="round trip (raw socket)" ;; *) unit="round trip" ;; esac
+		printf "%-5s %-8s %-12s %12s  %s\n" spin "$([ "$t" = raw ] && echo raw || echo rmca)" \
+			"$([ "$t" = raw ] && echo send_lat || echo "$t")" \
+			"$(awk -v a="$i1" -v b="$i2" -v d="$d" 'BEGIN { printf "%.0f", (b - a) / d }')" "$unit"
+		[ "$detail" = 1 ] || continue
+		pingpong_fns "$out/spin-$name-1.cg" >"$out/spin-$name-1.fn"
+		pingpong_fns "$out/spin-$name-2.cg" >"$out/spin-$name-2.fn"
+		bench_calls_diff "$out/spin-$name-1.fn" "$out/spin-$name-2.fn" |
+			awk -v d="$d" '{ v = $2 / d; if (v >= 10) printf "    %-32s %7.0f\n", $1, v }' |
+			sort -k2,2nr
+	done
+}
+if [ "$instr" = 1 ] && [ "$mode" = spin ]; then
+	pingpong_spin
+	exit 0
+fi
+[ "$instr" = 1 ] && modes=wait
 
 echo "# $(bench_host)"
 echo "# rmca $(bench_rev); size $size; window $window; N $n and $((2 * n)); results in $out"
