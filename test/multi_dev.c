@@ -42,11 +42,10 @@ static int helper(const char *script, const char *verb)
 
 int multi_dev_setup(void **state)
 {
-	const char *t = getenv("RMCA_transports");
 	char path[128];
 
 	(void)state;
-	snprintf(transport, sizeof(transport), "%s", t && *t ? t : "ib");
+	snprintf(transport, sizeof(transport), "%s", api_transport());
 	if (!strcmp(transport, "ib")) {
 		first = (struct dev){"rxe0", "10.0.0.1"};
 		second = (struct dev){"rxe1", "10.0.2.1"};

@@ -39,10 +39,7 @@ static bool on_iwarp(void)
 
 static int group_setup(void **state)
 {
-	const char *t = getenv("RMCA_transports");
-
-	snprintf(dev_transport, sizeof(dev_transport), "%s",
-		 t && *t ? t : "ib");
+	snprintf(dev_transport, sizeof(dev_transport), "%s", api_transport());
 	for (size_t i = 0; i < NKNOBS; i++) {
 		const char *v = getenv(knobs[i]);
 
