@@ -16,7 +16,12 @@
  * - on the control channel (the bootstrap socket, once the endpoint is
  *   made): atomics the core executes for the peer at misaligned, outside,
  *   wrapping or unknown addresses are refused without touching memory, and
- *   an answer to a request never made closes that channel.
+ *   an answer to a request never made closes that channel;
+ * - at the bootstrap listener, hello lengths of 0, one past the limit and
+ *   the limit itself (of garbage), and as many silent or one-byte
+ *   connections as RMCA_handshake_max: each is closed (the silent ones at
+ *   RMCA_connect_timeout), and the peer held in the backlog meanwhile is
+ *   served after them.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -466,12 +471,89 @@ static void test_control_channel_lies_are_refused(void **state)
 	api_run(&t);
 }
 
+/* ---- the bootstrap listener ---- */
+
+#define HOLD 4 /* RMCA_handshake_max below */
+
+/* A hello length prefix of n, then n bytes of garbage: closed. */
+static void hello_of(int port, uint32_t n)
+{
+	static uint8_t junk[4 + RMCA_HELLO_MAX];
+	int fd = atk_connect(api_host(), port);
+
+	junk[0] = (uint8_t)n;
+	junk[1] = (uint8_t)(n >> 8);
+	junk[2] = (uint8_t)(n >> 16);
+	junk[3] = (uint8_t)(n >> 24);
+	for (size_t i = 4; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 131 + 17);
+	atk_write(fd, junk, 4 + (n <= RMCA_HELLO_MAX ? n : 0));
+	API_CHECK_MSG(atk_closed(fd, API_TIMEOUT_MS),
+		      "a hello of %u bytes left its connection open", n);
+	close(fd);
+}
+
+static void holder(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	int fds[HOLD];
+
+	hello_of(port, 0);
+	hello_of(port, RMCA_HELLO_MAX + 1);
+	hello_of(port, RMCA_HELLO_MAX);
+	/* Every slot taken: two say nothing, two one byte of a length. */
+	for (int i = 0; i < HOLD; i++) {
+		fds[i] = atk_connect(api_host(), port);
+		if (i & 1)
+			atk_write(fds[i], "\x10", 1);
+	}
+	/* In the backlog until the slots free (RMCA_connect_timeout). */
+	real_client(p, port);
+	for (int i = 0; i < HOLD; i++) {
+		API_CHECK_MSG(atk_closed(fds[i], API_TIMEOUT_MS),
+			      "stalled connection %d still open", i);
+		close(fds[i]);
+	}
+}
+
+static void held_server(struct api_peer *p)
+{
+	rmca_ep_t *ep = NULL;
+	int rc;
+
+	api_server_listen(p, api_host());
+	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
+	/* The refusals end rmca_accept calls with their status. */
+	while ((rc = rmca_accept(p->l, API_TIMEOUT_MS, &ep)) ==
+	       RMCA_ERR_PROTOCOL)
+		;
+	API_CHECK_MSG(!rc, "rmca_accept: %s", api_strerror(rc));
+	API_CHECK_MSG(!api_hello_world_answer(p, ep),
+		      "the real client was not served");
+	api_expect_token(p, 0, TOKEN_DONE);
+	rmca_ep_close(ep);
+}
+
+static void test_stalled_bootstrap_peers_are_bounded(void **state)
+{
+	const struct api_test t = {
+		.server = held_server, .client = holder, .manual = true};
+
+	(void)state;
+	setenv("RMCA_handshake_max", "4", 1);
+	setenv("RMCA_connect_timeout", "1000", 1);
+	api_run(&t);
+	unsetenv("RMCA_handshake_max");
+	unsetenv("RMCA_connect_timeout");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lies_end_only_their_connection),
 		cmocka_unit_test(test_peer_that_never_reads_is_bounded),
 		cmocka_unit_test(test_control_channel_lies_are_refused),
+		cmocka_unit_test(test_stalled_bootstrap_peers_are_bounded),
 	};
 
 	setenv("RMCA_transports", "tcp", 1);
