@@ -293,10 +293,10 @@ void rmca_shm_map_release(struct shm_conn *c);
 int rmca_shm_listen(struct shm_module *m);
 void rmca_shm_listen_close(struct shm_module *m);
 void rmca_shm_pending_free_all(struct shm_module *m);
-/* The connect_* ops: the passive side never blocks (it waits for the
- * socket that presents its token among those the listening socket
- * accepts from the core's event loop); the active side is done within
- * connect_start, as its hello is answered at once by an honest peer. */
+/* The connect_* ops, which never wait on a peer: the passive side looks
+ * for the socket that presents its token among those the listening socket
+ * accepts from the core's event loop; the active side reads the answer to
+ * its hello as it comes. */
 int rmca_shm_connect_start(struct rmca_module *mod,
 			   const struct rmca_conn_args *a,
 			   struct rmca_connecting **out);

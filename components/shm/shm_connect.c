@@ -21,6 +21,8 @@
  * SHM_HELLO_MS for its hello, and at most SHM_MAX_PENDING are kept (the
  * oldest goes for a new one), so a listener serves its honest peers
  * whatever others hold open.
+ * The active side reads the answer to its hello the same way, so that a
+ * peer that never answers holds up nothing but that connect.
  */
 #define _GNU_SOURCE /* memfd_create, accept4, ucred */
 #include <errno.h>
@@ -77,15 +79,24 @@ struct shm_pending {
 	struct ucred cred;  /* the kernel's word on its sender */
 };
 
-/* A passive connect: the socket that presents token, when it comes. */
+/* A connect. Passive: the socket that presents token, when it comes.
+ * Active: the answer to the hello it sent, read as it comes. */
 struct shm_connecting {
 	struct rmca_connecting base;
 	struct shm_module *m;
+	bool active;
 	struct shm_addr_blob b;
 	uint64_t token;
 	void *cookie;
-	long long deadline;    /* -1: none */
-	struct shm_conn *done; /* the active side: made in connect_start */
+	long long deadline;	  /* -1: none */
+	int fd;			  /* active: the socket, -1 once handed on */
+	bool watched;		  /* fd in the core's set */
+	struct shm_conn_parts cp; /* active: the segment, the pidfd */
+	uint32_t mine;		  /* active: the flags sent */
+	struct shm_hello ack;
+	size_t got;
+	int fds[SHM_HELLO_FDS]; /* that came with the answer */
+	int nfds;
 };
 
 static socklen_t sock_name(uint64_t id, struct sockaddr_un *sa)
@@ -152,15 +163,6 @@ void rmca_shm_listen_close(struct shm_module *m)
 	m->lfd = -1;
 }
 
-static void close_fds(int *fds, int n)
-{
-	for (int i = 0; i < n; i++) {
-		if (fds[i] >= 0)
-			close(fds[i]);
-		fds[i] = -1;
-	}
-}
-
 /*
  * Read what there is of a hello and of the descriptors that may come with
  * it, in order, without waiting: 1 once the hello is whole, 0 while more
@@ -213,27 +215,6 @@ static int hello_read_some(int fd, struct shm_hello *h, size_t *got,
 		*got += (size_t)n;
 	}
 	return 1;
-}
-
-/* Read one hello and its descriptors by the deadline (the answer to ours:
- * the peer sends it at once). */
-static int read_hello(int fd, struct shm_hello *h, int fds[SHM_HELLO_FDS],
-		      long long deadline)
-{
-	size_t got = 0;
-	int nfds = 0, r;
-
-	for (int i = 0; i < SHM_HELLO_FDS; i++)
-		fds[i] = -1;
-	while (!(r = hello_read_some(fd, h, &got, fds, &nfds))) {
-		r = rmca_fd_wait(fd, POLLIN, deadline);
-		if (r < 0)
-			break;
-	}
-	if (r > 0)
-		return 0;
-	close_fds(fds, SHM_HELLO_FDS);
-	return r;
 }
 
 /* Send h with the descriptors given (those >= 0). */
@@ -379,32 +360,25 @@ static struct shm_seg *seg_attach(struct shm_module *m, int fd)
 	return s;
 }
 
-static int dial(struct shm_module *m, uint64_t sock_id, long long deadline,
-		int *out)
+/* One try: a full backlog answers RMCA_ERR_AGAIN (try again later). */
+static int dial(struct shm_module *m, uint64_t sock_id, int *out)
 {
 	struct sockaddr_un sa;
 	socklen_t sl = sock_name(sock_id, &sa);
-	int fd, r;
+	int fd;
 
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return RMCA_ERR_NO_MEMORY;
-	/* A full backlog answers EAGAIN at once: retry until the deadline. */
 	while (connect(fd, (struct sockaddr *)&sa, sl)) {
 		if (errno == EINTR)
 			continue;
-		if (errno != EAGAIN) {
-			shm_log(m, RMCA_LOG_INFO, "connect to peer socket: %s",
-				strerror(errno));
-			close(fd);
-			return RMCA_ERR_CONNECTION;
-		}
-		if (deadline >= 0 && rmca_now_ms() >= deadline) {
-			close(fd);
-			return RMCA_ERR_TIMEOUT;
-		}
-		r = poll(NULL, 0, 1);
-		(void)r;
+		close(fd);
+		if (errno == EAGAIN)
+			return RMCA_ERR_AGAIN;
+		shm_log(m, RMCA_LOG_INFO, "connect to peer socket: %s",
+			strerror(errno));
+		return RMCA_ERR_CONNECTION;
 	}
 	*out = fd;
 	return 0;
@@ -471,62 +445,123 @@ static int conn_make(struct shm_module *m, int fd, struct shm_conn_parts *cp,
 	return r;
 }
 
-static int active(struct shm_module *m, const struct rmca_conn_args *a,
-		  const struct shm_addr_blob *b, long long deadline,
-		  struct shm_conn **out)
+static void active_cb(void *arg, uint32_t events)
 {
-	struct shm_hello h = {.magic = SHM_HELLO_MAGIC,
-			      .version = SHM_PROTO_VERSION,
-			      .token = a->token};
-	struct shm_conn_parts cp = {.side = 0, .peer_pid = (pid_t)b->pid};
-	int fd, fds[SHM_HELLO_FDS], got[SHM_HELLO_FDS] = {-1, -1}, r;
-	struct ucred cr;
-	uint32_t mine;
+	/* Nothing to do here: it wakes the loop, connect_poll reads. */
+	(void)arg;
+	(void)events;
+}
 
-	r = dial(m, b->sock_id, deadline, &fd);
-	if (r)
+/* The active side: dial, present the segment and the token (or
+ * RMCA_ERR_AGAIN: the peer's backlog is full, dial again later). The
+ * answer is read by connect_poll, as it comes: the context goes on
+ * meanwhile. */
+static int active_start(struct shm_connecting *h)
+{
+	struct shm_module *m = h->m;
+	const struct rmca_core *core = m->base.core;
+	const struct shm_addr_blob *b = &h->b;
+	struct shm_hello hello = {.magic = SHM_HELLO_MAGIC,
+				  .version = SHM_PROTO_VERSION,
+				  .token = h->token};
+	int fds[SHM_HELLO_FDS], r;
+	struct ucred cr;
+
+	r = dial(m, b->sock_id, &h->fd);
+	if (r) {
+		h->fd = -1;
 		return r;
-	cr = peer_cred(fd);
+	}
+	cr = peer_cred(h->fd);
 	if (cr.pid != (pid_t)b->pid) {
 		shm_log(m, RMCA_LOG_ERROR,
 			"socket of pid %u is served by another process",
 			(unsigned)b->pid);
-		close(fd);
 		return RMCA_ERR_PROTOCOL;
 	}
-	cp.seg = seg_create(&fds[0]);
-	if (!cp.seg) {
-		close(fd);
+	h->cp.seg = seg_create(&fds[0]);
+	if (!h->cp.seg)
 		return RMCA_ERR_NO_MEMORY;
-	}
-	mine = our_flags(m, b, &cr, &cp.pidfd, &fds[1]);
-	h.flags = mine;
-	r = send_hello(fd, &h, fds, SHM_HELLO_FDS);
+	h->mine = our_flags(m, b, &cr, &h->cp.pidfd, &fds[1]);
+	hello.flags = h->mine;
+	r = send_hello(h->fd, &hello, fds, SHM_HELLO_FDS);
 	close(fds[0]);
-	if (!r)
-		r = read_hello(fd, &h, got, deadline);
-	if (!r && (h.magic != SHM_ACK_MAGIC || h.token != a->token ||
-		   got[1] >= 0 || (got[0] >= 0) != !!(h.flags & SHM_HF_KEYS)))
-		r = RMCA_ERR_PROTOCOL;
-	if (!r && h.status)
-		r = h.status == RMCA_ERR_UNREACHABLE ? RMCA_ERR_UNREACHABLE
-						     : RMCA_ERR_PROTOCOL;
+	if (r)
+		return r;
+	if (core->ops->fd_add(core, h->fd, EPOLLIN, active_cb, h))
+		return RMCA_ERR_NO_MEMORY;
+	h->watched = true;
+	return 0;
+}
+
+/* What an active connect holds goes (what was handed on is no more its). */
+static void active_release(struct shm_connecting *h)
+{
+	const struct rmca_core *core = h->m->base.core;
+
+	if (h->watched)
+		core->ops->fd_del(core, h->fd);
+	h->watched = false;
+	for (int i = 0; i < h->nfds; i++)
+		close(h->fds[i]);
+	h->nfds = 0;
+	if (h->cp.pidfd >= 0)
+		close(h->cp.pidfd);
+	h->cp.pidfd = -1;
+	if (h->cp.seg)
+		munmap(h->cp.seg, sizeof(*h->cp.seg));
+	h->cp.seg = NULL;
+	if (h->fd >= 0)
+		close(h->fd);
+	h->fd = -1;
+}
+
+/* The answer to the active side's hello: 0 with *out, RMCA_ERR_AGAIN
+ * while it has not come, or why the connect failed. */
+static int active_poll(struct shm_connecting *h, struct shm_conn **out)
+{
+	struct shm_module *m = h->m;
+	const struct shm_hello *a = &h->ack;
+	int r;
+
+	if (h->fd < 0) {
+		/* The peer's backlog was full: dial again. */
+		r = active_start(h);
+		if (r == RMCA_ERR_AGAIN)
+			r = 0;
+	} else {
+		r = hello_read_some(h->fd, &h->ack, &h->got, h->fds, &h->nfds);
+	}
 	if (!r) {
-		r = conn_make(m, fd, &cp, mine, h.flags, got[0], a->cookie,
-			      out);
-		cp.pidfd = -1; /* released either way */
+		if (h->deadline < 0 || rmca_now_ms() < h->deadline)
+			return RMCA_ERR_AGAIN;
+		r = RMCA_ERR_TIMEOUT;
+	} else if (r > 0) {
+		r = 0;
+		if (a->magic != SHM_ACK_MAGIC || a->token != h->token ||
+		    h->nfds > 1 || (h->nfds == 1) != !!(a->flags & SHM_HF_KEYS))
+			r = RMCA_ERR_PROTOCOL;
+		else if (a->status)
+			r = a->status == RMCA_ERR_UNREACHABLE
+				    ? RMCA_ERR_UNREACHABLE
+				    : RMCA_ERR_PROTOCOL;
 	}
-	if (!r)
-		close_fds(got, SHM_HELLO_FDS);
-	if (r) {
+	if (!r) {
+		/* The connection registers the socket anew, for itself. */
+		m->base.core->ops->fd_del(m->base.core, h->fd);
+		h->watched = false;
+		r = conn_make(m, h->fd, &h->cp, h->mine, a->flags,
+			      h->nfds ? h->fds[0] : -1, h->cookie, out);
+		h->cp.pidfd = -1; /* released either way */
+		if (!r) {
+			h->cp.seg = NULL; /* the connection's now */
+			h->fd = -1;
+		}
+	}
+	if (r)
 		shm_log(m, RMCA_LOG_INFO, "connect to pid %u failed (%d)",
-			(unsigned)b->pid, r);
-		close_fds(got, SHM_HELLO_FDS);
-		if (cp.pidfd >= 0)
-			close(cp.pidfd);
-		munmap(cp.seg, sizeof(*cp.seg));
-		close(fd);
-	}
+			(unsigned)h->b.pid, r);
+	active_release(h);
 	return r;
 }
 
@@ -739,13 +774,22 @@ int rmca_shm_connect_start(struct rmca_module *mod,
 		return RMCA_ERR_NO_MEMORY;
 	h->base.module = mod;
 	h->m = m;
+	h->active = a->active;
 	memcpy(&h->b, a->peer_addr, sizeof(h->b));
 	h->token = a->token;
 	h->cookie = a->cookie;
 	h->deadline = a->timeout_ms >= 0 ? rmca_now_ms() + a->timeout_ms : -1;
+	h->fd = -1;
+	h->cp = (struct shm_conn_parts){.side = a->active ? 0 : 1,
+					.peer_pid = (pid_t)h->b.pid,
+					.pidfd = -1};
 	if (a->active) {
-		r = active(m, a, &h->b, h->deadline, &h->done);
-		if (r) {
+		r = active_start(h);
+		if (r && r != RMCA_ERR_AGAIN) {
+			shm_log(m, RMCA_LOG_INFO,
+				"connect to pid %u failed (%d)",
+				(unsigned)h->b.pid, r);
+			active_release(h);
 			free(h);
 			return r;
 		}
@@ -771,10 +815,14 @@ int rmca_shm_connect_poll(struct rmca_connecting *base, struct rmca_conn **out)
 	struct shm_conn *c;
 	int r;
 
-	if (h->done) {
-		*out = shm_conn_base(h->done);
+	if (h->active) {
+		r = active_poll(h, &c);
+		if (r == RMCA_ERR_AGAIN)
+			return r;
 		free(h);
-		return 0;
+		if (!r)
+			*out = shm_conn_base(c);
+		return r;
 	}
 	p = pending_find(m, h->token);
 	if (!p) {
@@ -799,7 +847,6 @@ void rmca_shm_connect_abort(struct rmca_connecting *base)
 {
 	struct shm_connecting *h = shm_connecting_from_base(base);
 
-	if (h->done)
-		rmca_shm_disconnect(shm_conn_base(h->done));
+	active_release(h);
 	free(h);
 }
