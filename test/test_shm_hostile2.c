@@ -12,9 +12,15 @@
  * - a peer of another user whose address says it is the listener's user
  *   (root, which may attach to it): the kernel says otherwise, and the
  *   listener's key table (every published key, handed out to whom ever)
- *   does not go to it.
+ *   does not go to it;
+ * - on the connecting side, a listener whose answer picks shm and whose
+ *   shm socket never answers the hello: the context goes on meanwhile
+ *   (a message from another peer arrives inside that rmca_connect), and
+ *   the connect ends when that listener goes; the same when its shm
+ *   socket's backlog is full and stays full.
  */
 #define _GNU_SOURCE /* memfd_create */
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -368,12 +374,215 @@ static void test_peer_of_another_user_gets_no_key_table(void **state)
 	api_run(&t);
 }
 
+/* ---- a listener that never answers on its shm socket ---- */
+
+#define TOKEN_GO 0x60
+
+/* A listening socket, TCP on the test host or abstract unix. */
+static int tcp_listener(int *port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	API_CHECK(fd >= 0);
+	API_CHECK(inet_pton(AF_INET, api_host(), &sa.sin_addr) == 1);
+	API_CHECK(!bind(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
+		  !listen(fd, 4));
+	API_CHECK(!getsockname(fd, (struct sockaddr *)&sa, &sl));
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+static int unix_listener(uint64_t id, int backlog)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+			 "rmca-shm-%016llx", (unsigned long long)id);
+
+	API_CHECK(fd >= 0);
+	API_CHECK(!bind(fd, (struct sockaddr *)&sa,
+			(socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+				    (size_t)n)) &&
+		  !listen(fd, backlog));
+	return fd;
+}
+
+static int accept_in_time(int lfd)
+{
+	struct pollfd pfd = {.fd = lfd, .events = POLLIN};
+	int fd;
+
+	API_CHECK_MSG(poll(&pfd, 1, API_TIMEOUT_MS) == 1, "nobody connected");
+	fd = accept(lfd, NULL, NULL);
+	API_CHECK(fd >= 0);
+	return fd;
+}
+
+/*
+ * The connecting side's bootstrap hello, answered as a listener would
+ * that picks shm, at a socket of this process; then its shm hello is read
+ * and left unanswered, or (full) it is never accepted.
+ */
+static int silent_listener(int lfd, int ufd, uint64_t id, bool full)
+{
+	static uint64_t word = 0x5eed5eed5eedull;
+	static uint8_t buf[4 + RMCA_HELLO_MAX];
+	static struct rmca_hello in, out;
+	struct shm_addr_blob b;
+	char why[256];
+	int fd = accept_in_time(lfd), s, ai = -1, n;
+	uint32_t len;
+
+	API_CHECK(!atk_read(fd, buf, 4));
+	len = buf[0] | buf[1] << 8 | buf[2] << 16 | (uint32_t)buf[3] << 24;
+	API_CHECK(len <= RMCA_HELLO_MAX && !atk_read(fd, buf, len));
+	API_CHECK_MSG(!rmca_hello_decode(buf, len, &in, why, sizeof(why)), "%s",
+		      why);
+	for (int i = 0; i < in.nmods; i++)
+		if (!strcmp(in.mods[i].component, "shm"))
+			ai = i;
+	API_CHECK_MSG(ai >= 0, "the connecting side offers no shm");
+	b = blob_of(&in.mods[ai]);
+	b.pid = (uint32_t)getpid();
+	b.sock_id = id;
+	b.probe_addr = (uint64_t)(uintptr_t)&word;
+	b.probe_val = word;
+	wu_hello(&out, in.token, RMCA_ROLE_PASSIVE, in.atomic_mode, in.boot_id);
+	out.netns = in.netns;
+	out.nmods = 1;
+	out.mods[0] = in.mods[ai];
+	wu_mod_addr(&out.mods[0], &b, sizeof(b));
+	out.choice_a = (uint8_t)ai;
+	out.choice_p = 0;
+	n = rmca_hello_encode(&out, buf + 4, RMCA_HELLO_MAX);
+	API_CHECK(n > 0);
+	buf[0] = (uint8_t)n;
+	buf[1] = (uint8_t)(n >> 8);
+	buf[2] = (uint8_t)(n >> 16);
+	buf[3] = (uint8_t)(n >> 24);
+	atk_write(fd, buf, 4 + (size_t)n);
+	if (full) {
+		/* Nothing tells when its connect meets the full backlog:
+		 * give it the time to get there, so that the message below
+		 * comes while it is inside (on a fixed side it makes no
+		 * difference when). */
+		api_sleep_ms(300);
+		close(fd);
+		return -1;
+	}
+	/* Its shm hello comes (and the descriptors with it go). */
+	s = accept_in_time(ufd);
+	API_CHECK(!atk_read(s, buf, sizeof(struct atk_shm_hello)));
+	close(fd);
+	return s;
+}
+
+static void silent_then_ping(struct api_peer *p)
+{
+	static char msg[8] = "ping";
+	bool full = *(bool *)p->arg;
+	rmca_mr_t *mr;
+	uint64_t id = 0x517e0000ull ^ (uint64_t)getpid();
+	int lfd, ufd, hport, s, filler = -1;
+
+	api_server_listen(p, api_host());
+	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
+	API_CHECK_OK(rmca_accept(p->l, API_TIMEOUT_MS, &p->ep));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, msg, sizeof(msg), RMCA_ACCESS_LOCAL, &mr));
+	lfd = tcp_listener(&hport);
+	/* A backlog of 0 holds one connection: ours, never accepted. */
+	ufd = unix_listener(id, full ? 0 : 4);
+	if (full) {
+		struct shm_addr_blob b = {.sock_id = id};
+
+		filler = shm_dial(&b);
+	}
+	api_put_u64(p, 0, (uint64_t)hport);
+	api_expect_token(p, 0, TOKEN_GO);
+	s = silent_listener(lfd, ufd, id, full);
+	/* The client is inside rmca_connect, waiting for our answer: its
+	 * context must take this message all the same. */
+	API_CHECK_OK(rmca_send(p->ep, msg, sizeof(msg), mr, API_CTX(1)));
+	api_wait_status(p, API_CTX(1), RMCA_OK);
+	if (s >= 0)
+		close(s);
+	if (filler >= 0)
+		close(filler);
+	close(ufd);
+	close(lfd);
+	api_expect_token(p, 0, TOKEN_DONE);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+}
+
+static void connects_to_silence(struct api_peer *p)
+{
+	static char buf[8];
+	struct rmca_completion c;
+	rmca_ep_t *ep = NULL;
+	rmca_mr_t *mr;
+	char hp[128];
+	int hport, rc;
+
+	API_CHECK_OK(rmca_init(&p->ctx));
+	api_host_port(hp, sizeof(hp), api_host(), api_client_read_port(p));
+	API_CHECK_OK(rmca_connect(p->ctx, hp, API_TIMEOUT_MS, &p->ep));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, sizeof(buf), RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(rmca_recv(p->ep, buf, sizeof(buf), mr, API_CTX(2)));
+	hport = (int)api_get_u64(p, 0);
+	api_token(p, 0, TOKEN_GO);
+	api_host_port(hp, sizeof(hp), api_host(), hport);
+	/* Longer than the whole test may take: only the listener's going
+	 * ends it. */
+	rc = rmca_connect(p->ctx, hp, 60000, &ep);
+	API_CHECK_MSG(rc == RMCA_ERR_CONNECTION || rc == RMCA_ERR_PROTOCOL,
+		      "rmca_connect to a listener that never answered: %d "
+		      "(%s)",
+		      rc, api_strerror(rc));
+	api_wait(p, API_CTX(2), &c);
+	API_CHECK_MSG(!c.status && !strcmp(buf, "ping"),
+		      "the message: %s, \"%s\"", api_strerror(c.status), buf);
+	api_token(p, 0, TOKEN_DONE);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+}
+
+static void test_connect_to_a_silent_shm_socket_keeps_progress(void **state)
+{
+	bool full = false;
+	const struct api_test t = {.server = silent_then_ping,
+				   .client = connects_to_silence,
+				   .manual = true,
+				   .arg = &full};
+
+	(void)state;
+	api_run(&t);
+}
+
+static void test_connect_to_a_full_shm_backlog_keeps_progress(void **state)
+{
+	bool full = true;
+	const struct api_test t = {.server = silent_then_ping,
+				   .client = connects_to_silence,
+				   .manual = true,
+				   .arg = &full};
+
+	(void)state;
+	api_run(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_half_open_shm_handshake_does_not_block),
 		cmocka_unit_test(test_silent_shm_sockets_do_not_block),
 		cmocka_unit_test(test_peer_of_another_user_gets_no_key_table),
+		cmocka_unit_test(
+			test_connect_to_a_silent_shm_socket_keeps_progress),
+		cmocka_unit_test(
+			test_connect_to_a_full_shm_backlog_keeps_progress),
 	};
 
 	setenv("RMCA_transports", "shm,tcp", 1);
