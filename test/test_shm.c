@@ -385,6 +385,11 @@ enum scribble {
 	SCRIBBLE_TYPE,	     /* no such request */
 	SCRIBBLE_INDEX,	     /* a head far past what the target pushed */
 	SCRIBBLE_NO_RECV,    /* a message the target has no receive for */
+	SCRIBBLE_RESERVED,   /* a reserved byte set */
+	SCRIBBLE_INLINE_LEN, /* inline data longer than its entry */
+	SCRIBBLE_ATOMIC,     /* an atomic of no such kind */
+	SCRIBBLE_ANSWER,     /* an answer to no request */
+	SCRIBBLE_ANSWER_IDX, /* an answer ring's tail far past its head */
 	SCRIBBLE_MAX,
 };
 
@@ -474,6 +479,40 @@ static void scribble_client(struct api_peer *p)
 		q->type = SHM_R_SEND;
 		q->len = 8;
 		break;
+	case SCRIBBLE_RESERVED:
+		q->zero[1] = 1;
+		break;
+	case SCRIBBLE_INLINE_LEN:
+		q->len = SHM_UNIT; /* one unit holds less past the header */
+		break;
+	case SCRIBBLE_ATOMIC:
+		q->type = SHM_R_ATOMIC;
+		q->flags = 0;
+		q->akind = 9;
+		q->units = 2;
+		break;
+	case SCRIBBLE_ANSWER:
+	case SCRIBBLE_ANSWER_IDX: {
+		/* This side's answers, which the server consumes: one it
+		 * never asked for, or a tail no answer count reaches. */
+		uint64_t t =
+			__atomic_load_n(&s->resp[0].tail, __ATOMIC_ACQUIRE);
+		struct shm_resp *r =
+			(struct shm_resp *)(void *)(s->respbuf[0] +
+						    (t % SHM_RESP_SLOTS) *
+							    SHM_RESP_SLOT);
+
+		memset(r, 0, sizeof(*r));
+		r->id = 12345;
+		__atomic_store_n(&s->resp[0].tail,
+				 (intptr_t)p->arg == SCRIBBLE_ANSWER
+					 ? t + 1
+					 : t + 3 * SHM_RESP_SLOTS,
+				 __ATOMIC_RELEASE);
+		api_token(p, 0, TOKEN_GO);
+		api_expect_token(p, 0, TOKEN_GO);
+		return;
+	}
 	}
 	__atomic_store_n(&q->stamp, shm_stamp(head), __ATOMIC_RELEASE);
 	api_token(p, 0, TOKEN_GO);
