@@ -164,12 +164,10 @@ void rmca_cq_fini(struct rmca_context *ctx)
 	ctx->cq = NULL;
 }
 
-static void cq_signal(struct rmca_cq *cq, bool on)
+static void cq_signal_set(struct rmca_cq *cq, bool on)
 {
 	uint64_t v = 1;
 
-	if (on == cq->signaled)
-		return;
 	if (on) {
 		if (write(cq->efd, &v, sizeof(v)) != sizeof(v))
 			return;
@@ -177,6 +175,13 @@ static void cq_signal(struct rmca_cq *cq, bool on)
 		return;
 	}
 	cq->signaled = on;
+}
+
+/* Asked at every rmca_poll: the eventfd is touched only on a change. */
+static inline void cq_signal(struct rmca_cq *cq, bool on)
+{
+	if (on != cq->signaled)
+		cq_signal_set(cq, on);
 }
 
 void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r)

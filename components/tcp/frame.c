@@ -56,14 +56,6 @@ const char *rmca_tcp_frame_name(unsigned type)
 	return rules[type].name;
 }
 
-/* Little-endian fields, each one load or store (a frame is encoded for
- * every message and decoded for every one received). */
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, sizeof(v));
-}
-
 static uint32_t get32(const uint8_t *p)
 {
 	uint32_t v;
@@ -72,42 +64,12 @@ static uint32_t get32(const uint8_t *p)
 	return le32toh(v);
 }
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, sizeof(v));
-}
-
 static uint64_t get64(const uint8_t *p)
 {
 	uint64_t v;
 
 	memcpy(&v, p, sizeof(v));
 	return le64toh(v);
-}
-
-void rmca_tcp_frame_encode(const struct tcp_frame *f, uint8_t *buf)
-{
-	buf[0] = f->type;
-	buf[1] = f->flags;
-	buf[2] = f->akind;
-	buf[3] = 0;
-	put32(buf + 4, (uint32_t)f->status);
-	rmca_tcp_frame_counts(buf, f->acked, f->credits);
-	put64(buf + 16, f->id);
-	put64(buf + 24, f->len);
-	put64(buf + 32, f->raddr);
-	put64(buf + 40, f->rkey);
-	put64(buf + 48, f->operand);
-	put64(buf + 56, f->compare);
-	put64(buf + 64, f->mask1);
-	put64(buf + 72, f->mask2);
-}
-
-void rmca_tcp_frame_counts(uint8_t *buf, uint32_t acked, uint32_t credits)
-{
-	put32(buf + 8, acked);
-	put32(buf + 12, credits);
 }
 
 static unsigned present_fields(const struct tcp_frame *f)

@@ -26,8 +26,10 @@
 #ifndef RMCA_TCP_FRAME_H
 #define RMCA_TCP_FRAME_H
 
+#include <endian.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define TCP_HDR_LEN 80
 #define TCP_PROTO_MAGIC 0x52544350u /* "RTCP" */
@@ -70,9 +72,48 @@ struct tcp_frame {
 	uint64_t mask2;
 };
 
-void rmca_tcp_frame_encode(const struct tcp_frame *f, uint8_t *buf);
+/* Little-endian fields, each one store. Inline: a frame is encoded for
+ * every message, mostly from a frame whose zero fields the compiler
+ * knows, and its counts stamped as it is written. */
+static inline void rmca_tcp_put32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline void rmca_tcp_put64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, sizeof(v));
+}
+
 /* Stamp the counts into an encoded header, as it is about to be written. */
-void rmca_tcp_frame_counts(uint8_t *buf, uint32_t acked, uint32_t credits);
+static inline void rmca_tcp_frame_counts(uint8_t *buf, uint32_t acked,
+					 uint32_t credits)
+{
+	rmca_tcp_put32(buf + 8, acked);
+	rmca_tcp_put32(buf + 12, credits);
+}
+
+static inline void rmca_tcp_frame_encode(const struct tcp_frame *f,
+					 uint8_t *buf)
+{
+	buf[0] = f->type;
+	buf[1] = f->flags;
+	buf[2] = f->akind;
+	buf[3] = 0;
+	rmca_tcp_put32(buf + 4, (uint32_t)f->status);
+	rmca_tcp_frame_counts(buf, f->acked, f->credits);
+	rmca_tcp_put64(buf + 16, f->id);
+	rmca_tcp_put64(buf + 24, f->len);
+	rmca_tcp_put64(buf + 32, f->raddr);
+	rmca_tcp_put64(buf + 40, f->rkey);
+	rmca_tcp_put64(buf + 48, f->operand);
+	rmca_tcp_put64(buf + 56, f->compare);
+	rmca_tcp_put64(buf + 64, f->mask1);
+	rmca_tcp_put64(buf + 72, f->mask2);
+}
+
 /* 0, or RMCA_ERR_PROTOCOL with *why naming the first problem found. */
 int rmca_tcp_frame_decode(const uint8_t *buf, size_t len, struct tcp_frame *f,
 			  const char **why);
