@@ -10,6 +10,10 @@
  *   length past the limit, an unknown frame type, a status no answer may
  *   carry, more credits than receives, a header cut short and a message
  *   cut short by the peer leaving;
+ * - on the data connection, puts, gets and atomics outside the region
+ *   their key names (past its end, before it, wrapping, longer than it,
+ *   misaligned, under a key that names nothing): each is refused with an
+ *   answer, ends that connection, and leaves the region untouched;
  * - a peer that never reads: what can be queued for it is bounded
  *   (RMCA_ERR_AGAIN), rmca_poll keeps returning, other peers are served,
  *   and closing the endpoint ends each queued send once;
@@ -251,6 +255,162 @@ static void test_lies_end_only_their_connection(void **state)
 		if (!strstr(log, said[i]))
 			fail_msg("the server did not say \"%s\": %s", said[i],
 				 log);
+}
+
+/* ---- accesses outside the region ---- */
+
+enum reach {
+	REACH_PUT_PAST_END,
+	REACH_PUT_BEFORE,
+	REACH_PUT_TOO_LONG,
+	REACH_PUT_WRAPS,
+	REACH_PUT_NO_KEY,
+	REACH_GET_PAST_END,
+	REACH_ATOMIC_MISALIGNED,
+	REACH_ATOMIC_PAST_END,
+	REACH_MAX,
+};
+
+static void reach_out(int c, enum reach k, const struct api_region *r)
+{
+	static uint8_t junk[REGION + 8];
+	struct tcp_frame f = {.type = TCP_F_PUT, .id = 1, .rkey = r->rkey};
+	uint8_t hdr[TCP_HDR_LEN];
+
+	memset(junk, 0xee, sizeof(junk));
+	switch (k) {
+	case REACH_PUT_PAST_END:
+		f.raddr = r->addr + r->len - 4;
+		f.len = 8;
+		break;
+	case REACH_PUT_BEFORE:
+		f.raddr = r->addr - 8;
+		f.len = 8;
+		break;
+	case REACH_PUT_TOO_LONG:
+		f.raddr = r->addr;
+		f.len = r->len + 1;
+		break;
+	case REACH_PUT_WRAPS:
+		f.raddr = UINT64_MAX - 3;
+		f.len = 8;
+		break;
+	case REACH_PUT_NO_KEY:
+		f.raddr = r->addr;
+		f.rkey = r->rkey ^ 1;
+		f.len = 8;
+		break;
+	case REACH_GET_PAST_END:
+		f.type = TCP_F_GET;
+		f.raddr = r->addr + r->len;
+		f.len = 1;
+		break;
+	case REACH_ATOMIC_MISALIGNED:
+	case REACH_ATOMIC_PAST_END:
+		f.type = TCP_F_ATOMIC;
+		f.akind = RMCA_ATOMIC_FADD;
+		f.raddr = k == REACH_ATOMIC_MISALIGNED ? r->addr + 4
+						       : r->addr + r->len;
+		f.len = 8;
+		f.operand = 1;
+		break;
+	case REACH_MAX:
+		break;
+	}
+	rmca_tcp_frame_encode(&f, hdr);
+	atk_write(c, hdr, sizeof(hdr));
+	if (f.type == TCP_F_PUT)
+		atk_write(c, junk, (size_t)f.len);
+}
+
+/* The refusal comes (after whatever counts the server sends first). */
+static void refusal_read(int c, enum reach k)
+{
+	uint8_t hdr[TCP_HDR_LEN];
+	struct tcp_frame f;
+	const char *why;
+
+	do {
+		API_CHECK_MSG(!atk_read(c, hdr, sizeof(hdr)),
+			      "access %d: closed without a refusal", k);
+		API_CHECK_MSG(
+			!rmca_tcp_frame_decode(hdr, sizeof(hdr), &f, &why),
+			"access %d: %s", k, why);
+	} while (f.type == TCP_F_ACK);
+	API_CHECK_MSG(f.type == TCP_F_RESP && f.id == 1 &&
+			      f.status == RMCA_ERR_REMOTE_ACCESS,
+		      "access %d: %s frame, status %d", k,
+		      rmca_tcp_frame_name(f.type), f.status);
+}
+
+static void reacher(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+
+	for (int k = 0; k < REACH_MAX; k++) {
+		int bfd, c = hand_made(port, 0x2eac0000 + (uint64_t)k, &bfd);
+		struct api_region r;
+
+		api_get_region(p, 0, &r);
+		reach_out(c, (enum reach)k, &r);
+		refusal_read(c, (enum reach)k);
+		API_CHECK_MSG(atk_closed(c, API_TIMEOUT_MS),
+			      "access %d: the connection stayed open", k);
+		close(c);
+		(void)api_get_u64(p, 0); /* the region checked */
+		close(bfd);
+	}
+	real_client(p, port);
+}
+
+static void reached(struct api_peer *p)
+{
+	uint8_t *w = api_alloc(REGION);
+	static char buf[64];
+	struct rmca_completion c;
+	rmca_mr_t *mr, *rmr;
+
+	api_server_listen(p, api_host());
+	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
+	memset(w, 1, REGION);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, w, REGION,
+				 RMCA_ACCESS_REMOTE_READ |
+					 RMCA_ACCESS_REMOTE_WRITE |
+					 RMCA_ACCESS_REMOTE_ATOMIC,
+				 &mr));
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, buf, sizeof(buf), RMCA_ACCESS_LOCAL, &rmr));
+	for (int k = 0; k < REACH_MAX; k++) {
+		void *ctx = API_CTX(0x2eac + k);
+		rmca_ep_t *ep = NULL;
+
+		API_CHECK_OK(rmca_accept(p->l, API_TIMEOUT_MS, &ep));
+		API_CHECK_OK(rmca_recv(ep, buf, sizeof(buf), rmr, ctx));
+		api_put_region(p, 0, w, REGION, mr, ep);
+		api_wait(p, ctx, &c);
+		API_CHECK_MSG(c.status == RMCA_ERR_CONNECTION,
+			      "access %d: the receive ended %s", k,
+			      api_strerror(c.status));
+		for (size_t i = 0; i < REGION; i++)
+			API_CHECK_MSG(w[i] == 1,
+				      "access %d: byte %zu is now 0x%02x", k, i,
+				      w[i]);
+		rmca_ep_close(ep);
+		api_put_u64(p, 0, 1);
+	}
+	serve_real(p);
+	API_CHECK_OK(rmca_mr_dereg(rmr));
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(w);
+}
+
+static void test_out_of_region_access_is_refused_untouched(void **state)
+{
+	const struct api_test t = {
+		.server = reached, .client = reacher, .manual = true};
+
+	(void)state;
+	api_run(&t);
 }
 
 /* ---- a peer that never reads ---- */
@@ -551,6 +711,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lies_end_only_their_connection),
+		cmocka_unit_test(
+			test_out_of_region_access_is_refused_untouched),
 		cmocka_unit_test(test_peer_that_never_reads_is_bounded),
 		cmocka_unit_test(test_control_channel_lies_are_refused),
 		cmocka_unit_test(test_stalled_bootstrap_peers_are_bounded),
