@@ -39,6 +39,9 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #include <rmca.h>
 
@@ -106,7 +109,19 @@ struct opts {
 	long rx_depth;		    /* 0: the window */
 };
 
-/* ---- time and statistics ---- */
+/* ---- time and statistics ----
+ *
+ * Timed as perftest times: one stamp per iteration, taken before the
+ * operation is posted, and an operation's time is the distance to the next
+ * stamp. The stamp is the CPU's cycle counter where there is one (x86:
+ * rdtsc, perftest's get_cycles()), converted with the rate it had against
+ * CLOCK_MONOTONIC over the same test; elsewhere CLOCK_MONOTONIC itself. In
+ * a guest whose clock source has no vDSO path, clock_gettime is a system
+ * call: two per operation made rmca's get_lat and atomic_lat in the qemu
+ * guest 1.2 and 1.5 times ib_read_lat's and ib_atomic_lat's. Rates and
+ * bandwidths stay CLOCK_MONOTONIC from the first stamp to the last. The
+ * same for every transport and for --raw.
+ */
 
 static double now_us(void)
 {
@@ -114,6 +129,70 @@ static double now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static uint64_t stamp(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __rdtsc();
+#else
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+/* A stamp and the monotonic clock read together: both ends of a test. */
+struct span {
+	uint64_t tk;
+	double us;
+};
+
+static struct span span_now(void)
+{
+	struct span s = {.tk = stamp()};
+
+	s.us = now_us();
+	return s;
+}
+
+/* Microseconds per stamp unit between a and b. */
+static double us_per_stamp(struct span a, struct span b)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return b.tk > a.tk ? (b.us - a.us) / (double)(b.tk - a.tk) : 0;
+#else
+	(void)a;
+	(void)b;
+	return 1e-3;
+#endif
+}
+
+/*
+ * Give up on a peer silent for WAIT_LIMIT_S. The clock is read lazily:
+ * spinning, every DEADLINE_EVERY-th check only, and the limit starts at
+ * the first read, so a wait shorter than that reads no clock at all.
+ */
+#define DEADLINE_EVERY 1024
+
+struct deadline {
+	double limit; /* us; 0: not started */
+	unsigned long checks;
+};
+
+static bool deadline_passed(struct deadline *d, bool spin)
+{
+	double t;
+
+	if (spin && ++d->checks % DEADLINE_EVERY)
+		return false;
+	t = now_us();
+	if (!d->limit) {
+		d->limit = t + WAIT_LIMIT_S * 1e6;
+		return false;
+	}
+	return t > d->limit;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -418,19 +497,16 @@ static void pump(struct bench *b)
 	}
 }
 
-/* Pump until *counter reaches want. Spinning, the clock is read every
- * 64th pump only: where it is a system call (a guest without a vDSO
- * clock), reading it on every pump would be most of what a pump costs. */
+/* Pump until *counter reaches want. The clock is read lazily (struct
+ * deadline): where it is a system call (a guest without a vDSO clock),
+ * reading it on every pump would be most of what a pump costs. */
 static void wait_count(struct bench *b, const long *counter, long want)
 {
-	double limit = now_us() + WAIT_LIMIT_S * 1e6;
-	unsigned long pumps = 0;
+	struct deadline d = {0};
 
 	while (*counter < want) {
 		pump(b);
-		if (b->spin && ++pumps % 64)
-			continue;
-		if (now_us() > limit) {
+		if (deadline_passed(&d, b->spin)) {
 			fprintf(stderr, "rmca_perf: peer silent for %.0f s\n",
 				WAIT_LIMIT_S);
 			exit(1);
@@ -715,7 +791,18 @@ struct client {
 	struct ctrl t;
 	uint64_t ack;
 	double *lat;
+	uint64_t *stamps; /* one per timed iteration, and the end */
 };
+
+/* c->lat[0..n) from c->stamps[0..n] (over span a to b), divided by div. */
+static void lat_from_stamps(struct client *c, long n, struct span a,
+			    struct span b, double div)
+{
+	double k = us_per_stamp(a, b) / div;
+
+	for (long i = 0; i < n; i++)
+		c->lat[i] = (double)(c->stamps[i + 1] - c->stamps[i]) * k;
+}
 
 static void tell(struct client *c, enum test_id id, size_t size, long iters,
 		 long warmup)
@@ -796,25 +883,30 @@ static long *done_counter(struct bench *b, enum test_id id)
 	}
 }
 
-/* One RMA or atomic op at a time; per-op times from post to completion. */
+/* One RMA or atomic op at a time; an op's time is from its post to the
+ * next one's (its completion and the loop). */
 static void run_rma_lat(struct client *c, enum test_id id, size_t size,
 			long iters, long warmup, struct result *r)
 {
 	long *done = done_counter(&c->b, id);
-	double t0 = 0;
+	struct span s0 = {0}, s1;
 
 	for (long i = -warmup; i < iters; i++) {
-		double t = now_us();
 		long want = *done + 1;
 
-		if (!i)
-			t0 = t;
+		if (!i) {
+			s0 = span_now();
+			c->stamps[0] = s0.tk;
+		} else if (i > 0) {
+			c->stamps[i] = stamp();
+		}
 		post_op(c, id, size);
 		wait_count(&c->b, done, want);
-		if (i >= 0)
-			c->lat[i] = now_us() - t;
 	}
-	r->mops = iters / (now_us() - t0);
+	s1 = span_now();
+	c->stamps[iters] = s1.tk;
+	r->mops = iters / (s1.us - s0.us);
+	lat_from_stamps(c, iters, s0, s1, 1);
 	percentiles(c->lat, iters, r);
 }
 
@@ -823,24 +915,25 @@ static void run_send_lat(struct client *c, size_t size, long iters, long warmup,
 			 struct result *r)
 {
 	struct bench *b = &c->b;
-	long total = iters + warmup, posted = 0, r0 = b->recvs, s0 = b->sends;
+	long total = iters + warmup, posted = 0, r0 = b->recvs;
+	long s0_sends = b->sends;
 	long depth = c->o->window < 1 ? 1 : c->o->window;
-	double t0 = 0;
+	struct span s0 = {0}, s1;
 
 	tell(c, T_SEND_LAT, size, iters, warmup);
 	for (; posted < total && posted < depth; posted++)
 		POST(b, rmca_recv(b->ep, c->dst, size, c->dst_mr, &tag_data),
 		     "a receive", size);
 	for (long i = 0; i < total; i++) {
-		double t = now_us();
-
-		if (i == warmup)
-			t0 = t;
+		if (i == warmup) {
+			s0 = span_now();
+			c->stamps[0] = s0.tk;
+		} else if (i > warmup) {
+			c->stamps[i - warmup] = stamp();
+		}
 		POST(b, rmca_send(b->ep, c->src, size, c->src_mr, &tag_data),
 		     "a send", size);
 		wait_count(b, &b->recvs, r0 + i + 1);
-		if (i >= warmup)
-			c->lat[i - warmup] = (now_us() - t) / 2;
 		if (posted < total) {
 			POST(b,
 			     rmca_recv(b->ep, c->dst, size, c->dst_mr,
@@ -849,8 +942,11 @@ static void run_send_lat(struct client *c, size_t size, long iters, long warmup,
 			posted++;
 		}
 	}
-	r->mops = iters / (now_us() - t0);
-	wait_count(b, &b->sends, s0 + total + 1);
+	s1 = span_now();
+	c->stamps[iters] = s1.tk;
+	r->mops = iters / (s1.us - s0.us);
+	lat_from_stamps(c, iters, s0, s1, 2);
+	wait_count(b, &b->sends, s0_sends + total + 1);
 	percentiles(c->lat, iters, r);
 }
 
@@ -919,7 +1015,7 @@ static int raw_fd;
 static void raw_io(bool out, void *buf, size_t len, bool spin)
 {
 	char *p = buf;
-	double limit = now_us() + WAIT_LIMIT_S * 1e6;
+	struct deadline d = {0};
 
 	while (len) {
 		ssize_t n = out ? send(raw_fd, p, len,
@@ -938,7 +1034,7 @@ static void raw_io(bool out, void *buf, size_t len, bool spin)
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			die(errno, "%s %s",
 			    out ? "sending to" : "receiving from", peer_name);
-		if (now_us() > limit)
+		if (deadline_passed(&d, spin))
 			die(ETIMEDOUT, "%s %s",
 			    out ? "sending to" : "receiving from", peer_name);
 	}
@@ -1054,22 +1150,26 @@ static void raw_run(struct client *c, enum test_id id, size_t size, long iters,
 			 .size = size,
 			 .iters = (uint64_t)iters,
 			 .warmup = (uint64_t)warmup};
-	double t0 = 0, t1;
+	struct span s0 = {0}, s1;
+	double t0, t1;
 	uint64_t ack;
 
 	raw_io(true, &t, sizeof(t), spin);
 	if (id == T_SEND_LAT) {
 		for (long i = -warmup; i < iters; i++) {
-			double s = now_us();
-
-			if (!i)
-				t0 = s;
+			if (!i) {
+				s0 = span_now();
+				c->stamps[0] = s0.tk;
+			} else if (i > 0) {
+				c->stamps[i] = stamp();
+			}
 			raw_io(true, c->src, size, spin);
 			raw_io(false, c->dst, size, spin);
-			if (i >= 0)
-				c->lat[i] = (now_us() - s) / 2;
 		}
-		r->mops = iters / (now_us() - t0);
+		s1 = span_now();
+		c->stamps[iters] = s1.tk;
+		r->mops = iters / (s1.us - s0.us);
+		lat_from_stamps(c, iters, s0, s1, 2);
 		percentiles(c->lat, iters, r);
 		return;
 	}
@@ -1192,9 +1292,10 @@ static int client(const struct opts *o)
 		c.dst = xalloc(max);
 	}
 	c.lat = calloc((size_t)maxiters, sizeof(*c.lat));
+	c.stamps = calloc((size_t)maxiters + 1, sizeof(*c.stamps));
 	b->res = xalloc((size_t)o->window * sizeof(*b->res));
 	b->free_slots = calloc((size_t)o->window, sizeof(*b->free_slots));
-	if (!c.lat || !b->free_slots)
+	if (!c.lat || !c.stamps || !b->free_slots)
 		die(ENOMEM, "allocating the result arrays");
 	for (long i = 0; i < o->window; i++)
 		b->free_slots[b->nfree++] = i;
@@ -1325,6 +1426,7 @@ static int client(const struct opts *o)
 	buf_free(o->alloc && !o->raw, c.src);
 	buf_free(o->alloc && !o->raw, c.dst);
 	free(c.lat);
+	free(c.stamps);
 	free(b->res);
 	free(b->free_slots);
 	return 0;
