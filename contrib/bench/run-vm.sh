@@ -6,7 +6,7 @@
 #   contrib/bench/run-vm.sh [--build DIR] [-n ITERS] [-S SIZES] [--out DIR]
 #                           [--devices "rxe0 siw0"] [--mode wait|spin]
 #                           [--runs K] [--base DIR] [--count] [-t TESTS]
-#                           [-r RX_DEPTH]
+#                           [-r RX_DEPTH] [--guest-clock tsc|hpet]
 #
 # --runs K: K runs in one guest, the tools interleaved; each table cell is
 # the median of the K. --base DIR: a second build (another commit) measured
@@ -22,6 +22,11 @@
 # next tick, so latencies cluster at multiples of it (doc/bench.md).
 # -r: receives rmca_perf's server keeps posted in send_lat and send_bw
 # (rmca_perf -r; default 512, perftest's depth).
+# --guest-clock: the guest kernel's clock source. tsc (default) boots it
+# with clocksource=tsc tsc=reliable, so that clock_gettime is read in user
+# space (the vDSO) as on a real machine; hpet is what the guest picks by
+# itself under TCG, where every clock_gettime and gettimeofday is a system
+# call of about 1.6 us (doc/bench.md).
 # --mode wait: rmca_perf sleeps on its wait fd, perftest on CQ events (-e);
 # perftest refuses -e for RDMA WRITE, and rmca hung on siw0 (doc/bench.md). The guest is usually emulated
 # (TCG): only the ratios mean something, never the absolute numbers.
@@ -30,7 +35,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/contrib/bench/lib.sh"
 build= iters=300 sizes=8,4096,65536 out= devices="rxe0 siw0" mode=spin
-runs=1 base= count=0 tests=all rx=512 mode_set=0
+runs=1 base= count=0 tests=all rx=512 mode_set=0 clock=tsc
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2; shift ;;
@@ -44,11 +49,18 @@ while [ $# -gt 0 ]; do
 	--count) count=1 ;;
 	-t) tests=$2; shift ;;
 	-r) rx=$2; shift ;;
-	-h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--guest-clock) clock=$2; shift ;;
+	-h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-vm.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
 done
+
+case $clock in
+tsc) guest_append="clocksource=tsc tsc=reliable" ;;
+hpet) guest_append= ;;
+*) echo "run-vm.sh: --guest-clock is tsc or hpet, not $clock" >&2; exit 2 ;;
+esac
 
 # counting is in wait mode unless --mode spin says otherwise
 [ "$count" = 1 ] && [ "$mode_set" = 0 ] && mode=wait
@@ -72,6 +84,7 @@ fi
 
 echo "# host: $(bench_host)"
 echo "# rmca $(bench_rev); results in $out"
+echo "# guest clock source asked for: $clock"
 [ -n "$base" ] && echo "# base: $base ($(git -C "$base/.." describe --always --dirty 2>/dev/null || echo '?'))"
 start=$(date +%s)
 share="$out $build"
@@ -80,6 +93,7 @@ BENCH_BUILD=$build BENCH_OUT=$out BENCH_ITERS=$iters BENCH_SIZES=$sizes \
 BENCH_DEVICES=$devices BENCH_MODE=$mode BENCH_RUNS=$runs BENCH_BASE=$base \
 BENCH_COUNT=$count BENCH_TESTS=$tests BENCH_RX=$rx \
 VM_ENV="BENCH_BUILD BENCH_OUT BENCH_ITERS BENCH_SIZES BENCH_DEVICES BENCH_MODE BENCH_RUNS BENCH_BASE BENCH_COUNT BENCH_TESTS BENCH_RX" \
+VM_APPEND="${VM_APPEND:+$VM_APPEND }$guest_append" \
 VM_SHARE="$share" VM_TIMEOUT=${VM_TIMEOUT:-$(( count == 1 ? 1800 : 420 * runs ))} \
 	"$top/contrib/vm/run-vm.sh" bash "$top/contrib/bench/vm-payload.sh" ||
 	echo "run-vm.sh: the guest run failed ($?)" >&2

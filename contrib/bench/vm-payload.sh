@@ -31,6 +31,7 @@ comps() { # build tree
 	echo "$1/components/ib/.libs:$1/components/iwarp/.libs:$1/components/tcp/.libs"
 }
 port=18515
+echo "# guest clock source: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo '?')"
 
 # The perftest command of both sides, on the port now: sets pt (the
 # client adds the address).
