@@ -3,6 +3,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -205,6 +206,67 @@ int atk_closed(int fd, int ms)
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 			return 1;
 	}
+}
+
+void atk_real_client(struct api_peer *p, int port, const char *transport)
+{
+	struct rmca_ep_attr attr;
+	char hp[128];
+
+	API_CHECK_OK(rmca_init(&p->ctx));
+	api_host_port(hp, sizeof(hp), api_host(), port);
+	API_CHECK_OK(rmca_connect(p->ctx, hp, API_TIMEOUT_MS, &p->ep));
+	if (transport) {
+		API_CHECK_OK(rmca_ep_query(p->ep, &attr));
+		API_CHECK_MSG(!strcmp(attr.transport, transport),
+			      "the real client went over %s, not %s",
+			      attr.transport, transport);
+	}
+	api_hello_world(p, p->ep);
+	api_token(p, 0, ATK_DONE);
+}
+
+/* Whether an rmca_accept that ended rc may be passed over. */
+static bool accept_passes(int rc, unsigned int pass)
+{
+	switch (rc) {
+	case RMCA_ERR_TIMEOUT:
+		return true; /* the real client is not there yet */
+	case RMCA_ERR_PROTOCOL:
+		return pass & ATK_PASS_REFUSED;
+	case RMCA_ERR_CONNECTION:
+		return pass & ATK_PASS_BROKEN;
+	default:
+		return false;
+	}
+}
+
+void atk_serve_real(struct api_peer *p, unsigned int pass)
+{
+	long end = api_now_ms() + API_RUN_TIMEOUT_MS;
+	rmca_ep_t *ep;
+
+	for (;;) {
+		int rc;
+
+		ep = NULL;
+		rc = rmca_accept(p->l, 200, &ep);
+		API_CHECK_MSG(rc == RMCA_OK || accept_passes(rc, pass),
+			      "rmca_accept returned %d (%s)", rc,
+			      api_strerror(rc));
+		API_CHECK_MSG(api_now_ms() < end,
+			      "the real client was never served");
+		if (rc)
+			continue;
+		/* An attacker's endpoints never send; the real one does. */
+		if (!api_hello_world_answer(p, ep))
+			break;
+		API_CHECK_MSG(pass & ATK_PASS_MUTE,
+			      "an endpoint ended before the real client's");
+		rmca_ep_close(ep);
+	}
+	api_expect_token(p, 0, ATK_DONE);
+	rmca_ep_close(ep);
 }
 
 static char proc_state(pid_t pid)

@@ -14,6 +14,8 @@
 
 #include "wire.h"
 
+struct api_peer;
+
 /* A blocking TCP connection to host:port; dies when refused. */
 int atk_connect(const char *host, int port);
 /* Write all of buf; dies on error. */
@@ -52,6 +54,29 @@ void atk_frame_counts(int fd, uint32_t acked, uint32_t credits);
 /* 1 when the other side closed fd (EOF or reset) within ms, else 0; data
  * that arrives meanwhile is discarded. */
 int atk_closed(int fd, int ms);
+
+/* The token a real client sends once it was served (api_token). */
+#define ATK_DONE 0xd0e
+
+/* The real client, after an attack: connects to port (over transport,
+ * unless NULL), says hello, hears world, then sends ATK_DONE. */
+void atk_real_client(struct api_peer *p, int port, const char *transport);
+
+/* What atk_serve_real lets pass before the real client is served. */
+enum {
+	ATK_PASS_REFUSED = 1 << 0, /* accepts ended RMCA_ERR_PROTOCOL */
+	ATK_PASS_BROKEN = 1 << 1,  /* accepts ended RMCA_ERR_CONNECTION */
+	/* endpoints that end without a word (an attacker's, made by hand):
+	 * each is closed */
+	ATK_PASS_MUTE = 1 << 2,
+	ATK_PASS_ANY = ATK_PASS_REFUSED | ATK_PASS_BROKEN | ATK_PASS_MUTE,
+};
+
+/* The server's side of atk_real_client: accepts on p->l until an
+ * endpoint says hello, answers it, waits for ATK_DONE and closes it.
+ * Anything else that comes first and pass does not name fails, as does
+ * no real client within API_RUN_TIMEOUT_MS. */
+void atk_serve_real(struct api_peer *p, unsigned int pass);
 
 /* Stop and resume a process; stop returns once it is stopped, so that
  * whatever is sent meanwhile is seen by it in one go. */

@@ -24,55 +24,22 @@
 #include "api_util.h"
 #include "attack_util.h"
 
-#define TOKEN_DONE 0xd0e
 #define ATOMIC_CPU 2 /* RMCA_atomic_mode=cpu, set for both sides below */
 
-/* The real client, after the attack: it says hello, hears world. */
-static void real_client(struct api_peer *p, int port)
-{
-	char hp[128];
-
-	API_CHECK_OK(rmca_init(&p->ctx));
-	api_host_port(hp, sizeof(hp), api_host(), port);
-	API_CHECK_OK(rmca_connect(p->ctx, hp, API_TIMEOUT_MS, &p->ep));
-	api_hello_world(p, p->ep);
-	api_token(p, 0, TOKEN_DONE);
-}
-
 /*
- * The server: accepts until it has served `real` real clients (an endpoint
- * that says hello); endpoints the attacker completes are closed.
+ * The server: accepts until it has served the real client; endpoints the
+ * attacker completes are closed.
  */
 static void serve(struct api_peer *p)
 {
 	/* strict: a peer that is refused (a probe, an attacker) must not end
 	 * an rmca_accept with an error. */
 	bool strict = p->arg && *(bool *)p->arg;
-	long end = api_now_ms() + API_RUN_TIMEOUT_MS;
-	int rc;
 
 	api_server_listen(p, api_host());
 	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
 	api_put_u64(p, 0, (uint64_t)getpid());
-	for (;;) {
-		rmca_ep_t *ep = NULL;
-
-		rc = rmca_accept(p->l, 200, &ep);
-		API_CHECK_MSG(rc == RMCA_OK || rc == RMCA_ERR_TIMEOUT ||
-				      (!strict && (rc == RMCA_ERR_PROTOCOL ||
-						   rc == RMCA_ERR_CONNECTION)),
-			      "rmca_accept returned %d (%s)", rc,
-			      api_strerror(rc));
-		API_CHECK_MSG(api_now_ms() < end,
-			      "the real client was never served");
-		if (rc)
-			continue;
-		/* The attacker's endpoints never send; the real one does. */
-		if (!api_hello_world_answer(p, ep))
-			break;
-		rmca_ep_close(ep);
-	}
-	api_expect_token(p, 0, TOKEN_DONE);
+	atk_serve_real(p, strict ? ATK_PASS_MUTE : ATK_PASS_ANY);
 }
 
 /*
@@ -110,7 +77,7 @@ static void superseded_client(struct api_peer *p)
 	close(b);
 	close(c);
 	close(bfd);
-	real_client(p, port);
+	atk_real_client(p, port, NULL);
 }
 
 static void test_superseded_pending_socket(void **state)
@@ -163,7 +130,7 @@ static void half_open_client(struct api_peer *p)
 	(void)rmca_connect(quitter, hp, 1, &ep);
 	rmca_finalize(quitter);
 
-	real_client(p, port);
+	atk_real_client(p, port, NULL);
 	while (n--)
 		close(fds[n]);
 }
@@ -189,7 +156,7 @@ static void poll_only_server(struct api_peer *p)
 	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
 	api_put_u64(p, 0, (uint64_t)getpid());
 	/* Waiting on the pipe keeps calling rmca_poll, never rmca_accept. */
-	api_expect_token(p, 0, TOKEN_DONE);
+	api_expect_token(p, 0, ATK_DONE);
 }
 
 static void probe_client(struct api_peer *p)
@@ -206,7 +173,7 @@ static void probe_client(struct api_peer *p)
 	API_CHECK_MSG(rc == RMCA_OK, "explain returned %d (%s): %s", rc,
 		      api_strerror(rc), text);
 	API_CHECK_MSG(strstr(text, "transport tcp"), "explain said: %s", text);
-	api_token(p, 0, TOKEN_DONE);
+	api_token(p, 0, ATK_DONE);
 }
 
 static void test_probe_answered_from_poll(void **state)
@@ -237,7 +204,7 @@ static void refused_probe_client(struct api_peer *p)
 	API_CHECK_MSG(strstr(text, "atomic mode differs"), "explain said: %s",
 		      text);
 	rmca_finalize(ctx);
-	real_client(p, port);
+	atk_real_client(p, port, NULL);
 }
 
 static void test_refused_probe_does_not_end_accept(void **state)
@@ -275,7 +242,7 @@ static void token_zero_client(struct api_peer *p)
 		      "a data hello with token 0 was kept");
 	close(dfd);
 	close(bfd);
-	real_client(p, port);
+	atk_real_client(p, port, NULL);
 }
 
 static void test_token_zero_refused(void **state)
@@ -310,7 +277,7 @@ static void parked_client(struct api_peer *p)
 	close(a);
 	close(b);
 	close(bfd);
-	real_client(p, port);
+	atk_real_client(p, port, NULL);
 }
 
 static void test_parked_sockets_time_out(void **state)
@@ -351,7 +318,7 @@ static void limited_server(struct api_peer *p)
 	/* Room for three or four more descriptors, whatever is open now. */
 	rl.rlim_cur = (rlim_t)open_fds() + 3;
 	API_CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
-	api_expect_token(p, 0, TOKEN_DONE);
+	api_expect_token(p, 0, ATK_DONE);
 }
 
 static void fd_limit_client(struct api_peer *p)
@@ -386,7 +353,7 @@ static void fd_limit_client(struct api_peer *p)
 	for (int i = 0; i < 12; i++)
 		if (pfd[i].fd >= 0)
 			close(pfd[i].fd);
-	api_token(p, 0, TOKEN_DONE);
+	api_token(p, 0, ATK_DONE);
 }
 
 static void test_fd_limit_sheds_new_peers(void **state)
@@ -434,7 +401,7 @@ static void churn_client(struct api_peer *p)
 	}
 	close(cfd);
 	close(bfd);
-	real_client(p, port);
+	atk_real_client(p, port, NULL);
 }
 
 static void test_refused_peers_do_not_flood_the_log(void **state)
@@ -488,7 +455,7 @@ static void lying_counts_client(struct api_peer *p)
 		close(c);
 		close(bfd);
 	}
-	real_client(p, port);
+	atk_real_client(p, port, NULL);
 }
 
 static void test_lying_counts_end_their_connection(void **state)

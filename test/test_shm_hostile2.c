@@ -42,53 +42,16 @@
 #include "shm.h"
 #include "wire_util.h"
 
-#define TOKEN_DONE 0xd0e
 #define ATOMIC_CPU 2 /* RMCA_atomic_mode=cpu, set for both sides below */
 #define REGION	   65536
 #define SILENT	   24 /* sockets that stall on the shm socket */
 
-/* The real client, after the attack: over shm, it says hello, hears world. */
-static void real_client(struct api_peer *p, int port)
-{
-	struct rmca_ep_attr attr;
-	char hp[128];
-
-	API_CHECK_OK(rmca_init(&p->ctx));
-	api_host_port(hp, sizeof(hp), api_host(), port);
-	API_CHECK_OK(rmca_connect(p->ctx, hp, API_TIMEOUT_MS, &p->ep));
-	API_CHECK_OK(rmca_ep_query(p->ep, &attr));
-	API_CHECK_MSG(!strcmp(attr.transport, "shm"),
-		      "the real client went over %s", attr.transport);
-	api_hello_world(p, p->ep);
-	api_token(p, 0, TOKEN_DONE);
-}
-
 /* Accepts until a real client (an endpoint that says hello) was served. */
 static void serve(struct api_peer *p)
 {
-	long end = api_now_ms() + API_RUN_TIMEOUT_MS;
-	int rc;
-
 	api_server_listen(p, api_host());
 	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
-	for (;;) {
-		rmca_ep_t *ep = NULL;
-
-		rc = rmca_accept(p->l, 200, &ep);
-		API_CHECK_MSG(rc == RMCA_OK || rc == RMCA_ERR_TIMEOUT ||
-				      rc == RMCA_ERR_PROTOCOL ||
-				      rc == RMCA_ERR_CONNECTION,
-			      "rmca_accept returned %d (%s)", rc,
-			      api_strerror(rc));
-		API_CHECK_MSG(api_now_ms() < end,
-			      "the real client was never served");
-		if (rc)
-			continue;
-		if (!api_hello_world_answer(p, ep))
-			break;
-		rmca_ep_close(ep);
-	}
-	api_expect_token(p, 0, TOKEN_DONE);
+	atk_serve_real(p, ATK_PASS_ANY);
 }
 
 /* The listener's shm module, as its answer to a probe lists it. */
@@ -162,7 +125,7 @@ static void half_open_client(struct api_peer *p)
 					"shm"),
 			"the listener did not pick shm");
 	}
-	real_client(p, port);
+	atk_real_client(p, port, "shm");
 	for (int i = 0; i < 3; i++)
 		close(fds[i]);
 }
@@ -209,7 +172,7 @@ static void silent_client(struct api_peer *p)
 	atk_write(fds[SILENT], &sh, 1);
 	fds[SILENT + 1] = shm_dial(&b);
 	atk_write(fds[SILENT + 1], &sh, sizeof(sh));
-	real_client(p, port);
+	atk_real_client(p, port, "shm");
 	for (int i = 0; i < SILENT + 2; i++)
 		close(fds[i]);
 }
@@ -237,7 +200,7 @@ static void publishing_server(struct api_peer *p)
 		p->ctx, buf, REGION,
 		RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE, &mr));
 	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
-	api_expect_token(p, 0, TOKEN_DONE);
+	api_expect_token(p, 0, ATK_DONE);
 	API_CHECK_OK(rmca_mr_dereg(mr));
 	free(buf);
 }
@@ -361,7 +324,7 @@ static void other_user_client(struct api_peer *p)
 		      sh.flags, nfds);
 	close(s);
 	close(bfd);
-	api_token(p, 0, TOKEN_DONE);
+	api_token(p, 0, ATK_DONE);
 }
 
 static void test_peer_of_another_user_gets_no_key_table(void **state)
@@ -513,7 +476,7 @@ static void silent_then_ping(struct api_peer *p)
 		close(filler);
 	close(ufd);
 	close(lfd);
-	api_expect_token(p, 0, TOKEN_DONE);
+	api_expect_token(p, 0, ATK_DONE);
 	API_CHECK_OK(rmca_mr_dereg(mr));
 }
 
@@ -545,7 +508,7 @@ static void connects_to_silence(struct api_peer *p)
 	api_wait(p, API_CTX(2), &c);
 	API_CHECK_MSG(!c.status && !strcmp(buf, "ping"),
 		      "the message: %s, \"%s\"", api_strerror(c.status), buf);
-	api_token(p, 0, TOKEN_DONE);
+	api_token(p, 0, ATK_DONE);
 	API_CHECK_OK(rmca_mr_dereg(mr));
 }
 

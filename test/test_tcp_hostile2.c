@@ -43,33 +43,8 @@
 #include "ctrl.h"
 #include "tcp.h" /* frame.h, TCP_MAX_OPS */
 
-#define TOKEN_DONE 0xd0e
 #define ATOMIC_CPU 2 /* RMCA_atomic_mode=cpu, set for both sides below */
 #define REGION	   4096
-
-/* The real client, after the attack: it says hello, hears world. */
-static void real_client(struct api_peer *p, int port)
-{
-	char hp[128];
-
-	API_CHECK_OK(rmca_init(&p->ctx));
-	api_host_port(hp, sizeof(hp), api_host(), port);
-	API_CHECK_OK(rmca_connect(p->ctx, hp, API_TIMEOUT_MS, &p->ep));
-	api_hello_world(p, p->ep);
-	api_token(p, 0, TOKEN_DONE);
-}
-
-/* The server's side of the real client: accepted, hello answered. */
-static void serve_real(struct api_peer *p)
-{
-	rmca_ep_t *ep = NULL;
-
-	API_CHECK_OK(rmca_accept(p->l, API_TIMEOUT_MS, &ep));
-	API_CHECK_MSG(!api_hello_world_answer(p, ep),
-		      "the real client was not served");
-	api_expect_token(p, 0, TOKEN_DONE);
-	rmca_ep_close(ep);
-}
 
 /* An endpoint made by hand: *bfd is the bootstrap socket (the control
  * channel from now on), the data connection is returned. */
@@ -184,7 +159,7 @@ static void liar(struct api_peer *p)
 		(void)api_get_u64(p, 0); /* its endpoint checked */
 		close(bfd);
 	}
-	real_client(p, port);
+	atk_real_client(p, port, NULL);
 }
 
 static void lied_to(struct api_peer *p)
@@ -217,7 +192,7 @@ static void lied_to(struct api_peer *p)
 			      l);
 		api_put_u64(p, 0, 2);
 	}
-	serve_real(p);
+	atk_serve_real(p, 0);
 	API_CHECK_OK(rmca_mr_dereg(mr));
 }
 
@@ -360,7 +335,7 @@ static void reacher(struct api_peer *p)
 		(void)api_get_u64(p, 0); /* the region checked */
 		close(bfd);
 	}
-	real_client(p, port);
+	atk_real_client(p, port, NULL);
 }
 
 static void reached(struct api_peer *p)
@@ -398,7 +373,7 @@ static void reached(struct api_peer *p)
 		rmca_ep_close(ep);
 		api_put_u64(p, 0, 1);
 	}
-	serve_real(p);
+	atk_serve_real(p, 0);
 	API_CHECK_OK(rmca_mr_dereg(rmr));
 	API_CHECK_OK(rmca_mr_dereg(mr));
 	free(w);
@@ -428,7 +403,7 @@ static void never_reads(struct api_peer *p)
 	atk_frame_counts(c, 0, TCP_MAX_OPS);
 	api_put_u64(p, 0, 1);
 	(void)api_get_u64(p, 0); /* the server is stuck posting */
-	real_client(p, port);
+	atk_real_client(p, port, NULL);
 	(void)api_get_u64(p, 0); /* its endpoint closed and checked */
 	close(c);
 	close(bfd);
@@ -471,7 +446,7 @@ static void stuck_server(struct api_peer *p)
 		posted, STALL_LEN);
 	/* The listener serves others meanwhile. */
 	api_put_u64(p, 0, 2);
-	serve_real(p);
+	atk_serve_real(p, 0);
 	rmca_ep_close(ep);
 	end = api_now_ms() + API_TIMEOUT_MS;
 	while (done < posted && api_now_ms() < end) {
@@ -589,7 +564,7 @@ static void ctrl_liar(struct api_peer *p)
 		      "the control channel stayed open after a lie");
 	close(bfd);
 	close(c);
-	real_client(p, port);
+	atk_real_client(p, port, NULL);
 }
 
 static void ctrl_target(struct api_peer *p)
@@ -616,7 +591,7 @@ static void ctrl_target(struct api_peer *p)
 			      "word %zu changed to %llx", i,
 			      (unsigned long long)w[i]);
 	api_put_u64(p, 0, 2);
-	serve_real(p);
+	atk_serve_real(p, 0);
 	rmca_ep_close(ep);
 	API_CHECK_OK(rmca_mr_dereg(mr));
 	free(w);
@@ -668,7 +643,7 @@ static void holder(struct api_peer *p)
 			atk_write(fds[i], "\x10", 1);
 	}
 	/* In the backlog until the slots free (RMCA_connect_timeout). */
-	real_client(p, port);
+	atk_real_client(p, port, NULL);
 	for (int i = 0; i < HOLD; i++) {
 		API_CHECK_MSG(atk_closed(fds[i], API_TIMEOUT_MS),
 			      "stalled connection %d still open", i);
@@ -678,20 +653,10 @@ static void holder(struct api_peer *p)
 
 static void held_server(struct api_peer *p)
 {
-	rmca_ep_t *ep = NULL;
-	int rc;
-
 	api_server_listen(p, api_host());
 	api_put_u64(p, 0, (uint64_t)rmca_listener_port(p->l));
 	/* The refusals end rmca_accept calls with their status. */
-	while ((rc = rmca_accept(p->l, API_TIMEOUT_MS, &ep)) ==
-	       RMCA_ERR_PROTOCOL)
-		;
-	API_CHECK_MSG(!rc, "rmca_accept: %s", api_strerror(rc));
-	API_CHECK_MSG(!api_hello_world_answer(p, ep),
-		      "the real client was not served");
-	api_expect_token(p, 0, TOKEN_DONE);
-	rmca_ep_close(ep);
+	atk_serve_real(p, ATK_PASS_REFUSED);
 }
 
 static void test_stalled_bootstrap_peers_are_bounded(void **state)
