@@ -158,24 +158,28 @@ int atk_data_port(const struct rmca_hello *a)
 	return m->addr[6] | m->addr[7] << 8;
 }
 
-void atk_frame_hello(int fd, uint64_t token)
+void atk_frame_write(int fd, const struct tcp_frame *f)
 {
-	struct tcp_frame f = {
-		.type = TCP_F_HELLO, .id = token, .operand = TCP_HELLO_WORD};
 	uint8_t buf[TCP_HDR_LEN];
 
-	rmca_tcp_frame_encode(&f, buf);
+	rmca_tcp_frame_encode(f, buf);
 	atk_write(fd, buf, sizeof(buf));
+}
+
+void atk_frame_hello(int fd, uint64_t token)
+{
+	const struct tcp_frame f = {
+		.type = TCP_F_HELLO, .id = token, .operand = TCP_HELLO_WORD};
+
+	atk_frame_write(fd, &f);
 }
 
 void atk_frame_counts(int fd, uint32_t acked, uint32_t credits)
 {
-	struct tcp_frame f = {
+	const struct tcp_frame f = {
 		.type = TCP_F_ACK, .acked = acked, .credits = credits};
-	uint8_t buf[TCP_HDR_LEN];
 
-	rmca_tcp_frame_encode(&f, buf);
-	atk_write(fd, buf, sizeof(buf));
+	atk_frame_write(fd, &f);
 }
 
 void atk_frame_ack(int fd, uint64_t token)

@@ -15,6 +15,7 @@
 #include "wire.h"
 
 struct api_peer;
+struct tcp_frame;
 
 /* A blocking TCP connection to host:port; dies when refused. */
 int atk_connect(const char *host, int port);
@@ -43,6 +44,9 @@ struct rmca_wire_mod atk_verbs_mod(const char *component, const char *dev,
 void atk_verbs_addr(const struct rmca_wire_mod *m, struct sockaddr_in *sin);
 /* The tcp data port named in a passive hello's chosen module. */
 int atk_data_port(const struct rmca_hello *answer);
+
+/* Send the header of tcp frame f. */
+void atk_frame_write(int fd, const struct tcp_frame *f);
 
 /* Send a tcp HELLO frame carrying token; read the HELLO_ACK for token
  * (dies on anything else). */

@@ -62,14 +62,6 @@ static int hand_made(int port, uint64_t token, int *bfd)
 	return c;
 }
 
-static void frame_write(int fd, const struct tcp_frame *f)
-{
-	uint8_t buf[TCP_HDR_LEN];
-
-	rmca_tcp_frame_encode(f, buf);
-	atk_write(fd, buf, sizeof(buf));
-}
-
 /* ---- lies on the data connection ---- */
 
 enum lie {
@@ -99,7 +91,7 @@ static void lie_tell(int c, enum lie l)
 	switch (l) {
 	case LIE_ORPHAN_RESP:
 		f = (struct tcp_frame){.type = TCP_F_RESP, .id = 77};
-		frame_write(c, &f);
+		atk_frame_write(c, &f);
 		return;
 	case LIE_SECOND_HELLO:
 		atk_frame_hello(c, 0x5ec0d);
@@ -108,7 +100,7 @@ static void lie_tell(int c, enum lie l)
 		f = (struct tcp_frame){.type = TCP_F_SEND,
 				       .id = 1,
 				       .len = TCP_MAX_PAYLOAD + 1};
-		frame_write(c, &f);
+		atk_frame_write(c, &f);
 		return;
 	case LIE_UNKNOWN_TYPE:
 		f = (struct tcp_frame){.type = TCP_F_ACK};
@@ -120,7 +112,7 @@ static void lie_tell(int c, enum lie l)
 		f = (struct tcp_frame){.type = TCP_F_RESP,
 				       .id = 1,
 				       .status = RMCA_ERR_CONNECTION};
-		frame_write(c, &f);
+		atk_frame_write(c, &f);
 		return;
 	case LIE_CREDITS:
 		atk_frame_counts(c, 0, TCP_MAX_OPS + 1);
@@ -133,7 +125,7 @@ static void lie_tell(int c, enum lie l)
 	case LIE_CUT_MESSAGE:
 		f = (struct tcp_frame){
 			.type = TCP_F_SEND, .id = 1, .len = 1000};
-		frame_write(c, &f);
+		atk_frame_write(c, &f);
 		atk_write(c, "0123456789", 10);
 		return;
 	case LIE_MAX:
@@ -250,7 +242,6 @@ static void reach_out(int c, enum reach k, const struct api_region *r)
 {
 	static uint8_t junk[REGION + 8];
 	struct tcp_frame f = {.type = TCP_F_PUT, .id = 1, .rkey = r->rkey};
-	uint8_t hdr[TCP_HDR_LEN];
 
 	memset(junk, 0xee, sizeof(junk));
 	switch (k) {
@@ -292,8 +283,7 @@ static void reach_out(int c, enum reach k, const struct api_region *r)
 	case REACH_MAX:
 		break;
 	}
-	rmca_tcp_frame_encode(&f, hdr);
-	atk_write(c, hdr, sizeof(hdr));
+	atk_frame_write(c, &f);
 	if (f.type == TCP_F_PUT)
 		atk_write(c, junk, (size_t)f.len);
 }
