@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -271,6 +272,13 @@ void atk_serve_real(struct api_peer *p, unsigned int pass)
 	}
 	api_expect_token(p, 0, ATK_DONE);
 	rmca_ep_close(ep);
+}
+
+void atk_run_connect_timeout(const struct api_test *t, const char *ms)
+{
+	setenv("RMCA_connect_timeout", ms, 1);
+	api_run(t);
+	unsetenv("RMCA_connect_timeout");
 }
 
 static char proc_state(pid_t pid)

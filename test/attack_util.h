@@ -15,6 +15,7 @@
 #include "wire.h"
 
 struct api_peer;
+struct api_test;
 struct tcp_frame;
 
 /* A blocking TCP connection to host:port; dies when refused. */
@@ -81,6 +82,10 @@ enum {
  * Anything else that comes first and pass does not name fails, as does
  * no real client within API_RUN_TIMEOUT_MS. */
 void atk_serve_real(struct api_peer *p, unsigned int pass);
+
+/* api_run(t) with RMCA_connect_timeout at ms (how long a listener waits
+ * for a handshake to end) for both sides, unset after. */
+void atk_run_connect_timeout(const struct api_test *t, const char *ms);
 
 /* Stop and resume a process; stop returns once it is stopped, so that
  * whatever is sent meanwhile is seen by it in one go. */

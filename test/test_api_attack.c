@@ -141,9 +141,7 @@ static void test_half_open_handshakes_do_not_block(void **state)
 		.server = serve, .client = half_open_client, .manual = true};
 
 	(void)state;
-	setenv("RMCA_connect_timeout", "60000", 1);
-	api_run(&t);
-	unsetenv("RMCA_connect_timeout");
+	atk_run_connect_timeout(&t, "60000");
 }
 
 /*
@@ -286,9 +284,7 @@ static void test_parked_sockets_time_out(void **state)
 		.server = serve, .client = parked_client, .manual = true};
 
 	(void)state;
-	setenv("RMCA_connect_timeout", "300", 1);
-	api_run(&t);
-	unsetenv("RMCA_connect_timeout");
+	atk_run_connect_timeout(&t, "300");
 }
 
 /*
@@ -363,9 +359,7 @@ static void test_fd_limit_sheds_new_peers(void **state)
 				   .manual = true};
 
 	(void)state;
-	setenv("RMCA_connect_timeout", "60000", 1);
-	api_run(&t);
-	unsetenv("RMCA_connect_timeout");
+	atk_run_connect_timeout(&t, "60000");
 }
 
 /*

@@ -136,9 +136,7 @@ static void test_half_open_shm_handshake_does_not_block(void **state)
 		.server = serve, .client = half_open_client, .manual = true};
 
 	(void)state;
-	setenv("RMCA_connect_timeout", "60000", 1);
-	api_run(&t);
-	unsetenv("RMCA_connect_timeout");
+	atk_run_connect_timeout(&t, "60000");
 }
 
 /* A shm hello (its layout in components/shm/shm_connect.c), by hand. */
@@ -183,9 +181,7 @@ static void test_silent_shm_sockets_do_not_block(void **state)
 		.server = serve, .client = silent_client, .manual = true};
 
 	(void)state;
-	setenv("RMCA_connect_timeout", "60000", 1);
-	api_run(&t);
-	unsetenv("RMCA_connect_timeout");
+	atk_run_connect_timeout(&t, "60000");
 }
 
 /* The listener, with a region published to its peers, until the liar is

@@ -656,10 +656,8 @@ static void test_stalled_bootstrap_peers_are_bounded(void **state)
 
 	(void)state;
 	setenv("RMCA_handshake_max", "4", 1);
-	setenv("RMCA_connect_timeout", "1000", 1);
-	api_run(&t);
+	atk_run_connect_timeout(&t, "1000");
 	unsetenv("RMCA_handshake_max");
-	unsetenv("RMCA_connect_timeout");
 }
 
 int main(void)
