@@ -281,6 +281,16 @@ void atk_run_connect_timeout(const struct api_test *t, const char *ms)
 	unsetenv("RMCA_connect_timeout");
 }
 
+char *atk_run_log_connect_timeout(const struct api_test *t, const char *ms)
+{
+	char *log;
+
+	setenv("RMCA_connect_timeout", ms, 1);
+	log = api_run_log(t);
+	unsetenv("RMCA_connect_timeout");
+	return log;
+}
+
 static char proc_state(pid_t pid)
 {
 	char path[64], buf[512], *p;

@@ -86,6 +86,8 @@ void atk_serve_real(struct api_peer *p, unsigned int pass);
 /* api_run(t) with RMCA_connect_timeout at ms (how long a listener waits
  * for a handshake to end) for both sides, unset after. */
 void atk_run_connect_timeout(const struct api_test *t, const char *ms);
+/* The same with the server's log, as api_run_log returns it. */
+char *atk_run_log_connect_timeout(const struct api_test *t, const char *ms);
 
 /* Stop and resume a process; stop returns once it is stopped, so that
  * whatever is sent meanwhile is seen by it in one go. */

@@ -217,12 +217,31 @@ static void test_refused_probe_does_not_end_accept(void **state)
 	api_run(&t);
 }
 
-/* Issue 7.9: token 0 names no connection, on either port. */
+/* Whether some line of log says both a and b. */
+static bool log_says(const char *log, const char *a, const char *b)
+{
+	for (const char *l = log; *l;) {
+		const char *end = strchr(l, '\n');
+		size_t n = end ? (size_t)(end - l) : strlen(l);
+		const char *x = strstr(l, a), *y = strstr(l, b);
+
+		if (x && y && x < l + n && y < l + n)
+			return true;
+		l += n + (end != NULL);
+	}
+	return false;
+}
+
+/*
+ * Issue 7.9: token 0 names no connection, on either port. The server must
+ * say so: a garbled hello is closed too, for another reason. The same data
+ * hello with the connect's token is answered (the control).
+ */
 static void token_zero_client(struct api_peer *p)
 {
 	int port = api_client_read_port(p);
 	struct rmca_hello answer;
-	int bfd, dfd, dport;
+	int bfd, dfd, cfd, dport;
 
 	(void)api_get_u64(p, 0);
 	bfd = atk_connect(api_host(), port);
@@ -238,6 +257,10 @@ static void token_zero_client(struct api_peer *p)
 	atk_frame_hello(dfd, 0);
 	API_CHECK_MSG(atk_closed(dfd, API_TIMEOUT_MS),
 		      "a data hello with token 0 was kept");
+	cfd = atk_connect(api_host(), dport);
+	atk_frame_hello(cfd, 0x20e);
+	atk_frame_ack(cfd, 0x20e);
+	close(cfd);
 	close(dfd);
 	close(bfd);
 	atk_real_client(p, port, NULL);
@@ -247,29 +270,55 @@ static void test_token_zero_refused(void **state)
 {
 	const struct api_test t = {
 		.server = serve, .client = token_zero_client, .manual = true};
+	char *log;
 
 	(void)state;
-	api_run(&t);
+	log = api_run_log(&t);
+	if (!log_says(log, "bootstrap from", "refused: hello without a token"))
+		fail_msg("no bootstrap refused for token 0: %s", log);
+	/* On the data port the frame's decoder refuses an id 0 (any frame's,
+	 * then a hello's), and the listener a hello without a token: any one
+	 * of them, but one about the token. */
+	if (!log_says(log, "tcp: closing connection", "zero operation id") &&
+	    !log_says(log, "tcp: closing connection", "zero token") &&
+	    !log_says(log, "tcp: closing connection", "hello without a token"))
+		fail_msg("no data hello refused for token 0: %s", log);
+	free(log);
 }
 
-/* Issue 7.9: parked and silent data sockets are closed at their deadline
- * (RMCA_connect_timeout, 300 ms here). */
+/*
+ * Issue 7.9: parked and silent data sockets are closed at their deadline
+ * (RMCA_connect_timeout, 1 s here), each for its own reason, which the
+ * server must say (a garbled hello is closed at once, for another). A
+ * socket parked under a token whose connect comes in time is answered (the
+ * control).
+ */
 static void parked_client(struct api_peer *p)
 {
 	int port = api_client_read_port(p);
 	struct rmca_hello answer;
-	int bfd, a, b, dport;
+	int bfd, cbfd, a, b, c, dport;
 
 	(void)api_get_u64(p, 0);
 	bfd = atk_connect(api_host(), port);
 	API_CHECK(
 		!atk_hello(bfd, 0x9a2c, RMCA_ROLE_ACTIVE, ATOMIC_CPU, &answer));
 	dport = atk_data_port(&answer);
+	c = atk_connect(api_host(), dport);
+	atk_frame_hello(c, 0x9a2b);
+	cbfd = atk_connect(api_host(), port);
+	API_CHECK(!atk_hello(cbfd, 0x9a2b, RMCA_ROLE_ACTIVE, ATOMIC_CPU,
+			     &answer));
+	atk_frame_ack(c, 0x9a2b);
+	close(c);
+	close(cbfd);
 	a = atk_connect(api_host(), dport);
-	atk_frame_hello(a, 0x9a2d);	    /* parked: no connect names it */
-	b = atk_connect(api_host(), dport); /* says nothing */
+	atk_frame_hello(a, 0x9a2d); /* parked: no connect names it */
 	API_CHECK_MSG(atk_closed(a, API_TIMEOUT_MS),
 		      "a parked data socket was kept past its deadline");
+	/* Made after a's line, b's deadline falls out of that line's second
+	 * (the server logs one such line a second). */
+	b = atk_connect(api_host(), dport); /* says nothing */
 	API_CHECK_MSG(atk_closed(b, API_TIMEOUT_MS),
 		      "a silent data socket was kept past its deadline");
 	close(a);
@@ -282,9 +331,15 @@ static void test_parked_sockets_time_out(void **state)
 {
 	const struct api_test t = {
 		.server = serve, .client = parked_client, .manual = true};
+	char *log;
 
 	(void)state;
-	atk_run_connect_timeout(&t, "300");
+	log = atk_run_log_connect_timeout(&t, "1000");
+	if (!log_says(log, "tcp: closing connection", "its connect never came"))
+		fail_msg("no parked socket timed out: %s", log);
+	if (!log_says(log, "tcp: closing connection", "no hello in time"))
+		fail_msg("no silent socket timed out: %s", log);
+	free(log);
 }
 
 /*
@@ -473,8 +528,10 @@ int main(void)
 		cmocka_unit_test(test_half_open_handshakes_do_not_block),
 		cmocka_unit_test(test_probe_answered_from_poll),
 		cmocka_unit_test(test_refused_probe_does_not_end_accept),
-		cmocka_unit_test(test_token_zero_refused),
-		cmocka_unit_test(test_parked_sockets_time_out),
+		cmocka_unit_test_teardown(test_token_zero_refused,
+					  api_log_show),
+		cmocka_unit_test_teardown(test_parked_sockets_time_out,
+					  api_log_show),
 		cmocka_unit_test(test_fd_limit_sheds_new_peers),
 		cmocka_unit_test_teardown(
 			test_refused_peers_do_not_flood_the_log, api_log_show),
