@@ -126,15 +126,27 @@ struct rmca_verbs_addr {
 	char device[24];
 } __attribute__((packed));
 
-/* Per-connection control memory: the peer reads `posted` (credits) and the
- * flush READ lands in `sink`. */
+/*
+ * Per-connection control memory: the peer reads the line that starts with
+ * `posted` (credits), and the credit and flush READs of the peer's line land
+ * in `sink`. A control READ is a whole line, RMCA_VERBS_CTL_READ bytes, not
+ * the 8 of the counter: siw (Linux 6.1) answers a READ of at most 32 bytes
+ * from one SGE with copy_from_user() whenever its QP-wide "in syscall" flag
+ * is set, which its transmit kthread also sees when it takes over the send
+ * queue while the owner's ibv_post_send is still inside siw; from the
+ * kthread that copy fails, and siw drops the connection with
+ * IB_EVENT_QP_REQ_ERR. A longer READ is answered from the pinned pages, in
+ * any context.
+ */
+#define RMCA_VERBS_CTL_READ 64
 struct rmca_verbs_ctl {
 	volatile uint64_t posted; /* user receives ever posted here */
-	uint64_t pad[7];
-	uint64_t sink; /* RDMA READ sink (iwarp: needs REMOTE_WRITE) */
+	uint64_t pad[7];	  /* read with it, always zero */
+	uint64_t sink[RMCA_VERBS_CTL_READ / 8]; /* RDMA READ sink (iwarp:
+						   needs REMOTE_WRITE) */
 	uint64_t hello; /* receive buffer of the active side's first send */
 	uint64_t hello_src;
-	uint64_t pad2[5];
+	uint64_t pad2[6];
 };
 
 enum rmca_verbs_op_kind {

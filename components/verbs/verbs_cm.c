@@ -32,12 +32,12 @@
  * data in RDMA mode, and then sits in the socket until more data arrives.
  * The active side, answered, saw its connection up and moved on, while the
  * passive side waited for a hello that it would get only with the
- * active side's next message. So the active side posts an 8-byte READ
- * behind the hello and returns once one comes back (RDMAP answers a READ
- * only after the messages before it are placed); until then it posts
- * another READ now and then, whose arrival makes siw read everything
- * queued. A device with an ORD of 1 holds the later READs back, and the
- * wait is then only as good as the first one.
+ * active side's next message. So the active side posts a READ of the
+ * peer's control line behind the hello and returns once one comes back
+ * (RDMAP answers a READ only after the messages before it are placed);
+ * until then it posts another READ now and then, whose arrival makes siw
+ * read everything queued. A device with an ORD of 1 holds the later
+ * READs back, and the wait is then only as good as the first one.
  */
 #include <errno.h>
 #include <poll.h>

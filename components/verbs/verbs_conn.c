@@ -71,9 +71,13 @@ struct rmca_verbs_conn *rmca_verbs_conn_new(struct rmca_verbs_module *vm,
 	 * key is never published. */
 	if (rmca_verbs_flavour(vm)->read_sink_remote_write)
 		sink_access |= IBV_ACCESS_REMOTE_WRITE;
-	c->ctl_pub = ibv_reg_mr(pd, (void *)&c->ctl->posted, 64,
-				IBV_ACCESS_REMOTE_READ);
-	c->ctl_sink = ibv_reg_mr(pd, &c->ctl->sink, 64, sink_access);
+	c->ctl_pub = ibv_reg_mr(pd, (void *)&c->ctl->posted,
+				RMCA_VERBS_CTL_READ, IBV_ACCESS_REMOTE_READ);
+	/* the sink, then the hello's buffers */
+	c->ctl_sink = ibv_reg_mr(pd, c->ctl->sink,
+				 sizeof(*c->ctl) -
+					 offsetof(struct rmca_verbs_ctl, sink),
+				 sink_access);
 	if (!c->ctl_pub || !c->ctl_sink)
 		goto err;
 	c->next = vm->conns;

@@ -72,7 +72,7 @@ void rmca_verbs_op_done(struct rmca_verbs_op *op, int status, size_t len,
 
 static void credit_update(struct rmca_verbs_conn *c)
 {
-	uint64_t v = __atomic_load_n(&c->ctl->sink, __ATOMIC_ACQUIRE);
+	uint64_t v = __atomic_load_n(&c->ctl->sink[0], __ATOMIC_ACQUIRE);
 
 	if (v > c->peer_posted) {
 		c->peer_posted = v;

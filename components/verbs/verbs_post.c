@@ -388,10 +388,11 @@ static void fill_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 	case RMCA_VOP_FLUSH:
 	case RMCA_VOP_CREDIT:
 	case RMCA_VOP_HELLO_READ:
-		/* an 8-byte READ of the peer's credit counter: a real
-		 * region, which iWARP checks even for 0 bytes */
-		op->sge.addr = (uintptr_t)&c->ctl->sink;
-		op->sge.length = sizeof(c->ctl->sink);
+		/* a READ of the peer's credit counter: a real region,
+		 * which iWARP checks even for 0 bytes, and its whole line,
+		 * never a short READ (RMCA_VERBS_CTL_READ, verbs.h) */
+		op->sge.addr = (uintptr_t)c->ctl->sink;
+		op->sge.length = RMCA_VERBS_CTL_READ;
 		op->sge.lkey = c->ctl_sink->lkey;
 		wr->num_sge = 1;
 		wr->opcode = IBV_WR_RDMA_READ;
