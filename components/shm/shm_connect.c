@@ -371,13 +371,15 @@ static int dial(struct shm_module *m, uint64_t sock_id, int *out)
 	if (fd < 0)
 		return RMCA_ERR_NO_MEMORY;
 	while (connect(fd, (struct sockaddr *)&sa, sl)) {
-		if (errno == EINTR)
+		int err = errno;
+
+		if (err == EINTR)
 			continue;
 		close(fd);
-		if (errno == EAGAIN)
+		if (err == EAGAIN)
 			return RMCA_ERR_AGAIN;
 		shm_log(m, RMCA_LOG_INFO, "connect to peer socket: %s",
-			strerror(errno));
+			strerror(err));
 		return RMCA_ERR_CONNECTION;
 	}
 	*out = fd;
