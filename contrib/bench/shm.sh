@@ -102,9 +102,19 @@ for r in $(seq "$reps"); do
 done
 
 echo
-echo "== medians over the runs (8 B latency in us; 1 MiB bandwidth in MB/s)"
-awk -F, '{ k = $2; v[k] = v[k] " " $5 }
-	END { for (k in v) print k ":" v[k] }' "$out/all.csv" | sort
+echo "== each run, then the median (8 B latency in us; 1 MiB bandwidth in MB/s)"
+awk -F, '{ k = $2; v[k] = v[k] " " $5; c[k]++; x[k, c[k]] = $5 + 0 }
+	END {
+		for (k in v) {
+			n = c[k]
+			for (i = 2; i <= n; i++) # insertion sort: mawk has no asort
+				for (j = i; j > 1 && x[k, j - 1] > x[k, j]; j--) {
+					t = x[k, j]; x[k, j] = x[k, j - 1]; x[k, j - 1] = t
+				}
+			m = n % 2 ? x[k, (n + 1) / 2] : (x[k, n / 2] + x[k, n / 2 + 1]) / 2
+			print k ":" v[k] ": median " m
+		}
+	}' "$out/all.csv" | sort
 
 # The calls of an 8 B spinning ping-pong of N round trips, both processes;
 # $1 is the counting wrapper, which writes its count to $out/$2.{srv,cli}.
