@@ -13,31 +13,8 @@
  * Transports as for any rmca program (contrib/bench/shm.sh sets
  * RMCA_transports=shm).
  */
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-#include <rmca.h>
-
-static rmca_listener_t *listener;
-static rmca_ep_t *accepted;
-
-static void die(const char *what, int rc)
-{
-	fprintf(stderr, "shm_pingpong: %s: %s\n", what, rmca_strerror(rc));
-	exit(1);
-}
-
-static void *accept_one(void *arg)
-{
-	int rc = rmca_accept(listener, 10000, &accepted);
-
-	(void)arg;
-	if (rc)
-		die("accept", rc);
-	return NULL;
-}
+#define PINGPONG_NAME "shm_pingpong"
+#include "pingpong.h"
 
 /* Poll ctx until a receive completes; every completion must be OK. */
 static void wait_recv(rmca_context_t *ctx)
@@ -58,14 +35,6 @@ static void wait_recv(rmca_context_t *ctx)
 	}
 }
 
-static double now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 100000, warmup;
@@ -74,25 +43,13 @@ int main(int argc, char **argv)
 	rmca_context_t *a, *b;
 	rmca_mr_t *mr[4];
 	rmca_ep_t *ea, *eb;
-	char hp[64];
-	pthread_t t;
 	double t0 = 0;
 	int rc;
 
 	if (n < 1 || size > sizeof(buf[0]))
 		return 2;
 	warmup = n / 10 + 1;
-	if ((rc = rmca_init(&a)) || (rc = rmca_init(&b)))
-		die("init", rc);
-	if ((rc = rmca_listen(a, "127.0.0.1:0", &listener)))
-		die("listen", rc);
-	snprintf(hp, sizeof(hp), "127.0.0.1:%d", rmca_listener_port(listener));
-	if (pthread_create(&t, NULL, accept_one, NULL))
-		return 1;
-	if ((rc = rmca_connect(b, hp, 10000, &eb)))
-		die("connect", rc);
-	pthread_join(t, NULL);
-	ea = accepted;
+	pingpong_pair(&a, &b, &ea, &eb);
 	for (int i = 0; i < 4; i++)
 		if ((rc = rmca_mr_reg(i < 2 ? a : b, buf[i], sizeof(buf[i]),
 				      RMCA_ACCESS_LOCAL, &mr[i])))
@@ -111,10 +68,6 @@ int main(int argc, char **argv)
 	}
 	printf("pingpong,%zu,%ld,%.1f,ns_per_round_trip\n", size, n,
 	       (now_ns() - t0) / (double)n);
-	rmca_ep_close(eb);
-	rmca_ep_close(ea);
-	rmca_listener_close(listener);
-	rmca_finalize(b);
-	rmca_finalize(a);
+	pingpong_unpair(a, b, ea, eb);
 	return 0;
 }

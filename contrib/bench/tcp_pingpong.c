@@ -26,36 +26,14 @@
  */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <rmca.h>
+#define PINGPONG_NAME "tcp_pingpong"
+#include "pingpong.h"
 
 #define DEPTH 64
-
-static rmca_listener_t *listener;
-static rmca_ep_t *accepted;
-
-static void die(const char *what, int rc)
-{
-	fprintf(stderr, "tcp_pingpong: %s: %s\n", what, rmca_strerror(rc));
-	exit(1);
-}
-
-static void *accept_one(void *arg)
-{
-	int rc = rmca_accept(listener, 10000, &accepted);
-
-	(void)arg;
-	if (rc)
-		die("accept", rc);
-	return NULL;
-}
 
 /* One pass of ctx; how many completions of op it returned (all OK). */
 static int poll_once(rmca_context_t *ctx, enum rmca_op op)
@@ -77,14 +55,6 @@ static void poll_until(rmca_context_t *ctx, enum rmca_op op)
 {
 	while (!poll_once(ctx, op))
 		;
-}
-
-static double now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
 static void xfer(int fd, void *buf, size_t len, int out)
@@ -160,8 +130,6 @@ int main(int argc, char **argv)
 	rmca_mr_t *mr[4], *wmr, *resmr;
 	rmca_ep_t *ea, *eb;
 	uint64_t rkey, wkey;
-	char hp[64];
-	pthread_t t;
 	double t0 = 0;
 	int rc, kind;
 
@@ -172,17 +140,7 @@ int main(int argc, char **argv)
 		run_raw(warmup, n, size);
 		return 0;
 	}
-	if ((rc = rmca_init(&a)) || (rc = rmca_init(&b)))
-		die("init", rc);
-	if ((rc = rmca_listen(a, "127.0.0.1:0", &listener)))
-		die("listen", rc);
-	snprintf(hp, sizeof(hp), "127.0.0.1:%d", rmca_listener_port(listener));
-	if (pthread_create(&t, NULL, accept_one, NULL))
-		return 1;
-	if ((rc = rmca_connect(b, hp, 10000, &eb)))
-		die("connect", rc);
-	pthread_join(t, NULL);
-	ea = accepted;
+	pingpong_pair(&a, &b, &ea, &eb);
 	for (int i = 0; i < 4; i++)
 		if ((rc = rmca_mr_reg(i < 2 ? a : b, buf[i], sizeof(buf[i]),
 				      i == 2 ? RMCA_ACCESS_REMOTE_WRITE
@@ -262,10 +220,6 @@ int main(int argc, char **argv)
 	}
 	printf("%s,%zu,%ld,%.1f,ns_per_round_trip\n", test, size, n,
 	       (now_ns() - t0) / (double)n);
-	rmca_ep_close(eb);
-	rmca_ep_close(ea);
-	rmca_listener_close(listener);
-	rmca_finalize(b);
-	rmca_finalize(a);
+	pingpong_unpair(a, b, ea, eb);
 	return 0;
 }
