@@ -139,15 +139,6 @@ static void test_half_open_shm_handshake_does_not_block(void **state)
 	atk_run_connect_timeout(&t, "60000");
 }
 
-/* A shm hello (its layout in components/shm/shm_connect.c), by hand. */
-struct atk_shm_hello {
-	uint32_t magic;
-	uint32_t version;
-	uint64_t token;
-	int32_t status;
-	uint32_t flags;
-};
-
 /*
  * Sockets that stall on the shm socket before a real client dials it:
  * silent ones, one that sent a byte of its hello, one with a whole hello
@@ -159,9 +150,9 @@ static void silent_client(struct api_peer *p)
 	static struct rmca_hello probe;
 	struct rmca_wire_mod shm = listener_shm(port, &probe);
 	struct shm_addr_blob b = blob_of(&shm);
-	struct atk_shm_hello sh = {.magic = 0x4f4c4548u, /* "HELO" */
-				   .version = SHM_PROTO_VERSION,
-				   .token = 0x70c3};
+	struct shm_hello sh = {.magic = SHM_HELLO_MAGIC,
+			       .version = SHM_PROTO_VERSION,
+			       .token = 0x70c3};
 	int fds[SILENT + 2];
 
 	for (int i = 0; i < SILENT; i++)
@@ -220,7 +211,7 @@ static int segment(void)
 }
 
 /* Read the answer to a shm hello; *nfds: how many descriptors came. */
-static void shm_answer(int fd, struct atk_shm_hello *h, int *nfds)
+static void shm_answer(int fd, struct shm_hello *h, int *nfds)
 {
 	size_t got = 0;
 
@@ -260,10 +251,10 @@ static void other_user_client(struct api_peer *p)
 	static struct rmca_hello probe, h, answer;
 	struct rmca_wire_mod shm = listener_shm(port, &probe);
 	struct shm_addr_blob lb = blob_of(&shm), b = lb;
-	struct atk_shm_hello sh = {.magic = 0x4f4c4548u, /* "HELO" */
-				   .version = SHM_PROTO_VERSION,
-				   .token = 0x07e40001,
-				   .flags = 1}; /* it may attach to us */
+	struct shm_hello sh = {.magic = SHM_HELLO_MAGIC,
+			       .version = SHM_PROTO_VERSION,
+			       .token = 0x07e40001,
+			       .flags = SHM_HF_CMA}; /* it may attach to us */
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int))];
@@ -311,10 +302,9 @@ static void other_user_client(struct api_peer *p)
 	close(seg);
 	memset(&sh, 0, sizeof(sh));
 	shm_answer(s, &sh, &nfds);
-	API_CHECK_MSG(sh.magic == 0x4b434148u /* "HACK" */ &&
-			      sh.token == 0x07e40001,
+	API_CHECK_MSG(sh.magic == SHM_ACK_MAGIC && sh.token == 0x07e40001,
 		      "not an answer to the hello");
-	API_CHECK_MSG(!(sh.flags & 2) && !nfds,
+	API_CHECK_MSG(!(sh.flags & SHM_HF_KEYS) && !nfds,
 		      "a peer of uid 65534 that said it is uid 0 got the "
 		      "listener's key table (flags 0x%x, %d descriptors)",
 		      sh.flags, nfds);
@@ -433,7 +423,7 @@ static int silent_listener(int lfd, int ufd, uint64_t id, bool full)
 	}
 	/* Its shm hello comes (and the descriptors with it go). */
 	s = accept_in_time(ufd);
-	API_CHECK(!atk_read(s, buf, sizeof(struct atk_shm_hello)));
+	API_CHECK(!atk_read(s, buf, sizeof(struct shm_hello)));
 	close(fd);
 	return s;
 }

@@ -44,24 +44,6 @@
 
 #include "shm.h"
 
-#define SHM_HELLO_MAGIC 0x4f4c4548u /* "HELO" */
-#define SHM_ACK_MAGIC	0x4b434148u /* "HACK" */
-
-enum shm_hello_flags {
-	SHM_HF_CMA = 1 << 0,  /* the sender may attach to the receiver */
-	SHM_HF_KEYS = 1 << 1, /* the sender's key table comes with it */
-};
-
-struct shm_hello {
-	uint32_t magic;
-	uint32_t version;
-	uint64_t token;
-	int32_t status; /* ack: 0, or why the passive side refused */
-	uint32_t flags;
-};
-
-#define SHM_HELLO_FDS 2 /* the segment (hello only), the key table */
-
 /* How long an accepted socket may take to send its hello (ms). */
 #define SHM_HELLO_MS 1000
 
