@@ -129,8 +129,8 @@ static int core_fd_add(const struct rmca_core *core, int fd, uint32_t events,
 		       rmca_fd_cb cb, void *arg)
 {
 	struct rmca_context *ctx = rmca_core_ctx(core);
-	struct epoll_event ev = {.events = events & ~RMCA_FD_EAGER,
-				 .data.fd = fd};
+	struct epoll_event ev = {.events = events & ~RMCA_FD_EAGER};
+	uint32_t gen;
 
 	if (fd < 0 || !cb)
 		return RMCA_ERR_INVALID;
@@ -144,8 +144,11 @@ static int core_fd_add(const struct rmca_core *core, int fd, uint32_t events,
 		ctx->fds = s;
 		ctx->nfds = n;
 	}
+	gen = ctx->fds[fd].gen + 1;
+	ev.data.u64 = rmca_fd_event(fd, gen);
 	if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &ev))
 		return errno == ENOMEM ? RMCA_ERR_NO_MEMORY : RMCA_ERR_INVALID;
+	ctx->fds[fd].gen = gen;
 	ctx->fds[fd].cb = cb;
 	ctx->fds[fd].arg = arg;
 	ctx->fds[fd].eager = events & RMCA_FD_EAGER;
@@ -156,9 +159,11 @@ static int core_fd_add(const struct rmca_core *core, int fd, uint32_t events,
 static int core_fd_mod(const struct rmca_core *core, int fd, uint32_t events)
 {
 	struct rmca_context *ctx = rmca_core_ctx(core);
-	struct epoll_event ev = {.events = events & ~RMCA_FD_EAGER,
-				 .data.fd = fd};
+	struct epoll_event ev = {.events = events & ~RMCA_FD_EAGER};
 
+	if (fd < 0 || (size_t)fd >= ctx->nfds || !ctx->fds[fd].cb)
+		return RMCA_ERR_INVALID;
+	ev.data.u64 = rmca_fd_event(fd, ctx->fds[fd].gen);
 	return epoll_ctl(ctx->epfd, EPOLL_CTL_MOD, fd, &ev) ? RMCA_ERR_INVALID :
 								 0;
 }
@@ -170,7 +175,7 @@ static void core_fd_del(const struct rmca_core *core, int fd)
 	epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, fd, NULL);
 	if (fd >= 0 && (size_t)fd < ctx->nfds) {
 		ctx->neager -= ctx->fds[fd].eager;
-		ctx->fds[fd] = (struct rmca_fd_slot){ 0 };
+		ctx->fds[fd] = (struct rmca_fd_slot){.gen = ctx->fds[fd].gen};
 	}
 	rmca_progress_fd_gone(ctx, fd);
 }

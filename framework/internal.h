@@ -51,7 +51,18 @@ struct rmca_fd_slot {
 	rmca_fd_cb cb;
 	void *arg;
 	bool eager; /* RMCA_FD_EAGER */
+	/* Which registration of this number: kept across fd_del, so that an
+	 * event of an fd removed within a batch (its number perhaps given to
+	 * a new one since) is told from the new fd's (rmca_fd_event). */
+	uint32_t gen;
 };
+
+/* What epoll carries for an fd the core watches: its number and the
+ * registration it was added under. */
+static inline uint64_t rmca_fd_event(int fd, uint32_t gen)
+{
+	return (uint64_t)gen << 32 | (uint32_t)fd;
+}
 
 struct rmca_context {
 	struct rmca_core core; /* core.priv == this */

@@ -371,12 +371,16 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 		}
 	}
 	for (int i = 0; i < n; i++) {
-		int fd = ev[i].data.fd;
+		int fd = (int)(uint32_t)ev[i].data.u64;
 
 		if (fd == ctx->cq->efd)
 			continue;
-		/* A callback may remove other fds: look each one up anew. */
-		if ((size_t)fd >= ctx->nfds || !ctx->fds[fd].cb)
+		/* A callback may remove other fds, and a new fd may have
+		 * taken the number since: look each one up anew, and skip an
+		 * event of an earlier registration (level-triggered, the new
+		 * fd's own readiness comes at the next look). */
+		if ((size_t)fd >= ctx->nfds || !ctx->fds[fd].cb ||
+		    ctx->fds[fd].gen != (uint32_t)(ev[i].data.u64 >> 32))
 			continue;
 		if (ctx->fds[fd].eager && (ev[i].events & EPOLLIN))
 			cq->hot_fd = fd;
