@@ -211,6 +211,16 @@ if [ $failed != 0 ]; then
 		echo "ci: --- $l"
 		cat "$l"
 	done
+	# What failed and why, once more where a reader of the log's tail
+	# sees it: each failing program, each failing case and the comment
+	# lines that follow it (TAP), cmocka's error lines.
+	echo "ci: === failing cases"
+	for l in $failing_logs; do
+		awk '/^(FAIL|ERROR): / || /^\[  ERROR   \]/ { print; next }
+			/^not ok / { n = 4; print; next }
+			n && /^#/ { n--; print; next }
+			{ n = 0 }' "$l" | head -40
+	done
 fi
 summary
 [ $failed = 0 ]
