@@ -118,7 +118,7 @@ struct rmca_job {
 	unsigned npending;
 	int64_t log_window; /* refusal lines: ten a second at most */
 	unsigned log_lines, log_suppressed;
-	int64_t active_to; /* rank our outstanding request waits on, or -1 */
+	int64_t active_to; /* rank we ask (dial, await its answer), or -1 */
 	bool serving;	   /* inside a passive handshake */
 };
 
@@ -687,11 +687,20 @@ static int job_connect(struct rmca_job *job, uint32_t r, int64_t deadline,
 
 		if ((*out = peer_ep(job, r)))
 			return 0;
+		/* Asking from the dial on: a request of r's that comes while
+		 * we dial is told ours wins (or waits), not served, so that
+		 * r does not also serve ours, a handshake one side drops. */
+		job->active_to = r;
 		rc = dial(job, r, in, deadline, &fd);
 		if (rc)
 			return rc;
+		if ((*out = peer_ep(job, r))) {
+			/* its request was served while we dialled */
+			close(fd);
+			job->active_to = -1;
+			return 0;
+		}
 		rc = rmca_send_full(fd, req, sizeof(req), deadline);
-		job->active_to = r;
 		while (!rc && got < sizeof(ans)) {
 			ssize_t n;
 
