@@ -242,6 +242,7 @@ static const struct rmca_core_ops rmca_core_ops = {
 	.param_string = core_param_string,
 	.random = core_random,
 	.route = rmca_route,
+	.will_sleep = rmca_core_will_sleep,
 };
 
 /* ---- framework parameters ---- */

@@ -201,6 +201,9 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms);
 void rmca_progress_fd_gone(struct rmca_context *ctx, int fd);
 /* The core op may_sleep: rmca_wait_fd() handed the epoll set out. */
 bool rmca_core_may_sleep(const struct rmca_core *core);
+/* The core op will_sleep: the progress ops run right before the core's
+ * own sleep in the set. */
+bool rmca_core_will_sleep(const struct rmca_core *core);
 
 /* ops.c */
 struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,

@@ -29,7 +29,8 @@
  * Until rmca_wait_fd() hands the set out, nobody but the core sleeps in
  * it, and a pass that may sleep runs the progress ops before it does: a
  * module may then hold work for its next pass without keeping the set
- * readable (may_sleep).
+ * readable (may_sleep), and arm a wakeup only when those progress ops say
+ * a sleep follows (will_sleep).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -75,6 +76,9 @@ struct rmca_cq {
 	bool eps_polled;      /* every endpoint is on such a module */
 	long long last_epoll; /* ns */
 	unsigned spin_passes; /* since the clock was last read */
+
+	/* The progress ops run right before the core sleeps itself. */
+	bool will_sleep;
 };
 
 void rmca_core_work_due(struct rmca_context *ctx)
@@ -354,7 +358,9 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 		/* The core is about to sleep in the set: what the modules
 		 * hold for their next pass goes first (may_sleep). What that
 		 * completes keeps the eventfd readable: no sleep then. */
+		cq->will_sleep = true;
 		mods_progress(ctx);
+		cq->will_sleep = false;
 		progressed = true;
 	}
 	if (!fresh_post && look) {
@@ -450,4 +456,9 @@ int rmca_wait_fd(rmca_context_t *ctx)
 bool rmca_core_may_sleep(const struct rmca_core *core)
 {
 	return rmca_core_ctx(core)->cq->fd_out;
+}
+
+bool rmca_core_will_sleep(const struct rmca_core *core)
+{
+	return rmca_core_ctx(core)->cq->will_sleep;
 }

@@ -69,8 +69,11 @@ struct rmca_verbs_module {
 	struct ibv_cq *cq;
 	int cq_size, cq_used;
 	/* The channel's event is left unread while completions keep coming
-	 * (verbs_cq.c): busy since the last arming, quiet since when. */
+	 * or nobody may sleep (verbs_cq.c): busy since the last arming,
+	 * quiet since when. */
 	bool cq_busy;
+	/* The module sleeps on the channel itself (its loopback probe). */
+	bool self_wait;
 	bool cq_found; /* completions read since the last progress op */
 	/* a connection may need its unsignalled tail retired (sq_close) */
 	bool close_due;

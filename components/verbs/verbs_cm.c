@@ -684,6 +684,7 @@ static void lb_attempt(struct rmca_verbs_module **vms, int n, bool *ok)
 
 	memset(p, 0, sizeof(p));
 	for (i = 0; i < n; i++) {
+		vms[i]->self_wait = true; /* its CQ is armed before each poll */
 		done[i] = ok[i];
 		if (done[i])
 			continue;
@@ -715,7 +716,7 @@ static void lb_attempt(struct rmca_verbs_module **vms, int n, bool *ok)
 			due = lb_next_due(vm, due);
 		}
 		if (!pending)
-			return;
+			break;
 		wait = due - rmca_now_ms();
 		if (wait <= 0 || poll(fds, 3 * pending, (int)wait) <= 0)
 			continue;
@@ -724,6 +725,8 @@ static void lb_attempt(struct rmca_verbs_module **vms, int n, bool *ok)
 			if (!done[i])
 				rmca_verbs_cq_event(vms[i], EPOLLIN);
 	}
+	for (i = 0; i < n; i++)
+		vms[i]->self_wait = false;
 }
 
 void rmca_verbs_loopback_probe(struct rmca_verbs_module **vms, int n, bool *ok)

@@ -268,14 +268,23 @@ static int drain(struct rmca_verbs_module *vm)
  * (ibv_req_notify_cq, a system call on rxe and siw) after every completion
  * costs a caller that spins on rmca_poll two system calls per operation,
  * where reading the CQ itself (ibv_poll_cq) costs none: the CQ is read on
- * every pass anyway (rmca_verbs_progress). So while completions keep
- * coming, the event stays unread: the wait fd stays readable (spuriously
- * at times, which the contract allows) and nothing is lost. Once no
- * completion came for idle_ns, the event is taken, the CQ armed and read
- * once more for what came before the arming; from then on a caller that
- * sleeps on the wait fd is woken by the next completion. One that sleeps
- * while the module is busy returns at once and polls until then. The clock
- * is read only every QUIET_CLOCK_EVERY quiet passes.
+ * every pass anyway (rmca_verbs_progress). So the event is taken and the
+ * CQ armed again (and read once more for what came before the arming)
+ * only when somebody may sleep in the context's epoll set before the next
+ * pass; until then the event stays unread, the channel's fd readable
+ * (spuriously at times, which the contract allows) and nothing is lost:
+ * the channel is always either armed or readable. Who may sleep:
+ *  - the core, right before it sleeps itself (a blocking rmca_accept or
+ *    rmca_connect: core op will_sleep), and this module in its loopback
+ *    probe (self_wait): the CQ is armed at once;
+ *  - the application, once rmca_wait_fd handed the set out (core op
+ *    may_sleep): the CQ is armed once no completion came for idle_ns, so
+ *    that one that spins on rmca_poll while completions keep coming is
+ *    spared the arming, and one that sleeps while the module is busy
+ *    returns at once and polls until then. The clock is read only every
+ *    QUIET_CLOCK_EVERY quiet passes.
+ * A context whose wait fd was never asked for, spinning on rmca_poll, thus
+ * never takes an event nor arms its CQ after the first completion.
  */
 #define QUIET_CLOCK_EVERY 16
 
@@ -311,6 +320,21 @@ static bool idle(struct rmca_verbs_module *vm)
 	return now - vm->quiet_since >= vm->idle_ns;
 }
 
+/* The CQ was quiet this pass and its arming is used up: arm it now? A
+ * core that does not say when it sleeps itself is taken to have a sleeper
+ * at any time (armed once idle, as for an application that may sleep). */
+static bool arm_due(struct rmca_verbs_module *vm)
+{
+	const struct rmca_core *core = vm->m.core;
+	const struct rmca_core_ops *ops = core->ops;
+
+	if (vm->self_wait || (ops->will_sleep && ops->will_sleep(core)))
+		return true;
+	if (ops->will_sleep && ops->may_sleep && !ops->may_sleep(core))
+		return false;
+	return idle(vm);
+}
+
 int rmca_verbs_cq_poll(struct rmca_verbs_module *vm)
 {
 	int total;
@@ -318,7 +342,7 @@ int rmca_verbs_cq_poll(struct rmca_verbs_module *vm)
 	if (cq_unread())
 		return 0;
 	total = drain(vm);
-	if (!total && vm->cq_busy && idle(vm)) {
+	if (!total && vm->cq_busy && arm_due(vm)) {
 		rearm(vm);
 		total = drain(vm);
 	}

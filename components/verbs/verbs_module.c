@@ -187,9 +187,10 @@ static bool cm_due(const struct rmca_verbs_module *vm)
  * core then looks at the fds once a millisecond instead of every pass, and
  * the completion channel's event (a read() and the re-arming
  * ibv_req_notify_cq, a system call each) is taken at most that often
- * instead of once per completion. The channel stays armed meanwhile, so
- * the wait fd is readable whenever a completion waits: a caller that stops
- * spinning and sleeps on it is woken as before.
+ * instead of once per completion, and not at all while nobody may sleep
+ * (verbs_cq.c). The channel stays armed or readable meanwhile, so the wait
+ * fd is readable whenever a completion waits: a caller that stops spinning
+ * and sleeps on it is woken as before.
  */
 int rmca_verbs_progress(struct rmca_module *m)
 {

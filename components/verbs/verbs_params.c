@@ -21,9 +21,12 @@ int rmca_verbs_params_register(const struct rmca_core *core, const char *comp)
 		.def = "100",
 		.help = "Microseconds a busy module keeps polling its "
 			"completion queue before it re-arms its completion "
-			"channel (0: after every completion, the fewest "
-			"spurious returns of the wait fd; more: fewer system "
-			"calls while completions keep coming)",
+			"channel for a caller that may sleep on the wait fd "
+			"(0: after every completion, the fewest spurious "
+			"returns of the wait fd; more: fewer system calls "
+			"while completions keep coming); a context whose wait "
+			"fd was never asked for re-arms only before the "
+			"library sleeps itself",
 		.min = 0,
 		.max = 1000000,
 	};

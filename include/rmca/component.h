@@ -61,8 +61,10 @@ extern "C" {
  * 5: struct rmca_conn, rmca_connecting and rmca_module_mr are base objects
  *    defined here, embedded by the module (before, each component defined
  *    them as it liked): older components are refused.
- * 6: core op mem_find. */
-#define RMCA_COMPONENT_ABI_VERSION 7u
+ * 6: core op mem_find.
+ * 7: core op may_sleep.
+ * 8: core op will_sleep. */
+#define RMCA_COMPONENT_ABI_VERSION 8u
 #define RMCA_COMPONENT_ABI_MIN	   5u
 
 /* The symbol every component exports, defined as
@@ -217,6 +219,15 @@ struct rmca_core_ops {
 	 * work a module holds for its next pass then needs nothing to keep
 	 * the set readable meanwhile. */
 	bool (*may_sleep)(const struct rmca_core *core);
+
+	/* ABI 8. True while the core runs the progress ops right before it
+	 * sleeps in the epoll set itself (a blocking rmca_accept or
+	 * rmca_connect waiting). While this and may_sleep are both false,
+	 * nobody sleeps in the set before the module's next progress op: a
+	 * wakeup that costs a system call to arm (a CQ's completion channel)
+	 * may stay unarmed meanwhile, if the progress op that sees either
+	 * true arms it. */
+	bool (*will_sleep)(const struct rmca_core *core);
 };
 
 struct rmca_core {
