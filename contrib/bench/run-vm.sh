@@ -12,7 +12,8 @@
 # the median of the K. --base DIR: a second build (another commit) measured
 # in the same runs, for before/after tables. --count: instead of timing,
 # count per operation (work requests posted, signalled and inline, CQ polls
-# that returned entries, system calls and the doorbell write()s) for rmca,
+# that returned entries, CQ armings and completion channel events taken at
+# each side, system calls and the doorbell write()s) for rmca,
 # the base build and perftest at n and 2n iterations (contrib/bench/
 # verbs_count.c, strace -c), in wait mode unless --mode spin is given.
 #
@@ -50,7 +51,7 @@ while [ $# -gt 0 ]; do
 	-t) tests=$2; shift ;;
 	-r) rx=$2; shift ;;
 	--guest-clock) clock=$2; shift ;;
-	-h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-vm.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -147,6 +148,15 @@ count_table() { # dev
 		awk -F, '{ split($1, f, " "); printf "%-8s %-9s %6s", f[1], f[2], f[3]
 			for (c = 2; c <= NF; c++) printf " %7.2f", $c
 			printf "\n" }'
+	echo
+	echo "completion channel per operation, each side: CQ armings"
+	echo "(ibv_req_notify_cq) and events taken (ibv_get_cq_event)"
+	printf "%-8s %-9s %6s %-7s %7s %7s\n" tool test bytes side arms/op events/op
+	# columns 15 and 16: notify, events (empty from an older shim: 0)
+	awk -F, '{ print $1 " " $2 " " $3 " " $5 "," $4 "," $15 + 0 "," $16 + 0 }' \
+		"$out/count-$dev.csv" | per_op |
+		awk -F, '{ split($1, f, " ")
+			printf "%-8s %-9s %6s %-7s %7.2f %7.2f\n", f[1], f[2], f[3], f[4], $2, $3 }'
 	echo
 	printf "%-8s %-9s %6s %10s %10s\n" tool test bytes syscalls/op writes/op
 	awk -F, '{ print $1 " " $2 " " $3 "," $4 "," $6 "," $7 }' \

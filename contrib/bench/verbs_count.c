@@ -8,11 +8,12 @@
  *
  * It wraps ibv_open_device (what librdmacm and perftest call) and puts
  * counting wrappers in front of the context's post_send, post_recv, poll_cq
- * and req_notify_cq, which ibv_post_send() and friends call through. The
- * line appended to VERBS_COUNT_OUT is
+ * and req_notify_cq, which ibv_post_send() and friends call through, and
+ * wraps ibv_get_cq_event (a completion channel's event taken: a read()).
+ * The line appended to VERBS_COUNT_OUT is
  *
  *   tag,post_send,send_wrs,signalled,inline,post_recv,recv_wrs,
- *   poll_cq,polls_with_entries,cqes,req_notify
+ *   poll_cq,polls_with_entries,cqes,req_notify,cq_events
  *
  * System calls (the doorbells of rxe and siw are write()s on the device's
  * command fd) are counted with strace -c; see contrib/bench/vm-count.sh.
@@ -38,7 +39,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static unsigned long n_post_send, n_send_wr, n_signalled, n_inline;
 static unsigned long n_post_recv, n_recv_wr;
-static unsigned long n_poll, n_poll_hit, n_cqe, n_notify;
+static unsigned long n_poll, n_poll_hit, n_cqe, n_notify, n_event;
 
 static const struct ibv_context_ops *orig_of(struct ibv_context *ctx)
 {
@@ -93,21 +94,42 @@ static int c_req_notify_cq(struct ibv_cq *cq, int solicited)
 	return orig_of(cq->context)->req_notify_cq(cq, solicited);
 }
 
+/* rmca loads libibverbs with its components (dlopen, local scope):
+ * RTLD_NEXT does not see it there. */
+static void *verbs_fn(const char *name)
+{
+	void *h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD);
+	void *f = dlsym(h ? h : RTLD_NEXT, name);
+
+	if (!f)
+		abort();
+	return f;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
+		     void **cq_ctx)
+{
+	static int (*real)(struct ibv_comp_channel *, struct ibv_cq **,
+			   void **);
+	int r;
+
+	if (!real)
+		real = (int (*)(struct ibv_comp_channel *, struct ibv_cq **,
+				void **))verbs_fn("ibv_get_cq_event");
+	r = real(ch, cq, cq_ctx);
+	if (!r)
+		__atomic_add_fetch(&n_event, 1, __ATOMIC_RELAXED);
+	return r;
+}
+
 struct ibv_context *ibv_open_device(struct ibv_device *dev)
 {
 	static struct ibv_context *(*real)(struct ibv_device *);
 	struct ibv_context *ctx;
 
-	if (!real) {
-		/* rmca loads libibverbs with its components (dlopen, local
-		 * scope): RTLD_NEXT does not see it there */
-		void *h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD);
-
+	if (!real)
 		real = (struct ibv_context * (*)(struct ibv_device *))
-			dlsym(h ? h : RTLD_NEXT, "ibv_open_device");
-		if (!real)
-			abort();
-	}
+			verbs_fn("ibv_open_device");
 	ctx = real(dev);
 	if (!ctx)
 		return NULL;
@@ -136,8 +158,9 @@ __attribute__((destructor)) static void report(void)
 	f = fopen(out, "a");
 	if (!f)
 		return;
-	fprintf(f, "%s,%lu,%lu,%lu,%lu,%lu,%lu,%lu,%lu,%lu,%lu\n",
+	fprintf(f, "%s,%lu,%lu,%lu,%lu,%lu,%lu,%lu,%lu,%lu,%lu,%lu\n",
 		tag ? tag : "?", n_post_send, n_send_wr, n_signalled, n_inline,
-		n_post_recv, n_recv_wr, n_poll, n_poll_hit, n_cqe, n_notify);
+		n_post_recv, n_recv_wr, n_poll, n_poll_hit, n_cqe, n_notify,
+		n_event);
 	fclose(f);
 }
