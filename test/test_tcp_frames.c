@@ -5,6 +5,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -232,6 +233,77 @@ static void inconsistent_frames_are_refused(void **state)
 	refuse_frame(&f);
 }
 
+/* The fields (header offsets, 8 bytes each, from 16) each type may set,
+ * written out apart from the decoder's tables. */
+static bool may_set_field(uint8_t type, size_t off)
+{
+	switch (type) {
+	case TCP_F_HELLO:
+	case TCP_F_HELLO_ACK:
+		return off == 16 || off == 48; /* id, operand */
+	case TCP_F_SEND:
+		return off == 16 || off == 24 || off == 40; /* id, len, rkey */
+	case TCP_F_PUT:
+	case TCP_F_GET:
+		return off >= 16 && off < 48; /* id, len, raddr, rkey */
+	case TCP_F_ATOMIC:
+		return true;
+	case TCP_F_RESP:
+		return off == 16 || off == 24 ||
+		       off == 48; /* id, len, operand */
+	default:
+		return false; /* ACK */
+	}
+}
+
+/*
+ * One byte a frame's type may not set, set in each valid frame in turn
+ * (every bit of it, at every offset): refused, with the first rule it
+ * breaks named, as the rules are checked one by one.
+ */
+static void every_byte_a_type_may_not_set_is_refused(void **state)
+{
+	uint8_t buf[TCP_HDR_LEN];
+	struct tcp_frame f;
+	const char *why;
+
+	for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
+		uint8_t type = valid[i].type;
+
+		for (size_t off = 1; off < TCP_HDR_LEN; off++) {
+			const char *want = NULL;
+
+			if (off == 1)
+				want = "flag not allowed for this frame type";
+			else if (off == 2 && type != TCP_F_ATOMIC)
+				want = "atomic kind on a non-atomic frame";
+			else if (off == 3)
+				want = "reserved byte set";
+			else if (off >= 4 && off < 8 && type != TCP_F_RESP)
+				want = "status on a request frame";
+			else if (off >= 16 &&
+				 !may_set_field(type, off & ~(size_t)7))
+				want = "field not used by this frame type is "
+				       "set";
+			if (!want)
+				continue;
+			for (unsigned bit = 0; bit < 8; bit++) {
+				rmca_tcp_frame_encode(&valid[i], buf);
+				if (off == 1 && type == TCP_F_SEND &&
+				    (1u << bit) == TCP_FF_INV)
+					continue; /* SEND may set it */
+				buf[off] ^= (uint8_t)(1u << bit);
+				why = NULL;
+				assert_int_equal(
+					rmca_tcp_frame_decode(buf, sizeof(buf),
+							      &f, &why),
+					RMCA_ERR_PROTOCOL);
+				assert_string_equal(why, want);
+			}
+		}
+	}
+}
+
 static void random_headers_never_crash_the_decoder(void **state)
 {
 	uint8_t buf[TCP_HDR_LEN];
@@ -270,6 +342,7 @@ int main(void)
 		cmocka_unit_test(unknown_type_and_reserved_byte_are_refused),
 		cmocka_unit_test(field_a_type_does_not_use_is_refused),
 		cmocka_unit_test(inconsistent_frames_are_refused),
+		cmocka_unit_test(every_byte_a_type_may_not_set_is_refused),
 		cmocka_unit_test(random_headers_never_crash_the_decoder),
 	};
 

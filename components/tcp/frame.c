@@ -20,6 +20,15 @@ enum {
 	FLD_MASK2 = 1 << 7,
 };
 
+/* The fields each type may set. */
+#define HELLO_FIELDS (FLD_ID | FLD_OPERAND)
+#define SEND_FIELDS  (FLD_ID | FLD_LEN | FLD_RKEY)
+#define RMA_FIELDS   (FLD_ID | FLD_LEN | FLD_RADDR | FLD_RKEY)
+#define ATOMIC_FIELDS                                                          \
+	(FLD_ID | FLD_LEN | FLD_RADDR | FLD_RKEY | FLD_OPERAND | FLD_COMPARE | \
+	 FLD_MASK1 | FLD_MASK2)
+#define RESP_FIELDS (FLD_ID | FLD_LEN | FLD_OPERAND)
+
 struct type_rule {
 	const char *name;
 	unsigned fields; /* fields that may be non-zero */
@@ -27,18 +36,48 @@ struct type_rule {
 };
 
 static const struct type_rule rules[TCP_F_MAX] = {
-	[TCP_F_HELLO] = { "HELLO", FLD_ID | FLD_OPERAND, 0 },
-	[TCP_F_HELLO_ACK] = { "HELLO_ACK", FLD_ID | FLD_OPERAND, 0 },
-	[TCP_F_ACK] = { "ACK", 0, 0 },
-	[TCP_F_SEND] = { "SEND", FLD_ID | FLD_LEN | FLD_RKEY, TCP_FF_INV },
-	[TCP_F_PUT] = { "PUT", FLD_ID | FLD_LEN | FLD_RADDR | FLD_RKEY, 0 },
-	[TCP_F_GET] = { "GET", FLD_ID | FLD_LEN | FLD_RADDR | FLD_RKEY, 0 },
-	[TCP_F_ATOMIC] = { "ATOMIC",
-			   FLD_ID | FLD_LEN | FLD_RADDR | FLD_RKEY |
-				   FLD_OPERAND | FLD_COMPARE | FLD_MASK1 |
-				   FLD_MASK2,
-			   0 },
-	[TCP_F_RESP] = { "RESP", FLD_ID | FLD_LEN | FLD_OPERAND, 0 },
+	[TCP_F_HELLO] = {"HELLO", HELLO_FIELDS, 0},
+	[TCP_F_HELLO_ACK] = {"HELLO_ACK", HELLO_FIELDS, 0},
+	[TCP_F_ACK] = {"ACK", 0, 0},
+	[TCP_F_SEND] = {"SEND", SEND_FIELDS, TCP_FF_INV},
+	[TCP_F_PUT] = {"PUT", RMA_FIELDS, 0},
+	[TCP_F_GET] = {"GET", RMA_FIELDS, 0},
+	[TCP_F_ATOMIC] = {"ATOMIC", ATOMIC_FIELDS, 0},
+	[TCP_F_RESP] = {"RESP", RESP_FIELDS, 0},
+};
+
+/*
+ * The same rules as the bits each of the header's ten 64-bit words may
+ * have set (read little-endian): every frame is checked against them with
+ * ten ANDs, and only one that fails goes through the checks one by one,
+ * which name its first problem. Word 0 holds type, flags, akind, the
+ * reserved byte and status; word 1 the counts, which every type carries
+ * (a hello's are checked apart); words 2 to 9 one field each.
+ */
+#define W_FIELD(fields, fld) (((fields) & (fld)) ? UINT64_MAX : 0)
+#define W_RULE(fields, flags, akind, status)                                   \
+	{                                                                      \
+		0xffull | (uint64_t)(flags) << 8 |                             \
+			((akind) ? 0xffull << 16 : 0) |                        \
+			((status) ? 0xffffffffull << 32 : 0),                  \
+			UINT64_MAX, W_FIELD(fields, FLD_ID),                   \
+			W_FIELD(fields, FLD_LEN), W_FIELD(fields, FLD_RADDR),  \
+			W_FIELD(fields, FLD_RKEY),                             \
+			W_FIELD(fields, FLD_OPERAND),                          \
+			W_FIELD(fields, FLD_COMPARE),                          \
+			W_FIELD(fields, FLD_MASK1),                            \
+			W_FIELD(fields, FLD_MASK2),                            \
+	}
+
+static const uint64_t may_set[TCP_F_MAX][TCP_HDR_LEN / 8] = {
+	[TCP_F_HELLO] = W_RULE(HELLO_FIELDS, 0, 0, 0),
+	[TCP_F_HELLO_ACK] = W_RULE(HELLO_FIELDS, 0, 0, 0),
+	[TCP_F_ACK] = W_RULE(0, 0, 0, 0),
+	[TCP_F_SEND] = W_RULE(SEND_FIELDS, TCP_FF_INV, 0, 0),
+	[TCP_F_PUT] = W_RULE(RMA_FIELDS, 0, 0, 0),
+	[TCP_F_GET] = W_RULE(RMA_FIELDS, 0, 0, 0),
+	[TCP_F_ATOMIC] = W_RULE(ATOMIC_FIELDS, 0, 1, 0),
+	[TCP_F_RESP] = W_RULE(RESP_FIELDS, 0, 0, 1),
 };
 
 /* Which of compare, mask1, mask2 each atomic kind uses. */
@@ -54,14 +93,6 @@ const char *rmca_tcp_frame_name(unsigned type)
 	if (type == 0 || type >= TCP_F_MAX)
 		return "unknown";
 	return rules[type].name;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le32toh(v);
 }
 
 static uint64_t get64(const uint8_t *p)
@@ -137,35 +168,11 @@ static int check_type(const struct tcp_frame *f, const char **why)
 	return 0;
 }
 
-int rmca_tcp_frame_decode(const uint8_t *buf, size_t len, struct tcp_frame *f,
-			  const char **why)
+/* The checks of the rules one by one, for a header the words say breaks
+ * one: its first problem. */
+static int check_rules(const uint8_t *buf, const struct tcp_frame *f,
+		       const struct type_rule *r, const char **why)
 {
-	const struct type_rule *r;
-
-	if (len < TCP_HDR_LEN) {
-		*why = "truncated header";
-		return RMCA_ERR_PROTOCOL;
-	}
-	f->type = buf[0];
-	f->flags = buf[1];
-	f->akind = buf[2];
-	f->status = (int32_t)get32(buf + 4);
-	f->acked = get32(buf + 8);
-	f->credits = get32(buf + 12);
-	f->id = get64(buf + 16);
-	f->len = get64(buf + 24);
-	f->raddr = get64(buf + 32);
-	f->rkey = get64(buf + 40);
-	f->operand = get64(buf + 48);
-	f->compare = get64(buf + 56);
-	f->mask1 = get64(buf + 64);
-	f->mask2 = get64(buf + 72);
-
-	if (f->type == 0 || f->type >= TCP_F_MAX) {
-		*why = "unknown frame type";
-		return RMCA_ERR_PROTOCOL;
-	}
-	r = &rules[f->type];
 	if (buf[3]) {
 		*why = "reserved byte set";
 		return RMCA_ERR_PROTOCOL;
@@ -182,15 +189,61 @@ int rmca_tcp_frame_decode(const uint8_t *buf, size_t len, struct tcp_frame *f,
 		*why = "status on a request frame";
 		return RMCA_ERR_PROTOCOL;
 	}
-	if (present_fields(f) & ~r->fields) {
-		*why = "field not used by this frame type is set";
+	/* the words found a field set that this type does not use */
+	*why = "field not used by this frame type is set";
+	return RMCA_ERR_PROTOCOL;
+}
+
+/* The header's fields into f. Where the host is little-endian, struct
+ * tcp_frame is laid out as the header (frame.h): one copy. */
+static void frame_load(struct tcp_frame *f, const uint8_t *buf)
+{
+#if __BYTE_ORDER == __LITTLE_ENDIAN
+	memcpy(f, buf, TCP_HDR_LEN);
+#else
+	f->type = buf[0];
+	f->flags = buf[1];
+	f->akind = buf[2];
+	f->status = (int32_t)(uint32_t)(get64(buf) >> 32);
+	f->acked = (uint32_t)get64(buf + 8);
+	f->credits = (uint32_t)(get64(buf + 8) >> 32);
+	f->id = get64(buf + 16);
+	f->len = get64(buf + 24);
+	f->raddr = get64(buf + 32);
+	f->rkey = get64(buf + 40);
+	f->operand = get64(buf + 48);
+	f->compare = get64(buf + 56);
+	f->mask1 = get64(buf + 64);
+	f->mask2 = get64(buf + 72);
+#endif
+}
+
+int rmca_tcp_frame_decode(const uint8_t *buf, size_t len, struct tcp_frame *f,
+			  const char **why)
+{
+	const uint64_t *allowed;
+	uint64_t bad = 0;
+
+	if (len < TCP_HDR_LEN) {
+		*why = "truncated header";
 		return RMCA_ERR_PROTOCOL;
 	}
+	/* no type 0: an unknown type is allowed nothing */
+	allowed = may_set[buf[0] < TCP_F_MAX ? buf[0] : 0];
+	for (size_t i = 0; i < TCP_HDR_LEN / 8; i++)
+		bad |= get64(buf + 8 * i) & ~allowed[i];
+	frame_load(f, buf);
+	if (f->type == 0 || f->type >= TCP_F_MAX) {
+		*why = "unknown frame type";
+		return RMCA_ERR_PROTOCOL;
+	}
+	if (bad)
+		return check_rules(buf, f, &rules[f->type], why);
 	if (f->len > TCP_MAX_PAYLOAD) {
 		*why = "length too large";
 		return RMCA_ERR_PROTOCOL;
 	}
-	if ((r->fields & FLD_ID) && !f->id) {
+	if ((rules[f->type].fields & FLD_ID) && !f->id) {
 		*why = "zero operation id";
 		return RMCA_ERR_PROTOCOL;
 	}

@@ -55,6 +55,8 @@ enum tcp_frame_flags {
 	TCP_FF_INV = 1 << 0, /* SEND: revoke rkey at the target */
 };
 
+/* Laid out as the header, so that a little-endian host decodes and
+ * encodes it with one copy (the reserved byte is its padding). */
 struct tcp_frame {
 	uint8_t type;
 	uint8_t flags;
@@ -71,6 +73,13 @@ struct tcp_frame {
 	uint64_t mask1;
 	uint64_t mask2;
 };
+
+_Static_assert(offsetof(struct tcp_frame, status) == 4 &&
+		       offsetof(struct tcp_frame, acked) == 8 &&
+		       offsetof(struct tcp_frame, id) == 16 &&
+		       offsetof(struct tcp_frame, mask2) == 72 &&
+		       sizeof(struct tcp_frame) == TCP_HDR_LEN,
+	       "struct tcp_frame is laid out as the header");
 
 /* Little-endian fields, each one store. Inline: a frame is encoded for
  * every message, mostly from a frame whose zero fields the compiler

@@ -222,7 +222,12 @@ int rmca_tcp_progress(struct rmca_module *mod)
 			conn_serve(c, false);
 	}
 	m->pass++;
-	r = rmca_tcp_pending_expire(mod);
+	/* Parked sockets and a resting port are rare: no call without. */
+	r = 0;
+	if (m->npending || m->lfd_rest_until)
+		r = rmca_tcp_pending_expire(mod);
+	else
+		m->next_expiry = 0;
 	if (!m->served)
 		return r;
 	m->served = false;
