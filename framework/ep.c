@@ -1032,65 +1032,71 @@ static void listener_cb(void *arg, uint32_t events)
 	listener_arm(l, false);
 }
 
+/* A listener that rests or handshakes: its deadlines and module connects. */
+static __attribute__((noinline)) void
+listener_progress(struct rmca_context *ctx, struct rmca_listener *l,
+		  int64_t *now)
+{
+	struct rmca_incoming *in, *next;
+
+	if (*now < 0)
+		*now = rmca_now_ms();
+	if (l->rest_until && *now >= l->rest_until) {
+		l->rest_until = 0;
+		if (l->nincoming < ctx->handshake_max)
+			listener_arm(l, true);
+	}
+	for (in = l->incoming; in; in = next) {
+		int rc;
+
+		next = in->next;
+		if (in->state == IN_READY)
+			continue;
+		if (in->state == IN_CONNECT) {
+			rc = ep_connect_poll(in->ep, &in->h);
+			if (!rc && in->await_rails)
+				rc = RMCA_ERR_AGAIN;
+			if (!rc)
+				incoming_ready(in);
+			else if (rc != RMCA_ERR_AGAIN)
+				incoming_fail(in, 0, 0, NULL);
+			if (rc != RMCA_ERR_AGAIN)
+				continue;
+		}
+		if (*now >= in->deadline && in->state == IN_CONNECT &&
+		    !in->await_rails && ep_connect_late(in->ep, in->h)) {
+			incoming_ready(in);
+			continue;
+		}
+		if (*now >= in->deadline) {
+			char why[96];
+
+			snprintf(why, sizeof(why),
+				 "%s within %d ms "
+				 "(RMCA_connect_timeout)",
+				 in->state == IN_HELLO ? "no hello"
+						       : "handshake not done",
+				 ctx->connect_timeout_ms);
+			incoming_fail(in, 0, 0, why);
+		}
+	}
+}
+
 void rmca_listeners_progress(struct rmca_context *ctx)
 {
 	int64_t now = -1;
-
 	struct rmca_list *ll;
 
+	/* This runs every pass: a listener that neither rests nor
+	 * handshakes costs a look, and the clock is read only for one
+	 * that does. */
 	rmca_list_for_each(ll, &ctx->listeners)
 	{
 		struct rmca_listener *l =
 			rmca_list_entry(ll, struct rmca_listener, link);
-		struct rmca_incoming *in, *next;
 
-		/* This runs every pass: the clock is read only when a
-		 * listener rests or handshakes. */
-		if (!l->rest_until && !l->incoming)
-			continue;
-		if (now < 0)
-			now = rmca_now_ms();
-		if (l->rest_until && now >= l->rest_until) {
-			l->rest_until = 0;
-			if (l->nincoming < ctx->handshake_max)
-				listener_arm(l, true);
-		}
-		for (in = l->incoming; in; in = next) {
-			int rc;
-
-			next = in->next;
-			if (in->state == IN_READY)
-				continue;
-			if (in->state == IN_CONNECT) {
-				rc = ep_connect_poll(in->ep, &in->h);
-				if (!rc && in->await_rails)
-					rc = RMCA_ERR_AGAIN;
-				if (!rc)
-					incoming_ready(in);
-				else if (rc != RMCA_ERR_AGAIN)
-					incoming_fail(in, 0, 0, NULL);
-				if (rc != RMCA_ERR_AGAIN)
-					continue;
-			}
-			if (now >= in->deadline && in->state == IN_CONNECT &&
-			    !in->await_rails &&
-			    ep_connect_late(in->ep, in->h)) {
-				incoming_ready(in);
-				continue;
-			}
-			if (now >= in->deadline) {
-				char why[96];
-
-				snprintf(why, sizeof(why),
-					 "%s within %d ms "
-					 "(RMCA_connect_timeout)",
-					 in->state == IN_HELLO
-						 ? "no hello"
-						 : "handshake not done",
-					 ctx->connect_timeout_ms);
-				incoming_fail(in, 0, 0, why);
-			}
-		}
+		if (l->rest_until || l->incoming)
+			listener_progress(ctx, l, &now);
 	}
 }
 

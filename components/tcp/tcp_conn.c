@@ -178,28 +178,14 @@ static void conn_cb(void *arg, uint32_t events)
 	conn_serve(c, events & (EPOLLIN | EPOLLERR | EPOLLHUP));
 }
 
-/* Says RMCA_PROGRESS_SERVED after input was read: on the target of a put or
- * an atomic, the request an eager read served makes no completion, and the
- * core would otherwise go on to an epoll_wait() that finds nothing. */
-int rmca_tcp_progress(struct rmca_module *mod)
+/* A pass with connections held back or holding, or sockets parked or a
+ * port resting: each connection once (serving may queue it again, for the
+ * next pass). */
+static __attribute__((noinline)) int progress_work(struct tcp_module *m)
 {
-	struct tcp_module *m = rmca_container_of(mod, struct tcp_module, base);
 	struct tcp_conn *c;
-	int r;
-	/* Each once: serving may queue a connection again, for the next
-	 * pass. */
 	struct rmca_list todo;
 
-	/* The common pass: nothing held back, nothing parked or resting. */
-	if (rmca_list_empty(&m->dirty) && rmca_list_empty(&m->held) &&
-	    !m->npending && !m->lfd_rest_until) {
-		m->next_expiry = 0;
-		m->pass++;
-		if (!m->served)
-			return 0;
-		m->served = false;
-		return RMCA_PROGRESS_SERVED;
-	}
 	rmca_list_init(&todo);
 	if (!rmca_list_empty(&m->dirty)) {
 		todo.next = m->dirty.next;
@@ -223,11 +209,28 @@ int rmca_tcp_progress(struct rmca_module *mod)
 	}
 	m->pass++;
 	/* Parked sockets and a resting port are rare: no call without. */
-	r = 0;
 	if (m->npending || m->lfd_rest_until)
-		r = rmca_tcp_pending_expire(mod);
-	else
+		return rmca_tcp_pending_expire(&m->base);
+	m->next_expiry = 0;
+	return 0;
+}
+
+/* Says RMCA_PROGRESS_SERVED after input was read: on the target of a put or
+ * an atomic, the request an eager read served makes no completion, and the
+ * core would otherwise go on to an epoll_wait() that finds nothing. */
+int rmca_tcp_progress(struct rmca_module *mod)
+{
+	struct tcp_module *m = rmca_container_of(mod, struct tcp_module, base);
+	int r = 0;
+
+	/* The common pass: nothing held back, nothing parked or resting. */
+	if (rmca_list_empty(&m->dirty) && rmca_list_empty(&m->held) &&
+	    !m->npending && !m->lfd_rest_until) {
 		m->next_expiry = 0;
+		m->pass++;
+	} else {
+		r = progress_work(m);
+	}
 	if (!m->served)
 		return r;
 	m->served = false;
