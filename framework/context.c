@@ -443,6 +443,9 @@ static int open_components(struct rmca_context *ctx)
 			continue;
 		}
 		nmods += (size_t)c->nmodules;
+		/* every request has room for what the largest asks */
+		if (c->nmodules && e->req_size > ctx->req_module_size)
+			ctx->req_module_size = e->req_size;
 	}
 	/* one more: the self module, after the others (self.c) */
 	ctx->mods = calloc(nmods + 1, sizeof(*ctx->mods));
@@ -590,6 +593,7 @@ static int context_init(rmca_context_t **out, bool inspect)
 		return RMCA_ERR_NO_MEMORY;
 	ctx->core.ops = &rmca_core_ops;
 	ctx->core.priv = ctx;
+	ctx->core.req_offset = RMCA_REQ_MODULE_OFFSET;
 	ctx->inspect = inspect;
 	rmca_list_init(&ctx->eps);
 	rmca_list_init(&ctx->mrs);

@@ -109,6 +109,12 @@ struct rmca_req {
 	};
 };
 
+/* A module's own bytes in a request (component.h, req_size) follow the
+ * core's, at this offset from the request, ctx->req_module_size of them. */
+#define RMCA_REQ_MODULE_OFFSET                                                 \
+	((sizeof(struct rmca_req) + RMCA_REQ_ALIGN - 1) &                      \
+	 ~(size_t)(RMCA_REQ_ALIGN - 1))
+
 struct rmca_revoke_note {
 	struct rmca_revoke_note *next;
 	uint64_t seq, rkey;

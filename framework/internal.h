@@ -95,6 +95,10 @@ struct rmca_context {
 	uint64_t netns;
 
 	struct rmca_cq *cq; /* completions not yet returned by rmca_poll */
+	/* Bytes every request holds for the module it is posted to, at
+	 * RMCA_REQ_MODULE_OFFSET (ep.h): the largest req_size of the
+	 * components with modules. Set before any request exists. */
+	size_t req_module_size;
 	struct rmca_list eps; /* open endpoints (struct rmca_ep) */
 	struct rmca_list mrs; /* registered regions (struct rmca_mr) */
 	struct rmca_list mems; /* rmca_mem_alloc's (struct rmca_mem, mem.c) */

@@ -93,7 +93,7 @@ struct rmca_req *rmca_req_alloc(struct rmca_context *ctx)
 
 	cq->posted = true;
 	if (!r)
-		return calloc(1, sizeof(*r));
+		return calloc(1, RMCA_REQ_MODULE_OFFSET + ctx->req_module_size);
 	cq->spare = r->cq_next;
 	cq->nspare--;
 	/* Only the common state: the taker sets the fields before it, the

@@ -293,6 +293,11 @@ static char *rmca_component_check(const struct rmca_registry *r,
 			"module ops size %zu, this core loads %zu to %zu",
 			*ops_size, (size_t)RMCA_OPS_SIZE_MIN,
 			sizeof(struct rmca_module_ops));
+	/* read only where the component's ABI has it */
+	if (comp->abi_version >= 9 && comp->req_size > RMCA_COMPONENT_REQ_MAX)
+		return rmca_strdup_printf(
+			"request bytes %zu, this core gives at most %u",
+			comp->req_size, RMCA_COMPONENT_REQ_MAX);
 	if (!comp->name || !comp->name[0])
 		return strdup("component has no name");
 	if (!comp->open || !comp->close)
@@ -435,6 +440,7 @@ static int rmca_registry_try(struct rmca_registry *r, const char *path)
 
 	e->handle = h;
 	e->comp = comp;
+	e->req_size = comp->abi_version >= 9 ? comp->req_size : 0;
 	r->n++;
 	rmca_log(1, "%s: loaded component %s", path, comp->name);
 	return 0;

@@ -18,6 +18,7 @@ struct rmca_component_entry {
 	const struct rmca_component *comp; /* NULL when refused */
 	char *error;		    /* why it was refused; NULL when loaded */
 	size_t ops_size;	    /* the component's module_ops_size */
+	size_t req_size;	    /* its req_size (0 before ABI 9) */
 	struct rmca_wide_ops *wide; /* its shorter tables, widened */
 };
 

@@ -56,6 +56,20 @@ static char put_src[64];
 static struct tcp_conn *conn; /* the data connection under test */
 static char put_tag, recv_tag;
 
+/* The requests of the fake core: the tag each completion reports, and the
+ * module's bytes (component.h, req_size). One per op posted below. */
+struct fz_request {
+	void *tag;
+	_Alignas(RMCA_REQ_ALIGN) char mine[RMCA_COMPONENT_REQ_MAX];
+};
+static struct fz_request fz_reqs[6];
+
+static void *fz_req(int i, void *tag)
+{
+	fz_reqs[i].tag = tag;
+	return &fz_reqs[i];
+}
+
 static void fz_log(const struct rmca_core *core, int level, const char *fmt,
 		   ...)
 {
@@ -126,9 +140,11 @@ static void fz_fd_del(const struct rmca_core *core, int fd)
 
 /* Whatever the peer says, the target's put ends RMCA_OK only once it is on
  * the wire whole, and a receive never reports more than its buffer. */
-static void fz_complete(const struct rmca_core *core, void *req, int status,
+static void fz_complete(const struct rmca_core *core, void *request, int status,
 			size_t len, uint64_t revoked)
 {
+	void *req = ((struct fz_request *)request)->tag;
+
 	if (req == &put_tag && !status && conn && !conn->by_count_out)
 		__builtin_trap();
 	if (req == &recv_tag && len > sizeof(recv_buf[0]))
@@ -168,7 +184,10 @@ static const struct rmca_core_ops fz_ops = {
 	.random = fz_random,
 };
 
-static const struct rmca_core fz_core = {.ops = &fz_ops};
+static const struct rmca_core fz_core = {
+	.ops = &fz_ops,
+	.req_offset = offsetof(struct fz_request, mine),
+};
 
 static bool pump(void)
 {
@@ -299,12 +318,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 	/* The target also waits for answers (ids 1, 2) and has receives. */
 	rmca_tcp_get(&c->base, get_buf, sizeof(get_buf), NULL, 0x1000, 0x2222,
-		     NULL);
+		     fz_req(0, NULL));
 	rmca_tcp_put(&c->base, put_src, sizeof(put_src), NULL, 0x1000, 0x2222,
-		     &put_tag);
+		     fz_req(1, &put_tag));
 	for (int i = 0; i < 4; i++)
 		rmca_tcp_recv(&c->base, recv_buf[i], sizeof(recv_buf[i]), NULL,
-			      &recv_tag);
+			      fz_req(2 + i, &recv_tag));
 
 	half = dereg_mid ? size / 2 : size;
 	feed(sv[1], data, half);

@@ -127,9 +127,32 @@ static void th_fd_del(const struct rmca_core *core, int fd)
 		s->fd = -1;
 }
 
-static void th_complete(const struct rmca_core *core, void *req, int status,
+/* A request of the fake core: the test's tag, and the module's bytes. */
+struct th_request {
+	void *tag;
+	struct th_request *next; /* th_reqs */
+	_Alignas(RMCA_REQ_ALIGN) char mine[RMCA_COMPONENT_REQ_MAX];
+};
+
+static struct th_request *th_reqs; /* every one, freed with the modules */
+static int th_modules;		   /* modules not freed yet */
+
+void *th_req(void *tag)
+{
+	struct th_request *r = malloc(sizeof(*r));
+
+	assert_non_null(r);
+	r->tag = tag;
+	r->next = th_reqs;
+	th_reqs = r;
+	return r;
+}
+
+static void th_complete(const struct rmca_core *core, void *request, int status,
 			size_t len, uint64_t revoked)
 {
+	void *req = ((struct th_request *)request)->tag;
+
 	if (th_ndone < TH_MAX_DONE)
 		th_done[th_ndone] = (struct th_done){req, status, len, revoked};
 	th_ndone++;
@@ -163,7 +186,10 @@ static const struct rmca_core_ops th_ops = {
 	.random = th_random,
 };
 
-static const struct rmca_core th_core = {.ops = &th_ops};
+static const struct rmca_core th_core = {
+	.ops = &th_ops,
+	.req_offset = offsetof(struct th_request, mine),
+};
 
 struct tcp_module *th_module(void)
 {
@@ -172,12 +198,22 @@ struct tcp_module *th_module(void)
 	th_ndone = 0;
 	th_nfailed = 0;
 	assert_int_equal(rmca_tcp_module_create(&th_core, "lo", &m), 0);
+	th_modules++;
 	return m;
 }
 
 void th_module_free(struct tcp_module *m)
 {
+	struct th_request *r;
+
 	rmca_tcp_module_destroy(m);
+	/* the last one has completed every op */
+	if (--th_modules)
+		return;
+	while ((r = th_reqs)) {
+		th_reqs = r->next;
+		free(r);
+	}
 }
 
 struct tcp_conn *th_conn(struct tcp_module *m, int *peer)

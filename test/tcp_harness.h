@@ -32,6 +32,28 @@ extern char th_last_log[512];
 /* RMCA_tcp_max_pending_responses as the fake core answers it. */
 extern long long th_max_pending;
 
+/*
+ * The module keeps its record of an op in the request it is handed
+ * (component.h, req_size): the fake core gives every post one of its own,
+ * and the test's cookie (any pointer, a tag) rides in it. Each post of a
+ * test goes through the wrappers below, and a completion reports the tag
+ * (th_done[].req).
+ */
+void *th_req(void *tag);
+#define rmca_tcp_send(c, buf, len, mr, req)                                    \
+	rmca_tcp_send(c, buf, len, mr, th_req(req))
+#define rmca_tcp_send_inv(c, buf, len, mr, rkey, req)                          \
+	rmca_tcp_send_inv(c, buf, len, mr, rkey, th_req(req))
+#define rmca_tcp_recv(c, buf, len, mr, req)                                    \
+	rmca_tcp_recv(c, buf, len, mr, th_req(req))
+#define rmca_tcp_put(c, buf, len, mr, raddr, rkey, req)                        \
+	rmca_tcp_put(c, buf, len, mr, raddr, rkey, th_req(req))
+#define rmca_tcp_get(c, buf, len, mr, raddr, rkey, req)                        \
+	rmca_tcp_get(c, buf, len, mr, raddr, rkey, th_req(req))
+#define rmca_tcp_atomic(c, op, result, mr, req)                                \
+	rmca_tcp_atomic(c, op, result, mr, th_req(req))
+#define rmca_tcp_flush(c, req) rmca_tcp_flush(c, th_req(req))
+
 struct tcp_module *th_module(void);
 void th_module_free(struct tcp_module *m);
 

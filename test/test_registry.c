@@ -291,7 +291,7 @@ static void test_wrong_abi_version_refused(void **state)
 	copy_plugin("badabi", f->dirs[0], "rmca_badabi.so", 0);
 	assert_int_equal(scan(f, &r, f->dirs[0], NULL), 0);
 	e = assert_one_refusal(f, &r, "rmca_badabi.so");
-	assert_string_equal(e->error, "ABI version 9, this core loads 5 to 8");
+	assert_string_equal(e->error, "ABI version 10, this core loads 5 to 9");
 	rmca_registry_release(&r);
 }
 
@@ -304,7 +304,7 @@ static void test_too_old_abi_version_refused(void **state)
 	copy_plugin("abi1", f->dirs[0], "rmca_abi1.so", 0);
 	assert_int_equal(scan(f, &r, f->dirs[0], NULL), 0);
 	e = assert_one_refusal(f, &r, "rmca_abi1.so");
-	assert_string_equal(e->error, "ABI version 1, this core loads 5 to 8");
+	assert_string_equal(e->error, "ABI version 1, this core loads 5 to 9");
 	rmca_registry_release(&r);
 }
 
@@ -373,7 +373,7 @@ static void test_abi4_component_refused(void **state)
 	copy_plugin("abi4", f->dirs[0], "rmca_abi4.so", 0);
 	assert_int_equal(scan(f, &r, f->dirs[0], NULL), 0);
 	e = assert_one_refusal(f, &r, "rmca_abi4.so");
-	assert_string_equal(e->error, "ABI version 4, this core loads 5 to 8");
+	assert_string_equal(e->error, "ABI version 4, this core loads 5 to 9");
 	rmca_registry_release(&r);
 }
 
@@ -402,6 +402,36 @@ static void test_shorter_ops_table_reads_null_beyond(void **state)
 	assert_ptr_equal(again[0]->ops, first);
 	e->comp->close(NULL, again, m);
 	e->comp->close(NULL, mods, n);
+	rmca_registry_release(&r);
+}
+
+/* More bytes of its own in each request than the core gives. */
+static void test_component_asking_too_many_request_bytes_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct rmca_registry r;
+	const struct rmca_component_entry *e;
+	char want[128];
+
+	copy_plugin("bigreq", f->dirs[0], "rmca_bigreq.so", 0);
+	assert_int_equal(scan(f, &r, f->dirs[0], NULL), 0);
+	e = assert_one_refusal(f, &r, "rmca_bigreq.so");
+	snprintf(want, sizeof(want),
+		 "request bytes %u, this core gives at most %u",
+		 RMCA_COMPONENT_REQ_MAX + 1, RMCA_COMPONENT_REQ_MAX);
+	assert_string_equal(e->error, want);
+	rmca_registry_release(&r);
+}
+
+/* Built before req_size: the core reads none from it. */
+static void test_abi8_component_loads_without_request_bytes(void **state)
+{
+	struct fixture *f = *state;
+	struct rmca_registry r;
+	const struct rmca_component_entry *e;
+
+	e = load_one(f, &r, "abi8", "abi8");
+	assert_int_equal(e->req_size, 0);
 	rmca_registry_release(&r);
 }
 
@@ -694,6 +724,12 @@ int main(void)
 			test_too_old_abi_version_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_ops_table_short_of_mandatory_refused, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_component_asking_too_many_request_bytes_refused,
+			setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_abi8_component_loads_without_request_bytes, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(test_abi4_component_refused,
 						setup, teardown),

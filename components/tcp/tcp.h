@@ -80,10 +80,12 @@ struct tcp_module {
 	 * hold. pass counts the progress ops. */
 	struct rmca_list held;
 	unsigned long pass;
-	/* Frames and ops kept for reuse (at most TCP_SPARE_MAX of each), so
-	 * that a message costs no allocation. */
-	struct rmca_list spare_outs, spare_ops;
-	int nspare_outs, nspare_ops;
+	/* Frames of answers and counts kept for reuse (at most TCP_SPARE_MAX),
+	 * so that a message costs no allocation; an op's own record is in
+	 * the core's request, at req_offset (component.h, req_size). */
+	struct rmca_list spare_outs;
+	int nspare_outs;
+	size_t req_offset;
 	int max_answers; /* RMCA_tcp_max_pending_responses */
 	struct rmca_list awaiting; /* passive connects without their socket */
 	long long next_expiry; /* of pending sockets, in ms; 0: none */
@@ -142,6 +144,8 @@ enum tcp_op_kind {
 	TCP_OP_FLUSH,
 };
 
+/* An operation posted on a connection: kept in the core's request
+ * (component.h, req_size), from the post until it completes. */
 struct tcp_op {
 	struct rmca_list link; /* c->ops in post order, or c->recvs */
 	struct rmca_list qlink; /* c->sendq, then c->unacked or c->inflight */
@@ -155,6 +159,16 @@ struct tcp_op {
 	const struct tcp_mr *mr; /* region of buf or result */
 	struct tcp_out out; /* the request frame */
 };
+
+_Static_assert(sizeof(struct tcp_op) <= RMCA_COMPONENT_REQ_MAX &&
+		       _Alignof(struct tcp_op) <= RMCA_REQ_ALIGN,
+	       "an op fits the bytes of a request a module may have");
+
+/* The op kept in the request req, the cookie of the core's post. */
+static inline struct tcp_op *tcp_op_of(const struct tcp_module *m, void *req)
+{
+	return (struct tcp_op *)(void *)((char *)req + m->req_offset);
+}
 
 struct tcp_rx {
 	char *buf; /* TCP_RX_BUF bytes read ahead ... */
@@ -304,8 +318,6 @@ struct tcp_out *rmca_tcp_out_new(struct tcp_module *m,
 				 const struct tcp_frame *f, const void *pl,
 				 size_t len);
 void rmca_tcp_out_free(struct tcp_module *m, struct tcp_out *o);
-struct tcp_op *rmca_tcp_op_alloc(struct tcp_module *m);
-void rmca_tcp_op_free(struct tcp_module *m, struct tcp_op *op);
 void rmca_tcp_spares_free(struct tcp_module *m);
 void rmca_tcp_out_flush(struct tcp_conn *c);
 /* Frames were queued by a post: write them now, or (defer) leave them for

@@ -131,4 +131,5 @@ RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
 	.register_params = tcp_register_params,
 	.open = tcp_open,
 	.close = tcp_close,
+	.req_size = sizeof(struct tcp_op),
 };

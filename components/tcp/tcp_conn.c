@@ -316,42 +316,15 @@ void rmca_tcp_out_free(struct tcp_module *m, struct tcp_out *o)
 	m->nspare_outs++;
 }
 
-struct tcp_op *rmca_tcp_op_alloc(struct tcp_module *m)
-{
-	struct tcp_op *op = rmca_list_first(&m->spare_ops, struct tcp_op, link);
-
-	/* Not cleared: op_new sets what every path reads. */
-	if (!op)
-		return malloc(sizeof(*op));
-	rmca_list_del(&op->link);
-	m->nspare_ops--;
-	return op;
-}
-
-void rmca_tcp_op_free(struct tcp_module *m, struct tcp_op *op)
-{
-	if (m->nspare_ops >= TCP_SPARE_MAX) {
-		free(op);
-		return;
-	}
-	rmca_list_add_tail(&m->spare_ops, &op->link);
-	m->nspare_ops++;
-}
-
 void rmca_tcp_spares_free(struct tcp_module *m)
 {
 	struct tcp_out *o;
-	struct tcp_op *op;
 
 	while ((o = rmca_list_first(&m->spare_outs, struct tcp_out, link))) {
 		rmca_list_del(&o->link);
 		free(o);
 	}
-	while ((op = rmca_list_first(&m->spare_ops, struct tcp_op, link))) {
-		rmca_list_del(&op->link);
-		free(op);
-	}
-	m->nspare_outs = m->nspare_ops = 0;
+	m->nspare_outs = 0;
 }
 
 /* An answer to the peer: counted, so that the peer cannot queue more. */
@@ -519,13 +492,13 @@ void rmca_tcp_out_kick(struct tcp_conn *c, bool defer)
 		rmca_tcp_out_flush(c);
 }
 
-static void op_release(struct tcp_conn *c, struct tcp_op *op)
+/* Off every list: the op's bytes go back with its request. */
+static void op_release(struct tcp_op *op)
 {
 	rmca_list_del(&op->link);
 	rmca_list_del(&op->qlink);
 	if (rmca_list_linked(&op->out.link))
 		rmca_list_del(&op->out.link);
-	rmca_tcp_op_free(c->mod, op);
 }
 
 void rmca_tcp_op_done(struct tcp_conn *c, struct tcp_op *op, int status,
@@ -534,7 +507,7 @@ void rmca_tcp_op_done(struct tcp_conn *c, struct tcp_op *op, int status,
 	const struct rmca_core *core = c->mod->base.core;
 	void *req = op->req;
 
-	op_release(c, op);
+	op_release(op);
 	c->nops--;
 	core->ops->complete(core, req, status, len, revoked);
 
@@ -542,7 +515,7 @@ void rmca_tcp_op_done(struct tcp_conn *c, struct tcp_op *op, int status,
 	while ((op = rmca_list_first(&c->ops, struct tcp_op, link)) &&
 	       op->kind == TCP_OP_FLUSH) {
 		req = op->req;
-		op_release(c, op);
+		op_release(op);
 		c->nops--;
 		core->ops->complete(core, req, RMCA_OK, 0, 0);
 	}
@@ -558,7 +531,7 @@ void rmca_tcp_complete_all(struct tcp_conn *c, int status)
 	while ((op = rmca_list_first(&c->ops, struct tcp_op, link)) ||
 	       (op = rmca_list_first(&c->recvs, struct tcp_op, link))) {
 		req = op->req;
-		op_release(c, op);
+		op_release(op);
 		c->nops--;
 		core->ops->complete(core, req, status, 0, 0);
 	}

@@ -209,7 +209,7 @@ int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
 	rmca_list_init(&m->dirty);
 	rmca_list_init(&m->held);
 	rmca_list_init(&m->spare_outs);
-	rmca_list_init(&m->spare_ops);
+	m->req_offset = core->req_offset;
 	rmca_list_init(&m->awaiting);
 	m->scratch = malloc(TCP_SCRATCH_LEN);
 	if (!m->scratch) {

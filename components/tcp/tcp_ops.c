@@ -91,13 +91,10 @@ static struct tcp_op *op_new(struct tcp_conn *c, enum tcp_op_kind kind,
 		*err = RMCA_ERR_AGAIN;
 		return NULL;
 	}
-	op = rmca_tcp_op_alloc(c->mod);
-	if (!op) {
-		*err = RMCA_ERR_AGAIN;
-		return NULL;
-	}
-	/* Every field the op's path reads is set here or by that path (the
-	 * request frame's by op_queue): a recycled op is not cleared. */
+	/* The op's record is the request's (component.h, req_size), not
+	 * cleared: every field the op's path reads is set here or by that
+	 * path (the request frame's by op_queue). */
+	op = tcp_op_of(c->mod, req);
 	op->kind = kind;
 	op->req = req;
 	op->id = ++c->next_id;
@@ -292,7 +289,6 @@ int rmca_tcp_flush(struct rmca_conn *conn, void *req)
 	if (rmca_list_first(&c->ops, struct tcp_op, link) == op) {
 		rmca_list_del(&op->link);
 		c->nops--;
-		rmca_tcp_op_free(c->mod, op);
 		core->ops->complete(core, req, RMCA_OK, 0, 0);
 	}
 	return 0;

@@ -63,8 +63,10 @@ extern "C" {
  *    them as it liked): older components are refused.
  * 6: core op mem_find.
  * 7: core op may_sleep.
- * 8: core op will_sleep. */
-#define RMCA_COMPONENT_ABI_VERSION 8u
+ * 8: core op will_sleep.
+ * 9: rmca_component.req_size and rmca_core.req_offset: bytes of the
+ *    module's own in every request. */
+#define RMCA_COMPONENT_ABI_VERSION 9u
 #define RMCA_COMPONENT_ABI_MIN	   5u
 
 /* The symbol every component exports, defined as
@@ -233,6 +235,10 @@ struct rmca_core_ops {
 struct rmca_core {
 	const struct rmca_core_ops *ops;
 	void *priv; /* the core's; components leave it alone */
+	/* ABI 9. Where a module's own bytes are in each request (see
+	 * rmca_component.req_size): at (char *)req + req_offset, aligned to
+	 * RMCA_REQ_ALIGN. */
+	size_t req_offset;
 };
 
 /* ---- what a component provides ---- */
@@ -413,7 +419,22 @@ struct rmca_component {
 	/* ABI 3: sizeof(struct rmca_module_ops) as built; the ops tables of
 	 * every module of this component have this size. */
 	size_t module_ops_size;
+
+	/*
+	 * ABI 9: bytes (at most RMCA_COMPONENT_REQ_MAX) of the module's own
+	 * in every request the core passes to an op (the void *req cookie),
+	 * at (char *)req + core->req_offset: the module keeps its record of
+	 * the operation there instead of allocating one, from the post
+	 * until it completes the op. Not cleared; the core never reads
+	 * them. A post the module refuses leaves nothing there that it
+	 * uses later. 0: it keeps none there.
+	 */
+	size_t req_size;
 };
+
+/* The alignment of a module's bytes in a request, and their largest size. */
+#define RMCA_REQ_ALIGN	       16u
+#define RMCA_COMPONENT_REQ_MAX 1024u
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,11 @@
  *           a function sits past its stated end;
  *  abi1     far older: refused;
  *  tiny     a table that stops short of the mandatory ops: refused;
- *  nomr     a module without mr_reg: refused when the component opens.
+ *  nomr     a module without mr_reg: refused when the component opens;
+ *  bigreq   asks more bytes in each request than the core gives: refused;
+ *  abi8     built before req_size (ABI 8), whose struct ends before it: it
+ *           loads, and the core reads no req_size from it (one past the
+ *           largest sits there, which would be refused).
  * (A newer ABI than the core's is badabi.c.)
  */
 #include <stddef.h>
@@ -24,6 +28,8 @@
 #define ABI_CASE_ABI1  3
 #define ABI_CASE_TINY  4
 #define ABI_CASE_NOMR  5
+#define ABI_CASE_BIGREQ 6
+#define ABI_CASE_ABI8	7 /* ABI 8, the last before req_size */
 
 /* What send answers: the test knows the call reached this component. */
 #define ABI_SEND_ANSWER (-4242)
@@ -83,6 +89,16 @@ RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
 	.abi_version = RMCA_COMPONENT_ABI_VERSION,
 	.name = "nomr",
 	.module_ops_size = sizeof(struct rmca_module_ops),
+#elif ABI_CASE == ABI_CASE_BIGREQ
+	.abi_version = RMCA_COMPONENT_ABI_VERSION,
+	.name = "bigreq",
+	.module_ops_size = sizeof(struct rmca_module_ops),
+	.req_size = RMCA_COMPONENT_REQ_MAX + 1,
+#elif ABI_CASE == ABI_CASE_ABI8
+	.abi_version = 8,
+	.name = "abi8",
+	.module_ops_size = sizeof(struct rmca_module_ops),
+	.req_size = RMCA_COMPONENT_REQ_MAX + 1,
 #else
 #error "ABI_CASE names no case"
 #endif
