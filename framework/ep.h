@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rmca/support/list.h>
@@ -190,15 +191,50 @@ struct rmca_mr {
 int rmca_cq_init(struct rmca_context *ctx);
 void rmca_cq_fini(struct rmca_context *ctx);
 void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r);
-/* Requests come from, and go back to, the context's pool. */
-struct rmca_req *rmca_req_alloc(struct rmca_context *ctx);
+
+/* Requests kept for reuse: as many as were ever outstanding at once, up
+ * to this many, so that a post does not allocate. */
+#define RMCA_REQ_SPARE_MAX 4096
+
+/* A request the pool had none of; NULL without memory. */
+struct rmca_req *rmca_req_alloc_new(struct rmca_context *ctx);
+
+/* Requests come from, and go back to, the context's pool (inline: every
+ * operation takes one and gives it back). */
+static inline struct rmca_req *rmca_req_alloc(struct rmca_context *ctx)
+{
+	struct rmca_req *r = ctx->req_spare;
+
+	ctx->posted = true;
+	if (!r)
+		return rmca_req_alloc_new(ctx);
+	ctx->req_spare = r->cq_next;
+	ctx->req_nspare--;
+	/* Only the common state: the taker sets the fields before it, the
+	 * path the union after it. */
+	memset(&r->user_ctx, 0,
+	       offsetof(struct rmca_req, aop) -
+		       offsetof(struct rmca_req, user_ctx));
+	return r;
+}
+
+static inline void rmca_req_free(struct rmca_context *ctx, struct rmca_req *r)
+{
+	if (ctx->req_nspare >= RMCA_REQ_SPARE_MAX) {
+		free(r);
+		return;
+	}
+	r->cq_next = ctx->req_spare;
+	ctx->req_spare = r;
+	ctx->req_nspare++;
+}
+
 /* The per-path union of r, zeroed: for the paths that set few of its
  * fields (held sends). */
 static inline void rmca_req_path_clear(struct rmca_req *r)
 {
 	memset(&r->aop, 0, sizeof(*r) - offsetof(struct rmca_req, aop));
 }
-void rmca_req_free(struct rmca_context *ctx, struct rmca_req *r);
 /* An endpoint was given work for the core's progress: delivery flushes
  * owed, held sends, accesses being verified. */
 void rmca_core_work_due(struct rmca_context *ctx);
@@ -215,7 +251,13 @@ bool rmca_core_will_sleep(const struct rmca_core *core);
 struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
 			      enum rmca_req_kind kind, void *user_ctx);
 void rmca_req_abandon(struct rmca_req *r);
-void rmca_req_release(struct rmca_req *r);
+/* Freed once nobody holds it any more: the completion queue until
+ * rmca_poll returned it, a delivery flush until that flush resolved. */
+static inline void rmca_req_release(struct rmca_req *r)
+{
+	if (r->emitted && !r->queued && !r->flush && !r->uncovered)
+		rmca_req_free(r->ctx, r);
+}
 void rmca_req_done(struct rmca_req *r, int status, size_t len,
 		   uint64_t revoked_rkey);
 void rmca_ep_flush_delivered(struct rmca_ep *ep);

@@ -95,6 +95,12 @@ struct rmca_context {
 	uint64_t netns;
 
 	struct rmca_cq *cq; /* completions not yet returned by rmca_poll */
+	/* Requests kept for reuse, linked through cq_next (ep.h,
+	 * rmca_req_alloc), and how many; posted: one was taken since the
+	 * last pass of the event loop (progress.c). */
+	struct rmca_req *req_spare;
+	unsigned req_nspare;
+	bool posted;
 	/* Bytes every request holds for the module it is posted to, at
 	 * RMCA_REQ_MODULE_OFFSET (ep.h): the largest req_size of the
 	 * components with modules. Set before any request exists. */

@@ -21,8 +21,9 @@ static struct rmca_list *req_list(struct rmca_ep *ep, enum rmca_op op)
 	return op == RMCA_OP_RECV ? &ep->recvs : &ep->reqs;
 }
 
-struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
-			      enum rmca_req_kind kind, void *user_ctx)
+/* rmca_req_new, inline where every post takes one. */
+static inline struct rmca_req *req_new(struct rmca_ep *ep, enum rmca_op op,
+				       enum rmca_req_kind kind, void *user_ctx)
 {
 	struct rmca_req *r = rmca_req_alloc(ep->ctx);
 
@@ -39,6 +40,12 @@ struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
 	return r;
 }
 
+struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
+			      enum rmca_req_kind kind, void *user_ctx)
+{
+	return req_new(ep, op, kind, user_ctx);
+}
+
 static void req_unlink(struct rmca_req *r)
 {
 	rmca_list_del(&r->link);
@@ -51,14 +58,6 @@ void rmca_req_abandon(struct rmca_req *r)
 		r->ep->nflushes--;
 	req_unlink(r);
 	rmca_req_free(r->ctx, r);
-}
-
-/* Freed once nobody holds it any more: the completion queue until
- * rmca_poll returned it, a delivery flush until that flush resolved. */
-void rmca_req_release(struct rmca_req *r)
-{
-	if (r->emitted && !r->queued && !r->flush && !r->uncovered)
-		rmca_req_free(r->ctx, r);
 }
 
 static bool req_ready(const struct rmca_req *r)
@@ -170,8 +169,14 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 	}
 	if (r->path == RMCA_PATH_CAS_LOOP && rmca_cas_step_done(r, status))
 		return;
-	if (r->op == RMCA_OP_RECV && !status)
-		rmca_recv_revoked(ep, r);
+	/* A message: its number, and the key revoked for it if any (only
+	 * where revokes are noted is there one to look for). */
+	if (r->op == RMCA_OP_RECV && !status) {
+		if (ep->revokes)
+			rmca_recv_revoked(ep, r);
+		else
+			ep->recv_seq++;
+	}
 	r->done = true;
 	/* A delivery flush may have told this put's fate already, more
 	 * precisely than the bare "flushed" its own completion carries. */
@@ -180,7 +185,8 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 	r->len = len;
 	if (revoked_rkey)
 		r->revoked_rkey = revoked_rkey;
-	req_maybe_verify(r);
+	if (r->status == RMCA_ERR_CONNECTION)
+		req_maybe_verify(r);
 	if (r->kind == RMCA_REQ_DELIVERY_FLUSH) {
 		flush_resolve(r, status);
 		req_unlink(r);
@@ -342,7 +348,7 @@ static int op_begin(struct rmca_ep *ep, enum rmca_op op, const void *buf,
 		return rc;
 	if (ep->failed)
 		return post_on_failed(ep, op, user_ctx);
-	*r = rmca_req_new(ep, op, RMCA_REQ_USER, user_ctx);
+	*r = req_new(ep, op, RMCA_REQ_USER, user_ctx);
 	return *r ? 1 : RMCA_ERR_NO_MEMORY;
 }
 
@@ -385,7 +391,8 @@ int rmca_send(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 
 	if (rc != 1)
 		return rc;
-	if (!rmca_list_empty(&ep->deferred) || rmca_rails_holding(ep))
+	if (!rmca_list_empty(&ep->deferred) ||
+	    (ep->rails && rmca_rails_holding(ep)))
 		return op_end(r, send_defer(ep, r, buf, len, mmr, 0, 0));
 	rc = op_end(r, ep_ops(ep)->send(ep->conn, buf, len, mmr, r));
 	if (!rc)

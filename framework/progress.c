@@ -45,9 +45,6 @@
 #include "ep.h"
 #include "rails.h"
 
-/* Requests kept for reuse, so that a post does not allocate: as many as
- * were ever outstanding at once, up to this many. */
-#define RMCA_REQ_SPARE_MAX 4096
 /* Passes in a row that may read the last ready fd instead of looking at
  * all of them: the other fds wait at most this many passes. */
 #define EAGER_MAX 256
@@ -61,11 +58,8 @@ struct rmca_cq {
 	int efd;
 	bool signaled;
 	bool polling; /* inside rmca_poll: it signals what is left */
-	struct rmca_req *spare; /* linked through cq_next */
-	unsigned nspare;
 	bool work_due; /* some endpoint has core work (core_work) */
 	bool fd_out; /* rmca_wait_fd() handed the epoll set out */
-	bool posted; /* an operation was posted since the last pass */
 	bool looked; /* the last pass looked at the fds */
 	unsigned long pushed; /* completions queued, ever */
 	int hot_fd;	      /* eager fd found ready last, or -1 */
@@ -86,35 +80,9 @@ void rmca_core_work_due(struct rmca_context *ctx)
 	ctx->cq->work_due = true;
 }
 
-struct rmca_req *rmca_req_alloc(struct rmca_context *ctx)
+struct rmca_req *rmca_req_alloc_new(struct rmca_context *ctx)
 {
-	struct rmca_cq *cq = ctx->cq;
-	struct rmca_req *r = cq->spare;
-
-	cq->posted = true;
-	if (!r)
-		return calloc(1, RMCA_REQ_MODULE_OFFSET + ctx->req_module_size);
-	cq->spare = r->cq_next;
-	cq->nspare--;
-	/* Only the common state: the taker sets the fields before it, the
-	 * path the union after it (ep.h). */
-	memset(&r->user_ctx, 0,
-	       offsetof(struct rmca_req, aop) -
-		       offsetof(struct rmca_req, user_ctx));
-	return r;
-}
-
-void rmca_req_free(struct rmca_context *ctx, struct rmca_req *r)
-{
-	struct rmca_cq *cq = ctx->cq;
-
-	if (cq->nspare >= RMCA_REQ_SPARE_MAX) {
-		free(r);
-		return;
-	}
-	r->cq_next = cq->spare;
-	cq->spare = r;
-	cq->nspare++;
+	return calloc(1, RMCA_REQ_MODULE_OFFSET + ctx->req_module_size);
 }
 
 int rmca_cq_init(struct rmca_context *ctx)
@@ -157,12 +125,13 @@ void rmca_cq_fini(struct rmca_context *ctx)
 		r->queued = false;
 		rmca_req_release(r);
 	}
-	while (ctx->cq->spare) {
-		struct rmca_req *r = ctx->cq->spare;
+	while (ctx->req_spare) {
+		struct rmca_req *r = ctx->req_spare;
 
-		ctx->cq->spare = r->cq_next;
+		ctx->req_spare = r->cq_next;
 		free(r);
 	}
+	ctx->req_nspare = 0;
 	close(ctx->cq->efd);
 	free(ctx->cq);
 	ctx->cq = NULL;
@@ -338,7 +307,7 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 	long long now = 0;
 	/* At most every other pass skips: a caller that posts before each
 	 * poll still reads what arrives. */
-	bool fresh_post = !timeout_ms && cq->posted && cq->looked;
+	bool fresh_post = !timeout_ms && ctx->posted && cq->looked;
 	bool look = true;
 	bool progressed = false;
 	int n = 0;
@@ -351,7 +320,7 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 			look = now - cq->last_epoll >= SPIN_EPOLL_NS;
 		}
 	}
-	cq->posted = false;
+	ctx->posted = false;
 	cq->looked = false;
 	core_work(ctx);
 	if (timeout_ms) {
