@@ -178,9 +178,12 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 			ep->recv_seq++;
 	}
 	r->done = true;
-	/* A delivery flush may have told this put's fate already, more
-	 * precisely than the bare "flushed" its own completion carries. */
-	if (!(status == RMCA_ERR_CONNECTION && r->status))
+	/* A delivery flush may have told this put's fate already: more
+	 * precisely than the bare "flushed" its own completion carries, and
+	 * for certain better than its own success, which on a module without
+	 * remote completion means only that the data left. */
+	if (!(r->status &&
+	      (status == RMCA_ERR_CONNECTION || (!status && r->flushed))))
 		r->status = status;
 	r->len = len;
 	if (revoked_rkey)

@@ -13,6 +13,9 @@
  *                       queued ahead of it: set, progress, unset); only
  *                       where RMCATEST_FAIL was set, if empty, before the
  *                       first completion was polled
+ *   verbs_post_refused  ibv_post_send refuses as siw does (ENOTCONN) once
+ *                       the peer's TERMINATE took the QP out of RTS; same
+ *                       condition on RMCATEST_FAIL as verbs_cq_unread
  *
  * Read at each point, so a test may change it between calls. Not a user
  * setting (hence not RMCA_*): unset, nothing changes.

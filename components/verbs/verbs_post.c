@@ -560,6 +560,33 @@ static void posted_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 
 #define POST_MAX 16
 
+/* Test-only (verbs_fault.c): the device refuses the post as siw does once
+ * the peer's TERMINATE took the QP out of RTS. Looked up only in a
+ * process started with RMCATEST_FAIL set: posting costs nothing more
+ * otherwise. */
+static bool post_refused(void)
+{
+	static int knobs = -1;
+
+	if (knobs < 0)
+		knobs = getenv("RMCATEST_FAIL") != NULL;
+	return knobs && rmca_verbs_fault("verbs_post_refused");
+}
+
+/* What a failed ibv_post_send means. siw refuses with ENOTCONN a QP no
+ * longer in RTS (its library's doorbell returns -1 and sets errno): the
+ * connection is gone, which is no mistake of the caller's. */
+static int post_error(int ret)
+{
+	int e = ret < 0 ? -ret : ret;
+
+	if (ret == -1 && errno == ENOTCONN)
+		e = ENOTCONN;
+	if (e == ENOMEM)
+		return RMCA_ERR_AGAIN;
+	return e == ENOTCONN ? RMCA_ERR_CONNECTION : RMCA_ERR_INVALID;
+}
+
 /* Post ops[0..n) as one chain. Returns how many the device took (in
  * order); *err says why the next one was not. */
 static int post_list(struct rmca_verbs_conn *c, struct rmca_verbs_op **ops,
@@ -606,11 +633,10 @@ static int post_list(struct rmca_verbs_conn *c, struct rmca_verbs_op **ops,
 			wr[i - 1].next = &wr[i];
 	}
 	/* non-zero is failure: siw returns negative errnos */
-	ret = ibv_post_send(c->qp, wr, &bad);
+	ret = post_refused() ? -ENOTCONN : ibv_post_send(c->qp, wr, &bad);
 	if (ret) {
 		n = bad >= wr && bad < wr + n ? (int)(bad - wr) : 0;
-		*err = ret == ENOMEM || ret == -ENOMEM ? RMCA_ERR_AGAIN :
-							 RMCA_ERR_INVALID;
+		*err = post_error(ret);
 	}
 	for (i = 0; i < n; i++)
 		posted_send(c, ops[i]);
@@ -1001,6 +1027,12 @@ void rmca_verbs_pending_run(struct rmca_verbs_conn *c)
 			push_head(c, ops[posted]);
 			return; /* the next completion frees a slot */
 		}
+		if (err == RMCA_ERR_CONNECTION) {
+			/* completes after the ops posted before it */
+			push_head(c, ops[posted]);
+			rmca_verbs_conn_fail(c, err);
+			return;
+		}
 		/* the device refused this op: it alone fails */
 		rmca_verbs_op_done(ops[posted], err, 0, 0);
 	}
@@ -1055,6 +1087,13 @@ int rmca_verbs_submit(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 		credit_prefetch(c);
 	if (posted)
 		return 0;
+	/* the QP left RTS before we learnt of it: the op completes as on
+	 * a failed connection, after the ops posted before it (a delivery
+	 * flush READ after its puts) */
+	if (ret == RMCA_ERR_CONNECTION) {
+		rmca_verbs_conn_fail(c, ret);
+		return rmca_verbs_submit(c, op);
+	}
 	/* a full send queue: up to its size more wait, and go out in
 	 * chains as completions free it */
 	if (ret == RMCA_ERR_AGAIN && c->npending < c->sq_size) {
