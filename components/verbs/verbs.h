@@ -95,6 +95,9 @@ struct rmca_verbs_module {
 	char facts[160]; /* static probed facts; detail = facts + counters */
 	unsigned long flushes; /* flush READs posted (visible in detail) */
 	uint32_t max_sge, max_qp_wr;
+	/* Bytes from which a send-side WR is always signalled, 0: never
+	 * for that reason (verbs_post.c, want_signal). */
+	uint32_t sig_from;
 	uint32_t max_inline; /* learnt with the first QP (inline_known) */
 	bool inline_known;
 	int rbatch_total; /* receives waiting in connections' batches */

@@ -316,13 +316,18 @@ static bool with_hdr(const struct rmca_verbs_conn *c,
 	return c->hdr && is_msg(op);
 }
 
+/* The bytes a send-side WR carries: its data and any header. */
+static uint32_t wr_bytes(const struct rmca_verbs_conn *c,
+			 const struct rmca_verbs_op *op)
+{
+	return op->sge.length + (with_hdr(c, op) ? sizeof(*c->hdr) : 0);
+}
+
 static bool can_inline(const struct rmca_verbs_conn *c,
 		       const struct rmca_verbs_op *op)
 {
-	uint32_t len = op->sge.length;
+	uint32_t len = wr_bytes(c, op);
 
-	if (with_hdr(c, op))
-		len += sizeof(*c->hdr);
 	switch (op->kind) {
 	case RMCA_VOP_SEND:
 	case RMCA_VOP_SEND_INV:
@@ -460,6 +465,8 @@ static bool want_signal(const struct rmca_verbs_conn *c,
 	if (op->kind != RMCA_VOP_PUT && !is_msg(op))
 		return true;
 	if (c->sq_used + 2 > sq_cap(c))
+		return true;
+	if (c->mod->sig_from && wr_bytes(c, op) >= c->mod->sig_from)
 		return true;
 	/* the READ that confirms held sends retires them */
 	if (rmca_verbs_flavour(c->mod)->confirm_sends && is_msg(op))
