@@ -285,7 +285,7 @@ static const struct rmca_param_def framework_params[] = {
 
 static const char *const cap_names[] = {
 	"atomic", "masked_atomic", "send_inv", "loopback", "remote_completion",
-	"atomic_cpu",
+	"atomic_cpu", "short_read",
 };
 
 /*
@@ -322,7 +322,7 @@ static int caps_mask_parse(const char *s, uint32_t *mask, char *err,
 				break;
 		if (i == RMCA_ARRAY_SIZE(cap_names)) {
 			snprintf(err, err_len,
-				 "unknown capability '%s'; accepted: atomic, masked_atomic, send_inv, loopback, remote_completion, atomic_cpu",
+				 "unknown capability '%s'; accepted: atomic, masked_atomic, send_inv, loopback, remote_completion, atomic_cpu, short_read",
 				 tok);
 			rc = RMCA_ERR_INVALID;
 			break;

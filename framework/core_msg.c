@@ -30,6 +30,11 @@ int rmca_emul_ctrl_msg(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	case RMCA_CTRL_RAIL_KEY:
 	case RMCA_CTRL_RAIL_KEY_ACK:
 		return rmca_rails_ctrl_msg(ep, m);
+	case RMCA_CTRL_GET_REQ:
+		rmca_get_serve(ep, m);
+		return 0;
+	case RMCA_CTRL_GET_RESP:
+		return rmca_get_answered(ep, m);
 	}
 	return RMCA_ERR_PROTOCOL;
 }
@@ -38,6 +43,7 @@ int rmca_emul_ctrl_msg(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 void rmca_emul_ctrl_lost(struct rmca_ep *ep, int status)
 {
 	rmca_atomic_lost(ep, status);
+	rmca_get_lost(ep, status);
 	rmca_revoke_lost(ep, status);
 	rmca_verify_lost(ep);
 }

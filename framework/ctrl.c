@@ -22,12 +22,12 @@
 
 /*
  * A well-behaved peer never reaches the bound (RMCA_ctrl_max_queued, 4 MiB
- * by default): what it can make us queue is one answer (at most 23 bytes
- * with its prefix) per request it holds, and it holds at most
- * RMCA_ep_max_core_ops atomics, as many revokes and a module's worth of
- * verifications; our own requests to it are bounded alike (at most 70 bytes
- * each). At the default 16,384 that is under 4 MiB, so two honest peers
- * never both stop reading each other.
+ * by default): what it can make us queue is one answer (at most 48 bytes
+ * with its prefix: a get's, 23 an atomic's) per request it holds, and it
+ * holds at most RMCA_ep_max_core_ops atomics and gets together, as many
+ * revokes and a module's worth of verifications; our own requests to it
+ * are bounded alike (at most 70 bytes each). At the default 16,384 that is
+ * under 4 MiB, so two honest peers never both stop reading each other.
  */
 
 struct rmca_ctrl {

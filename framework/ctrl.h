@@ -16,6 +16,9 @@
  *   RAIL_KEY     u64 key, u64 rail's key, u64 addr, u64 len, u8 rail
  *                (rail 0: key names no region any more; see rails.c)
  *   RAIL_KEY_ACK u64 key, u16 -status
+ *   GET_REQ      u64 id, u64 raddr, u64 rkey, u8 len (1..RMCA_CTRL_GET_MAX)
+ *   GET_RESP     u64 id, u16 -status, u8 len, len bytes (len 0 with an
+ *                error status, else the request's)
  */
 #ifndef RMCA_CTRL_H
 #define RMCA_CTRL_H
@@ -26,6 +29,9 @@
 #include <rmca.h>
 
 #define RMCA_CTRL_MAX 128
+/* The gets the target's core answers (get_core.c): up to the size siw may
+ * not answer safely as a READ. */
+#define RMCA_CTRL_GET_MAX 32
 
 enum rmca_ctrl_type {
 	RMCA_CTRL_ATOMIC_REQ = 1,
@@ -36,6 +42,8 @@ enum rmca_ctrl_type {
 	RMCA_CTRL_VERIFY_RESP = 6,
 	RMCA_CTRL_RAIL_KEY = 7, /* key's counterpart on another rail */
 	RMCA_CTRL_RAIL_KEY_ACK = 8,
+	RMCA_CTRL_GET_REQ = 9, /* read these bytes of yours for me */
+	RMCA_CTRL_GET_RESP = 10,
 };
 
 struct rmca_ctrl_msg {
@@ -43,11 +51,12 @@ struct rmca_ctrl_msg {
 	uint64_t id; /* ATOMIC_*: request id; REVOKE*: message seq */
 	int status; /* *_RESP, *_ACK */
 	uint64_t old; /* ATOMIC_RESP */
-	uint64_t rkey; /* REVOKE, VERIFY */
-	uint64_t raddr, len; /* VERIFY */
+	uint64_t rkey; /* REVOKE, VERIFY, GET_REQ */
+	uint64_t raddr, len; /* VERIFY, GET_REQ; len also GET_RESP */
 	uint8_t access;	     /* VERIFY: RMCA_ACCESS_REMOTE_READ or _WRITE;
 			      * RAIL_KEY: the rail */
 	struct rmca_atomic op; /* ATOMIC_REQ */
+	uint8_t data[RMCA_CTRL_GET_MAX]; /* GET_RESP: len of them */
 };
 
 /* Encode m with its length prefix; returns the length or a negative status. */

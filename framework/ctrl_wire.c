@@ -36,13 +36,30 @@ static size_t body_len(uint8_t type)
 	case RMCA_CTRL_VERIFY:
 	case RMCA_CTRL_RAIL_KEY:
 		return 8 + 3 * 8 + 1;
+	case RMCA_CTRL_GET_REQ:
+		return 8 + 2 * 8 + 1;
+	case RMCA_CTRL_GET_RESP:
+		return 8 + 2 + 1; /* and the data: frame_len() */
 	}
 	return 0;
 }
 
-int rmca_ctrl_encode(const struct rmca_ctrl_msg *m, uint8_t *buf, size_t len)
+/* The body's length, data included; 0 for a message that cannot be. */
+static size_t frame_len(const struct rmca_ctrl_msg *m)
 {
 	size_t n = body_len(m->type);
+
+	if (m->type == RMCA_CTRL_GET_RESP) {
+		if (m->len > RMCA_CTRL_GET_MAX)
+			return 0;
+		n += (size_t)m->len;
+	}
+	return n;
+}
+
+int rmca_ctrl_encode(const struct rmca_ctrl_msg *m, uint8_t *buf, size_t len)
+{
+	size_t n = frame_len(m);
 	uint8_t *p = buf;
 
 	if (!n)
@@ -82,6 +99,17 @@ int rmca_ctrl_encode(const struct rmca_ctrl_msg *m, uint8_t *buf, size_t len)
 		le(&p, m->len, 8);
 		*p++ = m->access;
 		break;
+	case RMCA_CTRL_GET_REQ:
+		le(&p, m->raddr, 8);
+		le(&p, m->rkey, 8);
+		*p++ = (uint8_t)m->len;
+		break;
+	case RMCA_CTRL_GET_RESP:
+		le(&p, (uint16_t)-m->status, 2);
+		*p++ = (uint8_t)m->len;
+		memcpy(p, m->data, (size_t)m->len);
+		p += m->len;
+		break;
 	}
 	return (int)(p - buf);
 }
@@ -108,6 +136,8 @@ int rmca_ctrl_decode(const uint8_t *buf, size_t len, struct rmca_ctrl_msg *m,
 		snprintf(why, why_len, "unknown control message type %u", m->type);
 		return RMCA_ERR_PROTOCOL;
 	}
+	if (m->type == RMCA_CTRL_GET_RESP && len >= 1 + n)
+		n += buf[n]; /* its data: the length byte is the body's last */
 	if (len != 1 + n) {
 		snprintf(why, why_len,
 			 "control message type %u of %zu bytes, expected %zu",
@@ -164,6 +194,27 @@ int rmca_ctrl_decode(const uint8_t *buf, size_t len, struct rmca_ctrl_msg *m,
 			snprintf(why, why_len, "verify of access 0x%x", m->access);
 			return RMCA_ERR_PROTOCOL;
 		}
+		break;
+	case RMCA_CTRL_GET_REQ:
+		m->raddr = get(&p, 8);
+		m->rkey = get(&p, 8);
+		m->len = *p++;
+		if (!m->len || m->len > RMCA_CTRL_GET_MAX) {
+			snprintf(why, why_len, "get of %u bytes",
+				 (unsigned)m->len);
+			return RMCA_ERR_PROTOCOL;
+		}
+		break;
+	case RMCA_CTRL_GET_RESP:
+		m->status = -(int)get(&p, 2);
+		m->len = *p++;
+		if (m->len > RMCA_CTRL_GET_MAX || (m->status && m->len)) {
+			snprintf(why, why_len, "get answer of %u bytes%s",
+				 (unsigned)m->len,
+				 m->status ? " with an error" : "");
+			return RMCA_ERR_PROTOCOL;
+		}
+		memcpy(m->data, p, (size_t)m->len);
 		break;
 	}
 	if (!status_ok(m->status)) {

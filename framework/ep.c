@@ -1678,6 +1678,7 @@ void rmca_ep_destroy(struct rmca_ep *ep)
 	ep->mod->m->ops->disconnect(ep->conn);
 	ep->conn = NULL;
 	rmca_rails_destroy(ep); /* their parts complete into requests */
+	rmca_get_core_close(ep); /* its fences completed in there */
 	/* What waited on the peer's core is in the request list too. */
 	for (struct rmca_req *r = ep->am_wait, *n; r; r = n) {
 		n = r->am_next;

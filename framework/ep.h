@@ -20,6 +20,9 @@ enum rmca_req_kind {
 	RMCA_REQ_DELIVERY_FLUSH, /* internal: proves the puts it covers */
 	RMCA_REQ_RAIL_PART,	 /* internal: one rail's part of a request
 				  * (rails.c); on no list of the endpoint */
+	RMCA_REQ_GET_FENCE,	 /* internal: the flush a get the peer's core
+				  * answers waits for (get_core.c); on no
+				  * list of the endpoint */
 };
 
 struct rmca_req {
@@ -95,6 +98,14 @@ struct rmca_req {
 			bool verified;
 			int64_t verify_deadline;
 			struct rmca_req *verify_next;
+			/* a get the peer's core answers (get_core.c), and
+			 * the flushes it waits for (RMCA_REQ_GET_FENCE):
+			 * its buffer, its place on ep->get_held, get_wait or
+			 * get_fences, and the fence it waits for (a fence:
+			 * its number) */
+			void *get_buf;
+			struct rmca_req *get_next;
+			uint64_t get_fence;
 		};
 		/* one rail's part of a put, get or flush (RMCA_REQ_RAIL_PART)
 		 */
@@ -157,6 +168,16 @@ struct rmca_ep {
 	struct rmca_req *verify_wait; /* failed accesses being checked */
 	struct rmca_rails *rails;     /* more pairs used beside mod (rails.c) */
 	uint64_t rma_bytes, rma_ops;  /* puts and gets posted on mod */
+	/* Gets the peer's core answers (get_core.c), in post order: held
+	 * until the fence posted for them completes, then sent (answered in
+	 * order); the fences outstanding, in post order, their numbers up to
+	 * fences_done all completed; rma_ops when the last one was posted. */
+	enum rmca_path get_short; /* gets of 1..RMCA_CTRL_GET_MAX bytes */
+	struct rmca_req *get_held, *get_held_tail;
+	struct rmca_req *get_wait, *get_wait_tail;
+	struct rmca_req *get_fences, *get_fences_tail;
+	uint64_t fences_posted, fences_done, fenced_ops;
+	int fence_status; /* the first error of a fence */
 };
 
 struct rmca_listener {
@@ -270,6 +291,18 @@ void rmca_ep_advance(struct rmca_ep *ep);
 void rmca_paths_choose(struct rmca_ep *ep);
 void rmca_paths_describe(const struct rmca_ep *ep, char *buf, size_t len);
 int rmca_emul_atomic(struct rmca_ep *ep, struct rmca_req *r);
+/* get_core.c: gets of 1..RMCA_GET_SHORT_MAX bytes on an endpoint whose
+ * get_short path is RMCA_PATH_EMULATED are answered by the peer's core */
+#define RMCA_GET_SHORT_MAX 32
+static inline bool rmca_get_short(const struct rmca_ep *ep, size_t len)
+{
+	return len - 1 < RMCA_GET_SHORT_MAX &&
+	       ep->get_short == RMCA_PATH_EMULATED;
+}
+int rmca_get_core(struct rmca_ep *ep, struct rmca_req *r, void *buf,
+		  size_t len);
+void rmca_get_fence_done(struct rmca_req *f, int status);
+void rmca_get_core_close(struct rmca_ep *ep);
 int rmca_cas_start(struct rmca_ep *ep, struct rmca_req *r);
 bool rmca_cas_step_done(struct rmca_req *r, int status);
 int rmca_revoke_send(struct rmca_ep *ep, struct rmca_req *r);

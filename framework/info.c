@@ -174,6 +174,8 @@ const char *rmca_info_cap_name(uint32_t bit)
 		return "remote_completion";
 	case RMCA_CAP_ATOMIC_CPU:
 		return "atomic_cpu";
+	case RMCA_CAP_SHORT_READ:
+		return "short_read";
 	}
 	return NULL;
 }

@@ -153,8 +153,11 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 {
 	struct rmca_ep *ep = r->ep;
 
-	if (r->kind == RMCA_REQ_RAIL_PART) {
-		rmca_rails_part_done(r, status);
+	if (r->kind > RMCA_REQ_DELIVERY_FLUSH) { /* internal, on no list */
+		if (r->kind == RMCA_REQ_RAIL_PART)
+			rmca_rails_part_done(r, status);
+		else
+			rmca_get_fence_done(r, status);
 		return;
 	}
 	/* One rail failed, the others did not: what completes on them
@@ -491,6 +494,8 @@ int rmca_get(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
 	if (rc != 1)
 		return rc;
 	rma_path_init(r, raddr, rkey, len);
+	if (rmca_get_short(ep, len)) /* the peer's core answers it */
+		return op_end(r, rmca_get_core(ep, r, buf, len));
 	rc = rmca_rails_rma(ep, r, buf, len, mmr, mr, raddr, rkey);
 	if (rc == 1)
 		rc = rma_count(ep, len,

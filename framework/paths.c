@@ -37,6 +37,13 @@ void rmca_paths_choose(struct rmca_ep *ep)
 				   have && cpu_domain	? RMCA_PATH_CAS_LOOP :
 							  RMCA_PATH_EMULATED;
 	}
+	/* The peer's device answers a get's READ; a mask here is the user's
+	 * word that this side must not ask for one either. */
+	if ((ep->peer_caps & RMCA_CAP_SHORT_READ) &&
+	    !(ep->mod->comp->caps_mask & RMCA_CAP_SHORT_READ))
+		ep->get_short = RMCA_PATH_NATIVE;
+	else
+		ep->get_short = RMCA_PATH_EMULATED;
 	if ((both & RMCA_CAP_SEND_INV) && ops->send_inv)
 		a->send_inv = RMCA_PATH_NATIVE;
 	else if (ops->revoke)
@@ -62,7 +69,7 @@ void rmca_paths_describe(const struct rmca_ep *ep, char *buf, size_t len)
 	const char *mode = ep->ctx->atomic_resolved == RMCA_ATOMIC_MODE_DEVICE ?
 				   "device" :
 				   "cpu";
-	const char *why_atomic, *why_masked, *why_inv;
+	const char *why_atomic, *why_masked, *why_inv, *why_get;
 
 	switch (a->atomic) {
 	case RMCA_PATH_NATIVE:
@@ -101,16 +108,24 @@ void rmca_paths_describe(const struct rmca_ep *ep, char *buf, size_t len)
 	default:
 		why_inv = "no way to revoke a key on this transport";
 	}
+	if (ep->get_short == RMCA_PATH_NATIVE)
+		why_get = "the peer's device answers READs of at most 32 bytes";
+	else if (ep->mod->comp->caps_mask & RMCA_CAP_SHORT_READ)
+		why_get = "short_read masked here: the target's core answers gets of 1 to 32 bytes";
+	else
+		why_get = "the peer's device may drop the connection over a READ of at most 32 bytes (siw): the target's core answers gets of 1 to 32 bytes";
 	snprintf(buf, len,
 		 "put_delivered: %s (%s)\n"
 		 "atomic: %s (atomic mode %s; %s)\n"
 		 "masked_atomic: %s (%s)\n"
-		 "send_inv: %s (%s)\n",
+		 "send_inv: %s (%s)\n"
+		 "get_short: %s (%s)\n",
 		 path_word(a->put_delivered),
 		 a->put_delivered == RMCA_PATH_NATIVE ?
 			 "a completion means the data is at the target" :
 			 "completions are local only: a flush follows, the put completes with it",
 		 path_word(a->atomic), mode, why_atomic,
 		 path_word(a->masked_atomic), why_masked,
-		 path_word(a->send_inv), why_inv);
+		 path_word(a->send_inv), why_inv, path_word(ep->get_short),
+		 why_get);
 }

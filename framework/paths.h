@@ -15,6 +15,11 @@ void rmca_atomic_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req);
 int rmca_atomic_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
 void rmca_atomic_lost(struct rmca_ep *ep, int status);
 
+/* get_core.c: gets of at most 32 bytes answered by the target's core */
+void rmca_get_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req);
+int rmca_get_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
+void rmca_get_lost(struct rmca_ep *ep, int status);
+
 /* revoke_msg.c: send with invalidate by revoke message */
 void rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
 int rmca_revoke_acked(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);

@@ -567,7 +567,8 @@ int rmca_self_open(struct rmca_context *ctx, struct rmca_mod *mod)
 	snprintf(m->base.device, sizeof(m->base.device), "self");
 	m->base.caps = RMCA_CAP_ATOMIC | RMCA_CAP_MASKED_ATOMIC |
 		       RMCA_CAP_SEND_INV | RMCA_CAP_LOOPBACK |
-		       RMCA_CAP_REMOTE_COMPLETION | RMCA_CAP_ATOMIC_CPU;
+		       RMCA_CAP_REMOTE_COMPLETION | RMCA_CAP_ATOMIC_CPU |
+		       RMCA_CAP_SHORT_READ;
 	m->comp.comp = &self_component;
 	m->comp.enabled = true;
 	mod->m = &m->base;

@@ -24,6 +24,9 @@
  *       other. Version 2 had no such message: its passive side waited
  *       RMCA_connect_timeout for a rail that would never come. A peer of
  *       another version is refused by name both ways; no rail is guessed.)
+ *   (version 4: control messages GET_REQ and GET_RESP, framework/ctrl.h,
+ *   and cap short_read; a version-3 peer declares no short_read and does
+ *   not know the messages its gets of at most 32 bytes would then become.)
  *   str: u8 length, bytes (no NUL)
  */
 #ifndef RMCA_WIRE_H
@@ -33,7 +36,7 @@
 #include <stdint.h>
 
 #define RMCA_WIRE_MAGIC 0x41434d52u /* "RMCA" little-endian */
-#define RMCA_WIRE_VERSION   3
+#define RMCA_WIRE_VERSION   4
 #define RMCA_HELLO_MAX 16384
 #define RMCA_HELLO_MAX_MODS 32
 #define RMCA_WIRE_ADDR_MAX 256

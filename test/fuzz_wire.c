@@ -31,6 +31,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (n != (int)size || __builtin_memcmp(out, data, size))
 			__builtin_trap();
 	}
-	(void)rmca_ctrl_decode(data, size, &m, why, sizeof(why));
+	if (!rmca_ctrl_decode(data, size, &m, why, sizeof(why))) {
+		/* and a control message too (gets carry their data) */
+		int n = rmca_ctrl_encode(&m, out, sizeof(out));
+
+		if (n != (int)size + 4 || __builtin_memcmp(out + 4, data, size))
+			__builtin_trap();
+	}
 	return 0;
 }

@@ -3,9 +3,9 @@
 #
 # The same semantic suite over every path: the public-contract programs run
 # again over tcp with each capability masked (RMCA_tcp_caps), so the core's
-# fallbacks (flush, CAS loop, emulated atomics, revoke messages) must give
-# exactly the results of the native paths. Speaks TAP: one line per case
-# and mask.
+# fallbacks (flush, CAS loop, emulated atomics, revoke messages, gets the
+# target's core answers) must give exactly the results of the native paths.
+# Speaks TAP: one line per case and mask.
 
 set -u
 
@@ -15,8 +15,8 @@ transport=${RMCATEST_TRANSPORT:-tcp}
 builddir=${RMCATEST_BUILDDIR:-.}
 srcdir=${RMCATEST_SRCDIR:-$(dirname "$0")}
 # test_tap_rule.sh runs the matrix over its own sample program.
-progs=${RMCATEST_MATRIX_PROGS:-"test_api_sendrecv test_api_rma test_api_flush test_api_atomic test_api_use_once test_api_errors test_api_wait_fd"}
-masks=${RMCATEST_MATRIX_MASKS:-"^atomic ^masked_atomic ^atomic,masked_atomic ^send_inv ^remote_completion ^atomic,masked_atomic,send_inv,remote_completion"}
+progs=${RMCATEST_MATRIX_PROGS:-"test_api_sendrecv test_api_rma test_api_get_short test_api_flush test_api_atomic test_api_use_once test_api_errors test_api_wait_fd"}
+masks=${RMCATEST_MATRIX_MASKS:-"^atomic ^masked_atomic ^atomic,masked_atomic ^send_inv ^remote_completion ^atomic,masked_atomic,send_inv,remote_completion,short_read"}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rmca-matrix.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT INT TERM

@@ -12,7 +12,7 @@
 set -u
 
 builddir=${RMCATEST_BUILDDIR:-.}
-progs="test_api_connect test_api_sendrecv test_api_rma test_api_flush test_api_atomic test_api_use_once test_api_errors test_api_wait_fd test_api_wire test_api_attack test_api_connect_errors"
+progs="test_api_connect test_api_sendrecv test_api_rma test_api_get_short test_api_flush test_api_atomic test_api_use_once test_api_errors test_api_wait_fd test_api_wire test_api_attack test_api_connect_errors"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rmca-shm.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT INT TERM

@@ -99,7 +99,8 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["status"] == 0 and d["error"] is None, d
 assert d["transport"] == "tcp" and d["peer_local"] is True, d
-assert set(d["paths"]) == {"put_delivered", "atomic", "masked_atomic", "send_inv"}, d
+assert set(d["paths"]) == {"put_delivered", "atomic", "masked_atomic", "send_inv", "get_short"}, d
+assert d["paths"]["get_short"]["path"] == "native" and d["paths"]["get_short"]["reason"], d
 assert d["paths"]["send_inv"]["path"] == "revoke_msg" and d["paths"]["send_inv"]["reason"], d
 assert d["chose"].startswith("tcp "), d
 assert any(s["component"] == "phantom" and s["reason"] for s in d["skipped"]), d

@@ -421,6 +421,86 @@ static void malformed_ctrl_messages_are_refused(void **state)
 		RMCA_ERR_PROTOCOL);
 }
 
+/* Gets the target's core answers: what the wire carries, what it refuses
+ * (no length or more than 32 bytes asked, an answer whose length byte
+ * disagrees with the frame, data with an error). */
+static void get_messages_round_trip_and_bad_ones_are_refused(void **state)
+{
+	struct rmca_ctrl_msg m = {.type = RMCA_CTRL_GET_REQ,
+				  .id = 12,
+				  .raddr = 0x1234567,
+				  .rkey = 0xfeed,
+				  .len = RMCA_CTRL_GET_MAX};
+	struct rmca_ctrl_msg d;
+	uint8_t buf[4 + RMCA_CTRL_MAX];
+	char why[128];
+	int n;
+
+	(void)state;
+	ctrl_round_trip(&m, &d);
+	assert_true(d.id == 12 && d.raddr == 0x1234567 && d.rkey == 0xfeed &&
+		    d.len == RMCA_CTRL_GET_MAX);
+	for (unsigned len = 0; len <= 255; len += 255 - RMCA_CTRL_GET_MAX) {
+		/* 0 and 223: neither is a get */
+		n = rmca_ctrl_encode(&m, buf, sizeof(buf));
+		buf[n - 1] = (uint8_t)len;
+		assert_int_equal(rmca_ctrl_decode(buf + 4, (size_t)n - 4, &d,
+						  why, sizeof(why)),
+				 RMCA_ERR_PROTOCOL);
+		assert_non_null(strstr(why, "get of"));
+	}
+
+	m = (struct rmca_ctrl_msg){
+		.type = RMCA_CTRL_GET_RESP, .id = 12, .len = 7};
+	memcpy(m.data, "rmcaget", 7);
+	ctrl_round_trip(&m, &d);
+	assert_true(d.id == 12 && d.status == 0 && d.len == 7 &&
+		    !memcmp(d.data, "rmcaget", 7));
+	n = rmca_ctrl_encode(&m, buf, sizeof(buf));
+	assert_int_equal(n, 4 + 1 + 8 + 2 + 1 + 7);
+	/* the length byte says one more or one less than the frame holds */
+	buf[4 + 1 + 8 + 2] = 8;
+	assert_int_equal(
+		rmca_ctrl_decode(buf + 4, (size_t)n - 4, &d, why, sizeof(why)),
+		RMCA_ERR_PROTOCOL);
+	buf[4 + 1 + 8 + 2] = 6;
+	assert_int_equal(
+		rmca_ctrl_decode(buf + 4, (size_t)n - 4, &d, why, sizeof(why)),
+		RMCA_ERR_PROTOCOL);
+	/* more than a get may ask, in a frame that holds it */
+	m.len = RMCA_CTRL_GET_MAX;
+	n = rmca_ctrl_encode(&m, buf, sizeof(buf));
+	buf[n] = 0;
+	buf[4 + 1 + 8 + 2] = RMCA_CTRL_GET_MAX + 1;
+	assert_int_equal(
+		rmca_ctrl_decode(buf + 4, (size_t)n - 3, &d, why, sizeof(why)),
+		RMCA_ERR_PROTOCOL);
+	assert_non_null(strstr(why, "get answer of 33 bytes"));
+	/* an encoder does not make one either */
+	m.len = RMCA_CTRL_GET_MAX + 1;
+	assert_int_equal(rmca_ctrl_encode(&m, buf, sizeof(buf)),
+			 RMCA_ERR_INVALID);
+	/* a refusal carries no data */
+	m = (struct rmca_ctrl_msg){.type = RMCA_CTRL_GET_RESP,
+				   .id = 3,
+				   .status = RMCA_ERR_REMOTE_ACCESS};
+	ctrl_round_trip(&m, &d);
+	assert_int_equal(d.status, RMCA_ERR_REMOTE_ACCESS);
+	m.len = 1;
+	n = rmca_ctrl_encode(&m, buf, sizeof(buf));
+	assert_int_equal(
+		rmca_ctrl_decode(buf + 4, (size_t)n - 4, &d, why, sizeof(why)),
+		RMCA_ERR_PROTOCOL);
+	assert_non_null(strstr(why, "with an error"));
+	/* every truncation of an answer is refused */
+	m = (struct rmca_ctrl_msg){.type = RMCA_CTRL_GET_RESP, .len = 32};
+	n = rmca_ctrl_encode(&m, buf, sizeof(buf));
+	for (int len = 0; len < n - 4; len++)
+		assert_int_equal(rmca_ctrl_decode(buf + 4, (size_t)len, &d, why,
+						  sizeof(why)),
+				 RMCA_ERR_PROTOCOL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -437,6 +517,8 @@ int main(void)
 		cmocka_unit_test(random_bytes_never_crash_the_decoder),
 		cmocka_unit_test(ctrl_messages_round_trip),
 		cmocka_unit_test(malformed_ctrl_messages_are_refused),
+		cmocka_unit_test(
+			get_messages_round_trip_and_bad_ones_are_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -703,7 +703,8 @@ static int split_path(char *line, const char **op, const char **path,
 		      const char **reason)
 {
 	static const char *const ops[] = {"put_delivered", "atomic",
-					  "masked_atomic", "send_inv"};
+					  "masked_atomic", "send_inv",
+					  "get_short"};
 	char *colon = strstr(line, ": "), *open, *close;
 
 	if (!colon)

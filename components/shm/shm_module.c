@@ -239,7 +239,8 @@ int rmca_shm_module_create(const struct rmca_core *core,
 	snprintf(m->base.device, sizeof(m->base.device), "shm");
 	m->base.caps = RMCA_CAP_ATOMIC | RMCA_CAP_MASKED_ATOMIC |
 		       RMCA_CAP_SEND_INV | RMCA_CAP_LOOPBACK |
-		       RMCA_CAP_REMOTE_COMPLETION | RMCA_CAP_ATOMIC_CPU;
+		       RMCA_CAP_REMOTE_COMPLETION | RMCA_CAP_ATOMIC_CPU |
+		       RMCA_CAP_SHORT_READ;
 	m->lfd = -1;
 	m->idle_ns = core->ops->param_int(core, "shm_idle_us") * 1000;
 	m->cma = core->ops->param_bool(core, "shm_cma");

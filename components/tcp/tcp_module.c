@@ -191,7 +191,8 @@ int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
 	snprintf(m->base.device, sizeof(m->base.device), "%s", device);
 	m->base.caps = RMCA_CAP_ATOMIC | RMCA_CAP_MASKED_ATOMIC |
 		       RMCA_CAP_SEND_INV | RMCA_CAP_LOOPBACK |
-		       RMCA_CAP_REMOTE_COMPLETION | RMCA_CAP_ATOMIC_CPU;
+		       RMCA_CAP_REMOTE_COMPLETION | RMCA_CAP_ATOMIC_CPU |
+		       RMCA_CAP_SHORT_READ;
 	m->spare_fd = -1;
 	m->want_port = (int)core->ops->param_int(core, "tcp_port");
 	/* A socket waits for its connect as long as a handshake may take. */

@@ -168,6 +168,11 @@ static void probe_caps(struct rmca_verbs_module *vm,
 	 * completion only means the data left (RDMAP has no such ack). */
 	if (rmca_verbs_flavour(vm)->remote_completion)
 		caps |= RMCA_CAP_REMOTE_COMPLETION;
+	/* siw answers a READ of at most 32 bytes from a context where it
+	 * may fail and drop the connection (verbs.h, RMCA_VERBS_CTL_READ):
+	 * its peers send such gets to this side's core instead. */
+	if (a->vendor_id != SIW_VENDOR_ID)
+		caps |= RMCA_CAP_SHORT_READ;
 	vm->m.caps = caps;
 	vm->max_sge = a->max_sge;
 	vm->max_qp_wr = a->max_qp_wr;

@@ -87,6 +87,11 @@ enum rmca_cap {
 	RMCA_CAP_REMOTE_COMPLETION = 1u << 4, /* completion => delivered */
 	RMCA_CAP_ATOMIC_CPU = 1u << 5, /* atomics run on the target CPU (coherent
 					  with the core's emulation) */
+	/* The device answers RDMA READs of at most 32 bytes safely, as the
+	 * responder. Clear on siw (Linux 6.1), which may drop the connection
+	 * over one (components/verbs/verbs.h, RMCA_VERBS_CTL_READ): the
+	 * core then sends a peer's gets of that size to this side's core. */
+	RMCA_CAP_SHORT_READ = 1u << 6,
 };
 
 /*
