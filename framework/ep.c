@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,7 @@ static void listener_arm(struct rmca_listener *l, bool on)
 {
 	struct rmca_context *ctx = l->ctx;
 
-	if (on == l->armed)
+	if (on == l->armed || l->fd < 0)
 		return;
 	if (!ctx->core.ops->fd_mod(&ctx->core, l->fd, on ? EPOLLIN : 0))
 		l->armed = on;
@@ -100,8 +101,10 @@ void rmca_listener_close(rmca_listener_t *l)
 	ctx = l->ctx;
 	while (l->incoming)
 		incoming_drop(l, l->incoming);
-	ctx->core.ops->fd_del(&ctx->core, l->fd);
-	close(l->fd);
+	if (l->fd >= 0) {
+		ctx->core.ops->fd_del(&ctx->core, l->fd);
+		close(l->fd);
+	}
 	if (l->spare_fd >= 0)
 		close(l->spare_fd);
 	rmca_list_del(&l->link);
@@ -418,14 +421,8 @@ static uint8_t *reject_msg(int status, const char *reason, size_t *alen)
 	return buf;
 }
 
+/* Lines about refused peers go through the listener's rate limit. */
 static bool fail_log_allowed(struct rmca_listener *l);
-
-/* Lines about refused peers, through the listener's rate limit (l may be
- * NULL: a connection of the job layer's, not a listener's). */
-static bool may_log(struct rmca_listener *l)
-{
-	return !l || fail_log_allowed(l);
-}
 
 static uint8_t *hello_answer(struct rmca_context *ctx, struct rmca_listener *l,
 			     const uint8_t *body, size_t len, const char *who,
@@ -457,7 +454,7 @@ static uint8_t *hello_answer(struct rmca_context *ctx, struct rmca_listener *l,
 		rc = RMCA_ERR_PROTOCOL;
 	}
 	if (rc) {
-		if (may_log(l))
+		if (fail_log_allowed(l))
 			rmca_log(0, "bootstrap from %s refused: %s", who, why);
 		res->status = rc;
 		res->counts = true;
@@ -473,7 +470,7 @@ static uint8_t *hello_answer(struct rmca_context *ctx, struct rmca_listener *l,
 			 "(RMCA_atomic_mode)",
 			 mode_name(ctx->atomic_resolved),
 			 mode_name(peer->atomic_mode));
-		if (res->probe || may_log(l))
+		if (res->probe || fail_log_allowed(l))
 			rmca_log(res->probe ? 1 : 0,
 				 "bootstrap from %s refused: %s", who, why);
 		res->status = RMCA_ERR_PROTOCOL;
@@ -493,7 +490,7 @@ static uint8_t *hello_answer(struct rmca_context *ctx, struct rmca_listener *l,
 		for (char *nl = strchr(sel.reasons, '\n'); nl && nl[1];
 		     nl = strchr(nl, '\n'))
 			*nl = ';';
-		if (res->probe || may_log(l))
+		if (res->probe || fail_log_allowed(l))
 			rmca_log(res->probe ? 1 : 0,
 				 "%s: no enabled transport reaches the peer: %s",
 				 who, sel.reasons);
@@ -646,8 +643,20 @@ struct rmca_incoming {
 	struct rmca_ep *ep;
 	struct rmca_connecting *h;
 	bool await_rails; /* the answer listed rails: which does it take? */
+	bool timed_out;
+	uint32_t events; /* what the event loop watches its socket for */
+	uintptr_t tag;	 /* a handshake set's: its owner's name for it */
 	char host[64], who[96];
 };
+
+/* What the event loop watches in's socket for (0: nothing, for now). */
+static void incoming_watch(struct rmca_incoming *in, uint32_t events)
+{
+	struct rmca_context *ctx = in->l->ctx;
+
+	if (!ctx->core.ops->fd_mod(&ctx->core, in->fd, events))
+		in->events = events;
+}
 
 static void incoming_unwatch(struct rmca_incoming *in)
 {
@@ -679,6 +688,10 @@ static void incoming_drop(struct rmca_listener *l, struct rmca_incoming *in)
 		close(in->fd);
 	free(in->msg);
 	free(in);
+	/* A handshake set is on the context's list only while it has some:
+	 * an idle one costs the event loop nothing. */
+	if (l->done && !l->incoming && !l->ticking)
+		rmca_list_del(&l->link);
 	/* A slot is free: take the next peer from the backlog. */
 	if (!l->rest_until && l->nincoming < l->ctx->handshake_max)
 		listener_arm(l, true);
@@ -714,6 +727,11 @@ static void incoming_fail(struct rmca_incoming *in, int status, int level,
 			  const char *why)
 {
 	struct rmca_listener *l = in->l;
+	uintptr_t tag = in->tag;
+	int end = status;
+
+	if (!end)
+		end = in->timed_out ? RMCA_ERR_TIMEOUT : RMCA_ERR_CONNECTION;
 
 	if (why && (level > 0 || fail_log_allowed(l)))
 		rmca_log(level, "bootstrap from %s: %s", in->who, why);
@@ -722,6 +740,9 @@ static void incoming_fail(struct rmca_incoming *in, int status, int level,
 		l->refused_status = status;
 	}
 	incoming_drop(l, in);
+	/* last: the owner may look at the set, in is no part of it */
+	if (l->done)
+		l->done(l->owner, tag, end, NULL);
 }
 
 /* Read what there is. 1: the hello is complete; 0: not yet; -1: in is
@@ -789,8 +810,6 @@ static int incoming_read(struct rmca_incoming *in)
 /* Write what fits of the answer. 1: all out; 0: not yet; -1: gone. */
 static int incoming_write(struct rmca_incoming *in)
 {
-	struct rmca_context *ctx = in->l->ctx;
-
 	while (in->have < in->len) {
 		ssize_t n = send(in->fd, in->msg + in->have, in->len - in->have,
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -802,7 +821,7 @@ static int incoming_write(struct rmca_incoming *in)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			ctx->core.ops->fd_mod(&ctx->core, in->fd, EPOLLOUT);
+			incoming_watch(in, EPOLLOUT);
 			return 0;
 		}
 		incoming_fail(in, 0, 0, "peer went away during the hello");
@@ -811,14 +830,18 @@ static int incoming_write(struct rmca_incoming *in)
 	return 1;
 }
 
-/* The endpoint is connected: ready for rmca_accept. */
+/* The endpoint is connected: ready for rmca_accept, or handed to the
+ * owner of a handshake set. */
 static void incoming_ready(struct rmca_incoming *in)
 {
+	struct rmca_listener *l = in->l;
+	uintptr_t tag = in->tag;
+	struct rmca_ep *ep = in->ep;
 	int fd = in->fd;
 	int rc;
 
 	incoming_unwatch(in);
-	rc = ep_finish(in->ep, fd, in->res.local);
+	rc = ep_finish(ep, fd, in->res.local);
 	if (rc) {
 		in->ep = NULL;
 		incoming_fail(in, 0, 0, "cannot open the control channel");
@@ -826,12 +849,16 @@ static void incoming_ready(struct rmca_incoming *in)
 	}
 	in->fd = -1; /* the control channel's now */
 	in->state = IN_READY;
+	if (!l->done)
+		return;
+	in->ep = NULL;
+	incoming_drop(l, in);
+	l->done(l->owner, tag, 0, ep);
 }
 
 /* The peer's reply to the rails listed. False: in is gone (refused). */
 static bool incoming_rails(struct rmca_incoming *in)
 {
-	struct rmca_context *ctx = in->l->ctx;
 	char why[256], line[300];
 	int rc = rails_settle(in->ep, in->res.plan.n, in->msg, in->len, why,
 			      sizeof(why));
@@ -846,7 +873,7 @@ static bool incoming_rails(struct rmca_incoming *in)
 	}
 	in->await_rails = false;
 	/* Quiet until the control channel takes the socket over. */
-	ctx->core.ops->fd_mod(&ctx->core, in->fd, 0);
+	incoming_watch(in, 0);
 	return true;
 }
 
@@ -888,8 +915,7 @@ static void incoming_answered(struct rmca_incoming *in)
 	 * the peer's rails reply. */
 	in->await_rails = in->res.plan.n > 0;
 	in->have = in->len = 0;
-	ctx->core.ops->fd_mod(&ctx->core, in->fd,
-			      in->await_rails ? EPOLLIN : 0);
+	incoming_watch(in, in->await_rails ? EPOLLIN : 0);
 	in->ep = ep_new(ctx, in->res.mod, &in->res.peer_mod, in->res.token,
 			in->who);
 	if (in->ep && rmca_rails_new(in->ep, &in->res.plan)) {
@@ -1022,6 +1048,7 @@ static void listener_cb(void *arg, uint32_t events)
 			continue;
 		}
 		in->watched = true;
+		in->events = EPOLLIN;
 		/* Oldest first: endpoints are handed out in arrival order. */
 		for (pp = &l->incoming; *pp; pp = &(*pp)->next)
 			;
@@ -1041,6 +1068,8 @@ listener_progress(struct rmca_context *ctx, struct rmca_listener *l,
 
 	if (*now < 0)
 		*now = rmca_now_ms();
+	if (l->ticking && l->tick)
+		l->tick(l->owner, *now); /* may leave the list: nothing else */
 	if (l->rest_until && *now >= l->rest_until) {
 		l->rest_until = 0;
 		if (l->nincoming < ctx->handshake_max)
@@ -1071,6 +1100,7 @@ listener_progress(struct rmca_context *ctx, struct rmca_listener *l,
 		if (*now >= in->deadline) {
 			char why[96];
 
+			in->timed_out = true;
 			snprintf(why, sizeof(why),
 				 "%s within %d ms "
 				 "(RMCA_connect_timeout)",
@@ -1085,17 +1115,18 @@ listener_progress(struct rmca_context *ctx, struct rmca_listener *l,
 void rmca_listeners_progress(struct rmca_context *ctx)
 {
 	int64_t now = -1;
-	struct rmca_list *ll;
+	struct rmca_list *ll, *tmp;
 
 	/* This runs every pass: a listener that neither rests nor
 	 * handshakes costs a look, and the clock is read only for one
-	 * that does. */
-	rmca_list_for_each(ll, &ctx->listeners)
+	 * that does. A handshake set with nothing left to do leaves the
+	 * list. */
+	rmca_list_for_each_safe(ll, tmp, &ctx->listeners)
 	{
 		struct rmca_listener *l =
 			rmca_list_entry(ll, struct rmca_listener, link);
 
-		if (l->rest_until || l->incoming)
+		if (l->rest_until || l->incoming || l->ticking)
 			listener_progress(ctx, l, &now);
 	}
 }
@@ -1140,6 +1171,107 @@ int rmca_accept(rmca_listener_t *l, int timeout_ms, rmca_ep_t **ep)
 		rmca_progress(ctx, slice > 100 ? 100 : slice);
 		waited = true;
 	}
+}
+
+/*
+ * Handshake sets (jobs): the passive half of the handshake on connections
+ * that another layer accepted and matched itself, run as a listener's
+ * incoming ones, every step from the socket's callback or the progress
+ * loop, never waiting, each against its own deadline. A set is a listener
+ * without a socket, on the context's list while it has handshakes (or its
+ * owner's tick is on), so that every pass of the event loop advances them;
+ * rmca_accept never sees it,
+ * and it hands no endpoint out to one: its owner hears once of
+ * each handshake's end, with the endpoint or why there is none, from the
+ * event loop (never from the call that added it).
+ */
+struct rmca_listener *
+rmca_handshakes_open(struct rmca_context *ctx, rmca_handshake_done_fn done,
+		     void (*tick)(void *owner, int64_t now), void *owner)
+{
+	struct rmca_listener *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->ctx = ctx;
+	l->fd = -1;
+	l->spare_fd = -1;
+	l->done = done;
+	l->tick = tick;
+	l->owner = owner;
+	rmca_list_init(&l->link); /* on ctx->listeners while it has work */
+	return l;
+}
+
+void rmca_handshakes_tick(struct rmca_listener *l, bool on)
+{
+	l->ticking = on;
+	if (on && !rmca_list_linked(&l->link))
+		rmca_list_add(&l->ctx->listeners, &l->link);
+	else if (!on && !l->incoming)
+		rmca_list_del(&l->link);
+}
+
+int rmca_handshakes_add(struct rmca_listener *l, int fd, uintptr_t tag)
+{
+	struct rmca_context *ctx = l->ctx;
+	struct rmca_incoming *in, **pp;
+
+	in = calloc(1, sizeof(*in));
+	if (!in) {
+		close(fd);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	in->l = l;
+	in->fd = fd;
+	in->tag = tag;
+	in->deadline = rmca_now_ms() + ctx->connect_timeout_ms;
+	rmca_peer_name(fd, in->host, sizeof(in->host), in->who,
+		       sizeof(in->who));
+	if (ctx->core.ops->fd_add(&ctx->core, fd, EPOLLIN, incoming_cb, in)) {
+		close(fd);
+		free(in);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	in->watched = true;
+	in->events = EPOLLIN;
+	for (pp = &l->incoming; *pp; pp = &(*pp)->next)
+		;
+	*pp = in;
+	l->nincoming++;
+	if (!rmca_list_linked(&l->link))
+		rmca_list_add(&ctx->listeners, &l->link);
+	return 0;
+}
+
+bool rmca_handshakes_cancel(struct rmca_listener *l, uintptr_t tag)
+{
+	for (struct rmca_incoming *in = l->incoming; in; in = in->next) {
+		if (in->tag == tag) {
+			incoming_drop(l, in);
+			return true;
+		}
+	}
+	return false;
+}
+
+int rmca_handshakes_pollfds(const struct rmca_listener *l, struct pollfd *pfd,
+			    int max)
+{
+	int n = 0;
+
+	for (const struct rmca_incoming *in = l->incoming; in && n < max;
+	     in = in->next) {
+		if (!in->watched || !in->events)
+			continue;
+		pfd[n++] = (struct pollfd){
+			.fd = in->fd,
+			.events =
+				(short)((in->events & EPOLLIN ? POLLIN : 0) |
+					(in->events & EPOLLOUT ? POLLOUT : 0)),
+		};
+	}
+	return n;
 }
 
 /* The active side's handshake, shared by rmca_connect and the probe of
@@ -1501,8 +1633,10 @@ int rmca_connect(rmca_context_t *ctx, const char *host_port, int timeout_ms,
 }
 
 /*
- * Jobs (job.c): the two halves of the handshake on a bootstrap connection
- * that the job layer opened and matched to a rank itself. fd is consumed.
+ * Jobs (job.c): the active half of the handshake on a bootstrap connection
+ * that the job layer opened and matched to a rank itself, inside the rank's
+ * rmca_job_ep. fd is consumed. The passive half is a handshake set's
+ * (rmca_handshakes_add).
  */
 int rmca_ep_connect_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 		       struct rmca_ep **out)
@@ -1517,111 +1651,6 @@ int rmca_ep_connect_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 		rc = establish_active(ctx, &hs, out);
 	hs_release(&hs);
 	return rc;
-}
-
-/* rmca_ep_accept_fd: the peer's reply to the n rails listed, waited for
- * on fd; the rails it does not take are dropped from ep. */
-static int rails_recv(int fd, struct rmca_ep *ep, int n, const char *who,
-		      int64_t deadline)
-{
-	uint8_t *buf = malloc(RMCA_HELLO_MAX);
-	char why[256];
-	size_t len;
-	int rc;
-
-	if (!buf)
-		return RMCA_ERR_NO_MEMORY;
-	rc = rmca_msg_recv(fd, buf, RMCA_HELLO_MAX, &len, deadline, why,
-			   sizeof(why));
-	if (!rc)
-		rc = rails_settle(ep, n, buf, len, why, sizeof(why));
-	if (rc)
-		rmca_log(0, "bootstrap from %s: refused: %s", who, why);
-	free(buf);
-	return rc;
-}
-
-/* The passive half on a connection of its own (no listener): the same
- * steps as an incoming one, waited for here while the context progresses
- * (the module's data connection arrives through it). */
-int rmca_ep_accept_fd(struct rmca_context *ctx, int fd, int timeout_ms,
-		      struct rmca_ep **out)
-{
-	int64_t deadline = rmca_now_ms() + timeout_ms;
-	struct rmca_connecting *h = NULL;
-	uint8_t *buf = malloc(RMCA_HELLO_MAX), *answer = NULL;
-	char why[256], host[64], who[96];
-	struct hs_result res;
-	struct rmca_ep *ep;
-	size_t len, alen = 0;
-	int rc;
-
-	rmca_peer_name(fd, host, sizeof(host), who, sizeof(who));
-	if (!buf) {
-		close(fd);
-		return RMCA_ERR_NO_MEMORY;
-	}
-	rc = rmca_msg_recv(fd, buf, RMCA_HELLO_MAX, &len, deadline, why,
-			   sizeof(why));
-	if (rc) {
-		rmca_log(0, "bootstrap from %s refused: %s", who, why);
-		free(buf);
-		close(fd);
-		return rc;
-	}
-	answer = hello_answer(ctx, NULL, buf, len, who, host, &res, &alen);
-	free(buf);
-	rc = answer ? rmca_msg_send(fd, answer + 4, alen - 4, deadline) :
-		      res.status;
-	free(answer);
-	if (!rc)
-		rc = res.status == RMCA_ERR_AGAIN ? RMCA_ERR_PROTOCOL :
-						    res.status;
-	ep = rc ? NULL : ep_new(ctx, res.mod, &res.peer_mod, res.token, who);
-	if (ep && rmca_rails_new(ep, &res.plan)) {
-		free(ep);
-		ep = NULL;
-	}
-	if (!rc && !ep)
-		rc = RMCA_ERR_NO_MEMORY;
-	if (!rc)
-		rc = ep_connect(ep, &res.peer_mod, 0, res.local, host, deadline,
-				&h);
-	if (!rc)
-		rmca_rails_connect(ep, 0, res.local, host, deadline);
-	if (!rc && res.plan.n)
-		rc = rails_recv(fd, ep, res.plan.n, who, deadline);
-	if (!rc)
-		rc = ep_connect_poll(ep, &h);
-	while (rc == RMCA_ERR_AGAIN) {
-		int left = rmca_ms_left(deadline);
-
-		if (!left && ep_connect_late(ep, h)) {
-			rc = 0;
-			break;
-		}
-		if (!left) {
-			ep_connect_abort(ep, &h);
-			rc = RMCA_ERR_TIMEOUT;
-			break;
-		}
-		rmca_progress(ctx, left > 100 ? 100 : left);
-		rc = ep_connect_poll(ep, &h);
-	}
-	if (!rc) {
-		rc = ep_finish(ep, fd, res.local); /* frees ep on failure */
-	} else if (ep) {
-		ep_connect_abort(ep, &h);
-		if (ep->conn)
-			ep->mod->m->ops->disconnect(ep->conn);
-		ep_free_unmade(ep);
-	}
-	if (rc) {
-		close(fd);
-		return rc;
-	}
-	*out = ep;
-	return 0;
 }
 
 int rmca_info_explain(rmca_context_t *ctx, const char *host_port,

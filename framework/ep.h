@@ -180,10 +180,21 @@ struct rmca_ep {
 	int fence_status; /* the first error of a fence */
 };
 
+/* A handshake of a set (rmca_handshakes_open) ended: its endpoint, or
+ * NULL and why not. */
+typedef void (*rmca_handshake_done_fn)(void *owner, uintptr_t tag, int status,
+				       struct rmca_ep *ep);
+
 struct rmca_listener {
 	struct rmca_context *ctx;
 	struct rmca_list link; /* ctx->listeners */
 	int fd;
+	/* A handshake set (fd -1, no socket of its own): its owner hears of
+	 * each handshake's end, and its tick runs while ticking. */
+	rmca_handshake_done_fn done;
+	void (*tick)(void *owner, int64_t now);
+	bool ticking;
+	void *owner;
 	int port;
 	int spare_fd; /* given up to shed a peer when out of descriptors */
 	bool armed; /* fd in the epoll set for new connections */
@@ -325,11 +336,27 @@ static inline void rmca_ep_lists_init(struct rmca_ep *ep)
 	rmca_list_init(&ep->recvs);
 	rmca_list_init(&ep->deferred);
 }
-/* jobs: the handshake on a bootstrap connection job.c opened; fd consumed */
+/* jobs: the active half of the handshake on a bootstrap connection job.c
+ * opened; fd consumed */
 int rmca_ep_connect_fd(struct rmca_context *ctx, int fd, int timeout_ms,
 		       struct rmca_ep **out);
-int rmca_ep_accept_fd(struct rmca_context *ctx, int fd, int timeout_ms,
-		      struct rmca_ep **out);
+/* jobs: passive handshakes on connections job.c accepted, each advanced by
+ * the event loop as a listener's, never waiting; done tells each one's end,
+ * from the event loop. Closed by rmca_listener_close (no done then). */
+struct rmca_listener *
+rmca_handshakes_open(struct rmca_context *ctx, rmca_handshake_done_fn done,
+		     void (*tick)(void *owner, int64_t now), void *owner);
+/* The owner's tick runs every pass of the event loop while on (its own
+ * deadlines: the job's unanswered requests). */
+void rmca_handshakes_tick(struct rmca_listener *l, bool on);
+/* fd (consumed, also on failure) starts with the peer's hello. */
+int rmca_handshakes_add(struct rmca_listener *l, int fd, uintptr_t tag);
+/* Drop the handshake tagged so, without done; false if there is none. */
+bool rmca_handshakes_cancel(struct rmca_listener *l, uintptr_t tag);
+/* The sockets the set waits on, as poll(2) takes them: how many. */
+struct pollfd;
+int rmca_handshakes_pollfds(const struct rmca_listener *l, struct pollfd *pfd,
+			    int max);
 /* The peer closed its end in an orderly way (rmca_ep_close, or its process
  * ended), rather than the connection breaking. */
 bool rmca_ep_peer_closed(const struct rmca_ep *ep);

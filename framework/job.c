@@ -13,6 +13,14 @@
  * rmca_job_ep(q) returns it. A rank's endpoint to itself is the core's
  * self endpoint (self.c): nothing is dialled.
  *
+ * r serves a request as a listener serves an incoming connection: reading
+ * the request, answering it and each step of the handshake that follows
+ * (ep.c's handshake set) run from the socket's callback or the progress
+ * loop, never waiting, each against its own deadline. A rank that stops
+ * halfway holds nothing but its own handshake; the other ranks' requests
+ * and the caller of rmca_poll go on meanwhile. What waits is the asking
+ * side's rmca_job_ep, the user's own call.
+ *
  * Anyone can connect to a job listener; only the job's ranks can read what
  * the launcher hands out. Each rank publishes a random key with its
  * address, and a request must carry the key of the rank it asks: a client
@@ -22,14 +30,11 @@
  * Two ranks asking each other at once: the connection the lower rank
  * initiated wins. The higher rank serves the lower one's request while it
  * waits; the lower one answers the higher one's MINE ("mine wins, wait for
- * it"), and the higher one takes the endpoint its listener made.
- *
- * Handshakes block once they have started (the bootstrap and the module's
- * data connection), so which requests a rank serves while its own request
- * waits for an answer is ordered: a rank with a request outstanding serves
- * only lower ranks and defers the others until its own call ends. Every
- * wait then points at a lower rank (or at a rank that is not waiting), so
- * no ring of ranks can wait on itself.
+ * it"), and the higher one takes the endpoint its listener made. A rank
+ * serving q's request does not ask q itself until that handshake ended (it
+ * takes its endpoint, or asks if it failed), so that a pair never makes two.
+ * Since serving never waits, a rank asking another still serves every
+ * request that comes meanwhile, and no ring of ranks can wait on itself.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -91,6 +96,8 @@ struct job_peer {
 		*ep; /* checked against ctx->eps: the user may close it */
 	uint64_t token;
 	struct job_info info;
+	bool serving; /* the handshake of its request is on (job->hs) */
+	unsigned served_failed; /* such handshakes that made no endpoint */
 };
 
 /* An incoming job connection whose request is not answered yet. */
@@ -101,7 +108,6 @@ struct job_pending {
 	int64_t deadline;
 	size_t have;
 	uint8_t buf[JOB_REQ_LEN];
-	bool deferred; /* request read, decision postponed */
 	uint32_t from;
 };
 
@@ -116,10 +122,11 @@ struct rmca_job {
 	struct job_peer *peers;
 	struct job_pending *pending;
 	unsigned npending;
+	/* the handshakes of requests served: one per rank at most */
+	struct rmca_listener *hs;
 	int64_t log_window; /* refusal lines: ten a second at most */
 	unsigned log_lines, log_suppressed;
 	int64_t active_to; /* rank we ask (dial, await its answer), or -1 */
-	bool serving;	   /* inside a passive handshake */
 };
 
 /*
@@ -168,14 +175,17 @@ static int header_kind(const uint8_t *p)
 	return p[6];
 }
 
-/* Write all of buf by the deadline (the socket is non-blocking). */
-static void answer(struct rmca_job *job, int fd, enum job_kind kind)
+/* The answer to a request: the first bytes this side sends on the
+ * connection, so they fit in its empty send buffer and never wait. */
+static int answer(int fd, enum job_kind kind)
 {
 	uint8_t a[JOB_ANS_LEN];
 
 	header(a, kind);
-	rmca_send_full(fd, a, sizeof(a),
-		       rmca_now_ms() + job->ctx->connect_timeout_ms);
+	return send(fd, a, sizeof(a), MSG_NOSIGNAL | MSG_DONTWAIT) ==
+			       (ssize_t)sizeof(a)
+		       ? 0
+		       : RMCA_ERR_CONNECTION;
 }
 
 /* ---- endpoints by rank ---- */
@@ -222,27 +232,49 @@ static void pending_drop(struct rmca_job *job, struct job_pending *pd,
 	if (close_fd)
 		close(pd->fd);
 	free(pd);
+	if (!job->pending && !job->log_suppressed)
+		rmca_handshakes_tick(job->hs, false);
 }
 
-/* Run the passive handshake for pd's rank. */
+/* The end of a served request's handshake (ep.c, from the event loop). */
+static void served(void *owner, uintptr_t tag, int status, struct rmca_ep *ep)
+{
+	struct rmca_job *job = owner;
+	uint32_t from = (uint32_t)tag;
+
+	job->peers[from].serving = false;
+	if (!ep) {
+		job->peers[from].served_failed++;
+		rmca_log(0,
+			 "job: rank %u could not connect to this rank (%u): %s",
+			 from, job->rank, rmca_strerror(status));
+		return;
+	}
+	peer_set(job, from, ep, "its request");
+}
+
+/* GO, and the passive handshake for pd's rank starts: the event loop runs
+ * it (served() hears how it ended). */
 static void serve(struct rmca_job *job, struct job_pending *pd)
 {
 	uint32_t from = pd->from;
-	struct rmca_ep *ep;
 	int fd = pd->fd, rc;
 
-	answer(job, fd, JOB_GO);
+	if (answer(fd, JOB_GO)) {
+		pending_drop(job, pd, true);
+		job->peers[from].served_failed++;
+		return;
+	}
 	pending_drop(job, pd, false);
-	job->serving = true;
-	rc = rmca_ep_accept_fd(job->ctx, fd, job->ctx->connect_timeout_ms, &ep);
-	job->serving = false;
+	rc = rmca_handshakes_add(job->hs, fd, from);
 	if (rc) {
+		job->peers[from].served_failed++;
 		rmca_log(0,
 			 "job: rank %u could not connect to this rank (%u): %s",
 			 from, job->rank, rmca_strerror(rc));
 		return;
 	}
-	peer_set(job, from, ep, "its request");
+	job->peers[from].serving = true;
 }
 
 /* Compared in full whatever differs: the time taken tells nothing. */
@@ -314,10 +346,11 @@ static bool refusal_log_allowed(struct rmca_job *job)
 		return true;
 	}
 	job->log_suppressed++;
+	rmca_handshakes_tick(job->hs, true); /* says their count in time */
 	return false;
 }
 
-/* A whole request is in: answer it, serve it or postpone it. */
+/* A whole request is in: refuse it, answer it or serve it. */
 static void decide(struct rmca_job *job, struct job_pending *pd)
 {
 	char why[128], host[64], who[96];
@@ -328,7 +361,7 @@ static void decide(struct rmca_job *job, struct job_pending *pd)
 		if (refusal_log_allowed(job))
 			rmca_log(0, "job: connection from %s refused: %s", who,
 				 why);
-		answer(job, pd->fd, JOB_REFUSE);
+		answer(pd->fd, JOB_REFUSE);
 		pending_drop(job, pd, true);
 		return;
 	}
@@ -340,21 +373,28 @@ static void decide(struct rmca_job *job, struct job_pending *pd)
 		ep = NULL;
 	}
 	if (ep) {
-		answer(job, pd->fd, JOB_HAVE);
+		answer(pd->fd, JOB_HAVE);
 		pending_drop(job, pd, true);
-	} else if (job->active_to == pd->from && job->rank < pd->from) {
+		return;
+	}
+	if (job->active_to == pd->from && job->rank < pd->from) {
 		rmca_log(2, "job: rank %u asked while this rank asked it: this rank's connection wins",
 			 pd->from);
-		answer(job, pd->fd, JOB_MINE);
+		answer(pd->fd, JOB_MINE);
 		pending_drop(job, pd, true);
-	} else if (job->active_to >= 0 && job->active_to != pd->from &&
-		   pd->from > job->rank) {
-		rmca_log(2, "job: rank %u waits until this rank's own request is answered",
-			 pd->from);
-		pd->deferred = true;
-	} else {
-		serve(job, pd);
+		return;
 	}
+	if (job->peers[pd->from].serving) {
+		/* A rank asks once at a time: it gave the last handshake up
+		 * (or never meant it), this request replaces it. */
+		rmca_log(1,
+			 "job: rank %u asked again: the handshake of its "
+			 "last request is dropped",
+			 pd->from);
+		rmca_handshakes_cancel(job->hs, pd->from);
+		job->peers[pd->from].serving = false;
+	}
+	serve(job, pd);
 }
 
 static void pending_cb(void *arg, uint32_t events)
@@ -363,20 +403,17 @@ static void pending_cb(void *arg, uint32_t events)
 	struct rmca_job *job = pd->job;
 	ssize_t n;
 
-	if (job->serving)
-		return;
-	if (pd->deferred) {
-		/* nothing more may come before our answer: gone or misbehaving
-		 */
-		pending_drop(job, pd, true);
-		return;
-	}
 	n = recv(pd->fd, pd->buf + pd->have, sizeof(pd->buf) - pd->have,
 		 MSG_DONTWAIT);
 	if (n < 0 &&
 	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
 	if (n <= 0) {
+		if (pd->have)
+			rmca_log(1,
+				 "job: a connection closed after %zu bytes of "
+				 "its request",
+				 pd->have);
 		pending_drop(job, pd, true);
 		return;
 	}
@@ -385,19 +422,19 @@ static void pending_cb(void *arg, uint32_t events)
 		decide(job, pd);
 }
 
-/* Half-sent requests have RMCA_connect_timeout; deferred ones wait for
- * the end of our own request. */
-static void pending_expire(struct rmca_job *job)
+/* Half-sent requests have RMCA_connect_timeout: checked every pass of the
+ * event loop while there are some (the handshake set's tick). */
+static void pending_expire(struct rmca_job *job, int64_t now)
 {
-	int64_t now = rmca_now_ms();
-
 	/* the count of lines held back is said once their second is over */
 	if (job->log_suppressed)
 		refusal_log_window(job, now);
+	if (!job->pending && !job->log_suppressed)
+		rmca_handshakes_tick(job->hs, false);
 
 	for (struct job_pending *pd = job->pending, *next; pd; pd = next) {
 		next = pd->next;
-		if (!pd->deferred && now >= pd->deadline) {
+		if (now >= pd->deadline) {
 			rmca_log(1,
 				 "job: a connection sent no request within %d "
 				 "ms (RMCA_connect_timeout)",
@@ -412,9 +449,7 @@ static void listener_cb(void *arg, uint32_t events)
 	struct rmca_job *job = arg;
 	int fd;
 
-	if (job->serving)
-		return;
-	pending_expire(job);
+	pending_expire(job, rmca_now_ms());
 	while ((fd = accept4(job->lfd, NULL, NULL,
 			     SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
 		struct job_pending *pd;
@@ -441,27 +476,20 @@ static void listener_cb(void *arg, uint32_t events)
 		pd->next = job->pending;
 		job->pending = pd;
 		job->npending++;
+		rmca_handshakes_tick(job->hs, true);
 	}
 }
 
-static void serve_deferred(struct rmca_job *job)
+static void pending_tick(void *owner, int64_t now)
 {
-	struct job_pending *pd;
-
-	for (;;) {
-		for (pd = job->pending; pd && !pd->deferred; pd = pd->next)
-			;
-		if (!pd)
-			return;
-		pd->deferred = false;
-		decide(job, pd);
-	}
+	pending_expire(owner, now);
 }
 
 /*
  * Wait until fd has events or the deadline passes, progressing the
  * context: 1 ready, 0 not. With fd < 0, one slice (1 unless the deadline
- * has passed). The job's own sockets wake us at once; the
+ * has passed). The job's own sockets (requests, the bootstrap sockets of
+ * the handshakes it serves) wake us at once; the
  * rest of the context is progressed every JOB_SLICE_MS (its epoll set also
  * holds the completion queue, readable for as long as the user has not
  * polled, which would make waiting on it a busy loop).
@@ -476,6 +504,7 @@ static int job_wait(struct rmca_job *job, int fd, short events,
 		if (fd >= 0)
 			pfd[n++] = (struct pollfd){.fd = fd, .events = events};
 		pfd[n++] = (struct pollfd){.fd = job->lfd, .events = POLLIN};
+		n += rmca_handshakes_pollfds(job->hs, pfd + n, 64 - n);
 		for (struct job_pending *pd = job->pending; pd && n < 64;
 		     pd = pd->next)
 			pfd[n++] =
@@ -486,7 +515,6 @@ static int job_wait(struct rmca_job *job, int fd, short events,
 		if (fd >= 0 && pfd[0].revents)
 			ready = 1;
 		rmca_progress(job->ctx, 0);
-		pending_expire(job);
 		if (ready)
 			return 1;
 		if (rmca_now_ms() >= deadline)
@@ -648,16 +676,24 @@ static int dial(struct rmca_job *job, uint32_t r, const struct job_info *in,
 	return first;
 }
 
-/* Wait for the endpoint the peer's request makes (it won the tie-break). */
+/*
+ * Wait for the endpoint r's request makes: this rank serves it already, or
+ * r said its connection wins. RMCA_ERR_AGAIN when a handshake of r's that
+ * this rank served ends without one meanwhile: then this rank asks.
+ */
 static int await_peer(struct rmca_job *job, uint32_t r, int64_t deadline,
 		      struct rmca_ep **out)
 {
+	unsigned failed = job->peers[r].served_failed;
+
 	while (!(*out = peer_ep(job, r))) {
+		if (job->peers[r].served_failed != failed)
+			return RMCA_ERR_AGAIN;
 		if (!job_wait(job, -1, 0, deadline) &&
 		    !(*out = peer_ep(job, r))) {
 			rmca_log(0,
-				 "job: rank %u said it connects, and did not "
-				 "in time",
+				 "job: rank %u connects to this rank, and did "
+				 "not in time",
 				 r);
 			return RMCA_ERR_TIMEOUT;
 		}
@@ -687,18 +723,25 @@ static int job_connect(struct rmca_job *job, uint32_t r, int64_t deadline,
 
 		if ((*out = peer_ep(job, r)))
 			return 0;
+		if (job->peers[r].serving) {
+			/* r asked first: its handshake makes the endpoint */
+			rc = await_peer(job, r, deadline, out);
+			if (rc != RMCA_ERR_AGAIN)
+				return rc;
+			continue;
+		}
 		/* Asking from the dial on: a request of r's that comes while
-		 * we dial is told ours wins (or waits), not served, so that
-		 * r does not also serve ours, a handshake one side drops. */
+		 * we dial is told ours wins (if we are the lower rank), not
+		 * served, so that r does not also serve ours. */
 		job->active_to = r;
 		rc = dial(job, r, in, deadline, &fd);
 		if (rc)
 			return rc;
-		if ((*out = peer_ep(job, r))) {
-			/* its request was served while we dialled */
+		if (peer_ep(job, r) || job->peers[r].serving) {
+			/* its request came while we dialled: it is served */
 			close(fd);
 			job->active_to = -1;
-			return 0;
+			continue;
 		}
 		rc = rmca_send_full(fd, req, sizeof(req), deadline);
 		while (!rc && got < sizeof(ans)) {
@@ -752,7 +795,10 @@ static int job_connect(struct rmca_job *job, uint32_t r, int64_t deadline,
 		case JOB_MINE:
 			close(fd);
 			job->active_to = -1;
-			return await_peer(job, r, deadline, out);
+			rc = await_peer(job, r, deadline, out);
+			if (rc != RMCA_ERR_AGAIN)
+				return rc;
+			continue;
 		case JOB_HAVE:
 			/* its endpoint to us has not noticed ours is gone */
 			close(fd);
@@ -857,6 +903,8 @@ static void job_free(struct rmca_job *job)
 {
 	while (job->pending)
 		pending_drop(job, job->pending, true);
+	if (job->hs)
+		rmca_listener_close(job->hs); /* its handshakes end untold */
 	if (job->lfd >= 0) {
 		ops(job)->fd_del(&job->ctx->core, job->lfd);
 		close(job->lfd);
@@ -897,7 +945,8 @@ int rmca_job_join(rmca_context_t *ctx, int timeout_ms)
 		return rc;
 	}
 	job->peers = calloc(job->size ? job->size : 1, sizeof(*job->peers));
-	if (!job->peers) {
+	job->hs = rmca_handshakes_open(ctx, served, pending_tick, job);
+	if (!job->peers || !job->hs) {
 		rc = RMCA_ERR_NO_MEMORY;
 		goto fail;
 	}
@@ -993,7 +1042,6 @@ int rmca_job_ep(rmca_context_t *ctx, uint32_t rank, int timeout_ms,
 	deadline = timeout_ms < 0 ? INT64_MAX : rmca_now_ms() + timeout_ms;
 	rc = job_connect(job, rank, deadline, ep);
 	job->active_to = -1;
-	serve_deferred(job);
 	return rc;
 }
 
