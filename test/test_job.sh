@@ -29,9 +29,11 @@ tcp_checks="join endpoints self adopted transport sendrecv put get window fadd f
 two_checks="join second endpoints self adopted sendrecv put get window fadd fence finalize quiet"
 kill_checks="join endpoints fence dies dead-ep dead-ops finalize"
 # test_job_attack: rank 0 attacks rank 1's job listener (the attack cases
-# are rank 0's verdicts, "logged" rank 1's), then the job must still work
-attack_cases="garbage another-job posing-as-rank posing-as-itself wrong-rank old-version half-open log-flood flood"
-attack_checks="join $attack_cases endpoints sendrecv fence logged finalize"
+# are rank 0's verdicts, "logged" rank 1's), then stalls a handshake with
+# rank 1 while rank 2 connects to it ("served-beside-it" is rank 2's
+# verdict), then the job must still work
+attack_cases="garbage another-job posing-as-rank posing-as-itself wrong-rank old-version half-open log-flood flood stalled-handshake"
+attack_checks="join $attack_cases served-beside-it endpoints sendrecv fence logged finalize"
 runs="all:1 all:2 all:4 all:8 race:2 race:4 race:8 tcp:4 two:4 kill:4 attack:3"
 
 checks_of() {
@@ -128,6 +130,8 @@ for run in $runs; do
 				*" $c "*) [ $r -eq 0 ] || want=0 ;;
 				esac
 				[ "$c" != logged ] || [ $r -eq 1 ] || want=0
+				[ "$c" != served-beside-it ] || [ $r -eq 2 ] ||
+					want=0
 			fi
 			if [ $want = 1 ] && ! grep -qx "ok $c" "$f" 2>/dev/null; then
 				why=$(grep "^not ok" "$f" 2>/dev/null | head -1)

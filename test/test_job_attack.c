@@ -14,6 +14,14 @@
  * themselves and fence: the job keeps working. Rank 1 finally finds a
  * logged reason for each refusal in its own stderr.
  *
+ * Before all that, rank 0 holds what only a rank can: it sends rank 1 a
+ * request with the key rank 1 published, as rank 0, takes the GO, sends
+ * the first bytes of a hello and stops. Rank 2 then connects to rank 1,
+ * and all fence: the fence ends only once rank 2 has its endpoint, and
+ * rank 0's stalled handshake must still be open then (rank 1 closes it at
+ * RMCA_connect_timeout): rank 1 served rank 2 while it waited, instead of
+ * waiting for the stalled one first.
+ *
  * Each rank writes its verdicts to $RMCATEST_JOBDIR/rank.N (as test_job);
  * every wait is bounded (WAIT_MS).
  */
@@ -49,6 +57,7 @@
 #define J_REQ	  1
 #define J_GO	  2
 #define J_REFUSE  5
+#define J_INFO	  "rmca.job.v2.0" /* the first context a rank joins */
 
 static uint32_t me, n;
 
@@ -92,6 +101,26 @@ static size_t read_until_closed(int fd, uint8_t *buf, size_t len, int *closed)
 		}
 		if (got < len)
 			got += (size_t)k;
+	}
+	return got;
+}
+
+/* Read len bytes, or what came before the peer closed or WAIT_MS passed. */
+static size_t read_n(int fd, uint8_t *buf, size_t len)
+{
+	long end = rmca_now_ms() + WAIT_MS;
+	size_t got = 0;
+
+	while (got < len && rmca_now_ms() < end) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t k;
+
+		if (poll(&p, 1, (int)(end - rmca_now_ms())) <= 0)
+			break;
+		k = recv(fd, buf + got, len - got, 0);
+		if (k <= 0)
+			break;
+		got += (size_t)k;
 	}
 	return got;
 }
@@ -163,20 +192,29 @@ static void noise(int port, const char *dir)
 	verdict(1, "log-flood", NULL);
 }
 
-/* The port rank r published (what anyone scanning the host finds). */
-static int published_port(uint32_t r)
+/* The port rank r published (what anyone scanning the host finds), and
+ * its key (what only the job's ranks can read) into key if not NULL. */
+static int published(uint32_t r, uint8_t *key)
 {
 	struct rmca_pmix *p;
-	char ns[J_NSLEN], why[256], info[2048];
+	char ns[J_NSLEN], why[256], info[2048], hex[2 * J_KEYLEN + 1];
 	uint32_t rank, size;
 	int port = -1;
 
 	if (rmca_pmix_open(&p, ns, sizeof(ns), &rank, &size, why, sizeof(why)))
 		return -1;
-	/* the first context a rank joins publishes under this key */
-	if (!rmca_pmix_lookup(p, r, "rmca.job.v2.0", info, sizeof(info)) &&
-	    sscanf(info, "%*u %d", &port) != 1)
+	/* "2 port boot_id netns key addrs" */
+	if (rmca_pmix_lookup(p, r, J_INFO, info, sizeof(info)) ||
+	    sscanf(info, "%*u %d %*s %*s %32s", &port, hex) != 2 ||
+	    strlen(hex) != 2 * J_KEYLEN)
 		port = -1;
+	for (int i = 0; key && port > 0 && i < J_KEYLEN; i++) {
+		unsigned v = 0;
+
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			port = -1;
+		key[i] = (uint8_t)v;
+	}
 	rmca_pmix_close(p);
 	return port;
 }
@@ -238,6 +276,99 @@ static void flood_check(int *fds)
 		close(fds[i]);
 	}
 	verdict(1, "flood", NULL);
+}
+
+/* ---- a rank that stops halfway through its handshake ---- */
+
+static bool file_exists(const char *path)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return false;
+	fclose(f);
+	return true;
+}
+
+/* Rank 0: a request rank 1 serves (its key, as rank 0), the GO, the first
+ * bytes of a hello, and silence. Returns the connection, held open. */
+static int stall_start(const char *dir)
+{
+	const char *ns = getenv("PMIX_NAMESPACE");
+	uint8_t req[J_REQ_LEN], key[J_KEYLEN], ans[8];
+	/* a hello's length prefix (200 bytes) and the first 10 of them */
+	uint8_t hello[14] = {200, 0, 0, 0};
+	char path[4096];
+	int port, fd;
+	FILE *f;
+
+	REQUIRE(ns, "stalled-handshake", "no PMIX_NAMESPACE");
+	port = published(1, key);
+	REQUIRE(port > 0, "stalled-handshake",
+		"rank 1 published no port and key");
+	request(req, J_VERSION, 0, 1, ns);
+	memcpy(req + 16, key, J_KEYLEN);
+	fd = dial(port);
+	REQUIRE(fd >= 0, "stalled-handshake", "connect: %s", strerror(errno));
+	REQUIRE(send(fd, req, sizeof(req), MSG_NOSIGNAL) ==
+			(ssize_t)sizeof(req),
+		"stalled-handshake", "send: %s", strerror(errno));
+	REQUIRE(read_n(fd, ans, sizeof(ans)) == sizeof(ans) && ans[6] == J_GO,
+		"stalled-handshake",
+		"rank 1 did not serve a request with its key");
+	REQUIRE(send(fd, hello, sizeof(hello), MSG_NOSIGNAL) ==
+			(ssize_t)sizeof(hello),
+		"stalled-handshake", "send: %s", strerror(errno));
+	/* rank 1 is inside that handshake now: rank 2 may go */
+	snprintf(path, sizeof(path), "%s/stalled", dir);
+	f = fopen(path, "w");
+	REQUIRE(f, "stalled-handshake", "cannot write %s", path);
+	fclose(f);
+	return fd;
+}
+
+/* Rank 0, after the fence that rank 2's endpoint to rank 1 held back:
+ * rank 1 has not ended the stalled handshake yet. */
+static void stall_check(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	uint8_t b;
+
+	if (poll(&p, 1, 0) == 1) {
+		ssize_t k = recv(fd, &b, 1, MSG_DONTWAIT);
+
+		REQUIRE(k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK),
+			"stalled-handshake",
+			"rank 1 ended the stalled handshake (%s) before the "
+			"fence after rank 2's connect: it waited for it first",
+			k == 0	? "closed"
+			: k > 0 ? "answered"
+				: strerror(errno));
+	}
+	close(fd);
+	verdict(1, "stalled-handshake", NULL);
+}
+
+/* Rank 2: once rank 1 is stuck with rank 0's handshake, its endpoint to
+ * rank 1. */
+static void beside_stalled(rmca_context_t *ctx, const char *dir)
+{
+	long end = rmca_now_ms() + WAIT_MS;
+	char path[4096];
+	rmca_ep_t *ep;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/stalled", dir);
+	while (!file_exists(path) && rmca_now_ms() < end) {
+		rmca_poll(ctx, NULL, 0);
+		poll(NULL, 0, 2);
+	}
+	REQUIRE(file_exists(path), "served-beside-it",
+		"rank 0 did not stall a handshake in %d ms", WAIT_MS);
+	rc = rmca_job_ep(ctx, 1, WAIT_MS, &ep);
+	REQUIRE(!rc, "served-beside-it", "rmca_job_ep(1): %s",
+		rmca_strerror(rc));
+	verdict(1, "served-beside-it", NULL);
 }
 
 /* ---- the job, afterwards ---- */
@@ -350,7 +481,7 @@ int main(int argc, char **argv)
 {
 	const char *dir = getenv("RMCATEST_JOBDIR");
 	char path[4096], logpath[4096];
-	int held[4], nheld = 0, flood[FLOOD], port = -1, rc;
+	int held[4], nheld = 0, flood[FLOOD], port = -1, stalled = -1, rc;
 	rmca_context_t *ctx;
 	int rank_env;
 
@@ -376,8 +507,20 @@ int main(int argc, char **argv)
 		"rank %u of %u (3 to %d wanted)", me, n, MAXR);
 	verdict(1, "join", NULL);
 
+	/* First, before the flood fills rank 1's queue of requests: rank 1
+	 * serves rank 2 from inside this fence, rank 0's stalled handshake
+	 * open. */
+	if (me == 0)
+		stalled = stall_start(dir);
+	if (me == 2)
+		beside_stalled(ctx, dir);
+	rc = rmca_job_fence(ctx, WAIT_MS);
+	REQUIRE(!rc, "fence", "rmca_job_fence: %s", rmca_strerror(rc));
+	if (me == 0)
+		stall_check(stalled);
+
 	if (me == 0) {
-		port = published_port(1);
+		port = published(1, NULL);
 		REQUIRE(port > 0, "attack", "rank 1 published no port");
 		attack(port, held, &nheld);
 		noise(port, dir);
