@@ -25,10 +25,11 @@
  *    rmca, not on the wire: on rxe the device counts no RNR NAK (each
  *    costs the sender the responder's RNR timer, 655 ms under rdma_cm).
  *
- * This program's own rdma_get_cm_event, ibv_get_cq_event, ibv_open_device
- * (its contexts' post_send counts work requests), epoll_wait, nanosleep
- * and clock_nanosleep come first in the lookup scope (it is linked -rdynamic):
- * the components call these, which count, then the real ones.
+ * This program's own rdma_get_cm_event, nanosleep and clock_nanosleep, and
+ * verbs_interpose.c's ibv_get_cq_event, ibv_open_device (its contexts'
+ * post_send, patched here, counts work requests) and epoll_wait come first
+ * in the lookup scope (it is linked -rdynamic): the components call these,
+ * which count, then the real ones.
  *
  * Device from RMCA_transports (ib or iwarp), address from RMCATEST_HOST.
  */
@@ -40,7 +41,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/epoll.h>
 #include <sys/wait.h>
 
 #include <infiniband/verbs.h>
@@ -52,60 +52,23 @@
 
 #include "api_util.h"
 #include "tap_skip.h"
+#include "verbs_interpose.h"
 
 struct rdma_event_channel;
 struct rdma_cm_event;
 
-static bool counting;
-static long cm_reads, sleeps, cq_events, epolls, send_wrs, signalled;
+/* counted while vi_counting is set (verbs_interpose.h) */
+static long cm_reads, sleeps, send_wrs, signalled;
 /* messages posted signalled, READs posted */
 static long sig_msgs, reads;
 /* messages posted, and READs posted after the first and before the last
  * (lastmsg) of them */
 static long msgs, reads_mid, lastmsg;
 
-/* The real fn of a library a component dlopen()ed (not in RTLD_NEXT's
- * scope). */
-static void *real_fn(const char *lib, const char *fn)
-{
-	void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
-	void *f = dlsym(h ? h : RTLD_NEXT, fn);
-
-	if (!f)
-		abort();
-	return f;
-}
-
-int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
-		     void **ctx);
-int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
-		     void **ctx)
-{
-	static int (*real)(struct ibv_comp_channel *, struct ibv_cq **,
-			   void **);
-
-	if (!real)
-		real = (int (*)(struct ibv_comp_channel *, struct ibv_cq **,
-				void **))real_fn("libibverbs.so.1",
-						 "ibv_get_cq_event");
-	cq_events += counting;
-	return real(ch, cq, ctx);
-}
-
-/* The device contexts opened, with their own post_send. */
-static struct {
-	struct ibv_context *ctx;
-	int (*post_send)(struct ibv_qp *, struct ibv_send_wr *,
-			 struct ibv_send_wr **);
-} opened[16];
-static int nopened;
-
 static int counted_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			     struct ibv_send_wr **bad)
 {
-	int i;
-
-	for (const struct ibv_send_wr *w = wr; counting && w; w = w->next) {
+	for (const struct ibv_send_wr *w = wr; vi_counting && w; w = w->next) {
 		send_wrs++;
 		signalled += !!(w->send_flags & IBV_SEND_SIGNALED);
 		if (w->opcode == IBV_WR_SEND ||
@@ -117,38 +80,12 @@ static int counted_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			reads_mid += msgs && msgs < lastmsg;
 		}
 	}
-	for (i = 0; i < nopened; i++)
-		if (opened[i].ctx == qp->context)
-			return opened[i].post_send(qp, wr, bad);
-	abort();
+	return vi_real_ops(qp->context)->post_send(qp, wr, bad);
 }
 
-struct ibv_context *ibv_open_device(struct ibv_device *dev)
+void vi_patch_ops(struct ibv_context_ops *ops)
 {
-	static struct ibv_context *(*real)(struct ibv_device *);
-	struct ibv_context *ctx;
-
-	if (!real)
-		real = (struct ibv_context * (*)(struct ibv_device *))
-			real_fn("libibverbs.so.1", "ibv_open_device");
-	ctx = real(dev);
-	if (ctx && nopened < 16) {
-		opened[nopened].ctx = ctx;
-		opened[nopened++].post_send = ctx->ops.post_send;
-		ctx->ops.post_send = counted_post_send;
-	}
-	return ctx;
-}
-
-int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
-{
-	static int (*real)(int, struct epoll_event *, int, int);
-
-	if (!real)
-		real = (int (*)(int, struct epoll_event *, int, int))dlsym(
-			RTLD_NEXT, "epoll_wait");
-	epolls += counting;
-	return real(epfd, ev, max, timeout);
+	ops->post_send = counted_post_send;
 }
 
 int rdma_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_event **ev);
@@ -157,18 +94,11 @@ int rdma_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_event **ev)
 	static int (*real)(struct rdma_event_channel *,
 			   struct rdma_cm_event **);
 
-	if (!real) {
-		/* librdmacm came with a component, dlopen()ed: not in
-		 * RTLD_NEXT's scope */
-		void *h = dlopen("librdmacm.so.1", RTLD_NOW | RTLD_NOLOAD);
-
+	if (!real)
 		real = (int (*)(struct rdma_event_channel *,
 				struct rdma_cm_event **))
-			dlsym(h ? h : RTLD_NEXT, "rdma_get_cm_event");
-		if (!real)
-			abort();
-	}
-	cm_reads += counting;
+			vi_real_fn("librdmacm.so.1", "rdma_get_cm_event");
+	cm_reads += vi_counting;
 	return real(ch, ev);
 }
 
@@ -180,7 +110,7 @@ int nanosleep(const struct timespec *req, struct timespec *rem)
 		real = (int (*)(const struct timespec *,
 				struct timespec *))dlsym(RTLD_NEXT,
 							 "nanosleep");
-	sleeps += counting;
+	sleeps += vi_counting;
 	return real(req, rem);
 }
 
@@ -194,7 +124,7 @@ int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
 		real = (int (*)(clockid_t, int, const struct timespec *,
 				struct timespec *))dlsym(RTLD_NEXT,
 							 "clock_nanosleep");
-	sleeps += counting;
+	sleeps += vi_counting;
 	return real(clk, flags, req, rem);
 }
 
@@ -236,10 +166,10 @@ static void ping_side(struct api_peer *p)
 		api_expect_token(p, 0, API_TOKEN_GO);
 	for (int i = 0; i < PINGS + WARMUP; i++) {
 		if (i == WARMUP) {
-			cm_reads = cq_events = epolls = 0;
+			cm_reads = vi_cq_event_calls = vi_epolls = 0;
 			polls = 0;
 			t0 = api_now_ms();
-			counting = true;
+			vi_counting = true;
 		}
 		API_CHECK_OK(rmca_recv(p->ep, buf + 32, 8, mr, API_CTX(1)));
 		if (!p->is_server)
@@ -249,7 +179,7 @@ static void ping_side(struct api_peer *p)
 			API_CHECK_OK(rmca_send(p->ep, buf, 8, mr, API_CTX(2)));
 		spin_wait(p, API_CTX(2), &polls);
 	}
-	counting = false;
+	vi_counting = false;
 	ms = api_now_ms() - t0;
 	/* No connection event comes in a ping-pong: before, every rmca_poll
 	 * read the channel once. A few reads are left for an event that
@@ -266,17 +196,17 @@ static void ping_side(struct api_peer *p)
 	 * arming after each). A guest starved by a loaded host can stall a
 	 * round trip that long, so each elapsed second may hold one take;
 	 * one more is left for the warm-up's. */
-	API_CHECK_MSG(cq_events <= 1 + ms / 1000,
+	API_CHECK_MSG(vi_cq_event_calls <= 1 + ms / 1000,
 		      "%s: %ld completion channel events taken in %d round "
 		      "trips (%ld rmca_poll calls, %ld ms)",
-		      p->is_server ? "server" : "client", cq_events, PINGS,
-		      polls, ms);
+		      p->is_server ? "server" : "client", vi_cq_event_calls,
+		      PINGS, polls, ms);
 	/* The core looks at the fds once a millisecond while every endpoint
 	 * is on a module that polls (before: on every rmca_poll). */
-	API_CHECK_MSG(epolls <= ms + 2,
+	API_CHECK_MSG(vi_epolls <= ms + 2,
 		      "%s: %ld epoll_wait calls in %ld ms of spinning (%ld "
 		      "rmca_poll calls)",
-		      p->is_server ? "server" : "client", epolls, ms, polls);
+		      p->is_server ? "server" : "client", vi_epolls, ms, polls);
 done:
 	if (p->is_server)
 		api_expect_token(p, 0, API_TOKEN_GO);
@@ -395,9 +325,9 @@ static void put_client(struct api_peer *p)
 		rmca_mr_reg(p->ctx, src, NPUT * 8, RMCA_ACCESS_LOCAL, &mr));
 	api_get_region(p, 0, &r);
 	send_wrs = signalled = 0;
-	counting = true;
+	vi_counting = true;
 	post_windowed(p, src, NPUT, mr, &r, "put");
-	counting = false;
+	vi_counting = false;
 	/* puts without RMCA_DELIVERED: a flush puts them in place */
 	API_CHECK_OK(rmca_flush(p->ep, API_CTX(1)));
 	api_wait_status(p, API_CTX(1), RMCA_OK);
@@ -485,9 +415,9 @@ static void msg_client(struct api_peer *p)
 	api_expect_token(p, 0, API_TOKEN_GO);
 	msgs = sig_msgs = reads = 0;
 	lastmsg = 0;
-	counting = true;
+	vi_counting = true;
 	post_windowed(p, src, NSEND, mr, NULL, "send");
-	counting = false;
+	vi_counting = false;
 	api_expect_token(p, 0, API_TOKEN_GO);
 	/* The peer's counter is read when half of what the last READ found
 	 * is used: about once per 256 messages here. On ib a READ of it also
@@ -559,13 +489,13 @@ static void slow_client(struct api_peer *p)
 	api_expect_token(p, 0, API_TOKEN_GO);
 	msgs = reads = 0;
 	lastmsg = 0;
-	counting = true;
+	vi_counting = true;
 	for (int i = 0; i < NSLOW; i++) {
 		API_CHECK_OK(rmca_send(p->ep, buf, 8, mr, API_CTX(2)));
 		api_wait_status(p, API_CTX(0x100 + i), RMCA_OK);
 		api_wait_status(p, API_CTX(2), RMCA_OK);
 	}
-	counting = false;
+	vi_counting = false;
 	api_token(p, 0, API_TOKEN_GO);
 	fprintf(stderr, "# %d round trips: %ld READs\n", NSLOW, reads);
 	/* iWARP: each reply confirms the send before it once the sender has
@@ -714,7 +644,7 @@ static void stream_client(struct api_peer *p)
 	api_expect_token(p, 0, API_TOKEN_GO);
 	msgs = reads_mid = 0;
 	lastmsg = NSTREAM;
-	counting = true;
+	vi_counting = true;
 	/* The first send finds no credit known: it and all behind it wait
 	 * for a READ of the peer's count, which says NSTREAM. */
 	for (int i = 0; i < NSTREAM; i++) {
@@ -723,7 +653,7 @@ static void stream_client(struct api_peer *p)
 	}
 	for (int i = 0; i < NSTREAM; i++)
 		api_wait_status(p, API_CTX(1 + i), RMCA_OK);
-	counting = false;
+	vi_counting = false;
 	api_expect_token(p, 0, API_TOKEN_GO);
 	/* Sends had to wait for that READ: the next goes once half the
 	 * credits are used, while the rest are sent (before: only when the
@@ -769,9 +699,9 @@ static int open_without_device(void)
 	       "ip link set rmcat0 up"))
 		return API_EXIT_SKIP;
 	sleeps = 0;
-	counting = true;
+	vi_counting = true;
 	rc = rmca_init(&ctx);
-	counting = false;
+	vi_counting = false;
 	if (!rc)
 		rmca_finalize(ctx);
 	if (sleeps) {

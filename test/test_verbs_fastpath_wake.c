@@ -18,22 +18,20 @@
  *    woken by the second connection's events: a few epoll_wait calls, not
  *    a spin through the 200 ms before the peer connects.
  *
- * This program's own ibv_get_cq_event, ibv_open_device (its contexts'
- * req_notify_cq counts armings) and epoll_wait come first in the lookup
- * scope (it is linked -rdynamic): the components and the core call these,
- * which count, then the real ones. No side uses the harness's pipe waits
- * that progress the context (they sleep on the wait fd) until the case
- * allows it: the set-up is done here and tokens are awaited deaf.
+ * verbs_interpose.c's ibv_get_cq_event, ibv_open_device (its contexts'
+ * req_notify_cq, patched here, counts armings) and epoll_wait come first
+ * in the lookup scope (it is linked -rdynamic): the components and the
+ * core call these, which count, then the real ones. No side uses the
+ * harness's pipe waits that progress the context (they sleep on the wait
+ * fd) until the case allows it: the set-up is done here and tokens are
+ * awaited deaf.
  *
  * Device from RMCA_transports (ib or iwarp), address from RMCATEST_HOST.
  */
-#define _GNU_SOURCE /* RTLD_NEXT */
-#include <dlfcn.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 
 #include <infiniband/verbs.h>
 
@@ -43,6 +41,7 @@
 #include <cmocka.h>
 
 #include "api_util.h"
+#include "verbs_interpose.h"
 
 #define PINGS	    100
 #define WARMUP	    4
@@ -60,81 +59,18 @@
 #define MAX_ACCEPT_EPOLLS 100
 #define PEER_DELAY_MS	  200
 
-static bool counting;
-static long cq_events, arms, epolls;
-
-/* The real fn of a library a component dlopen()ed (not in RTLD_NEXT's
- * scope). */
-static void *real_fn(const char *lib, const char *fn)
-{
-	void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
-	void *f = dlsym(h ? h : RTLD_NEXT, fn);
-
-	if (!f)
-		abort();
-	return f;
-}
-
-int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
-		     void **ctx);
-int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
-		     void **ctx)
-{
-	static int (*real)(struct ibv_comp_channel *, struct ibv_cq **,
-			   void **);
-	int r;
-
-	if (!real)
-		real = (int (*)(struct ibv_comp_channel *, struct ibv_cq **,
-				void **))real_fn("libibverbs.so.1",
-						 "ibv_get_cq_event");
-	r = real(ch, cq, ctx);
-	cq_events += counting && !r;
-	return r;
-}
-
-/* The device contexts opened, with their own req_notify_cq. */
-static struct {
-	struct ibv_context *ctx;
-	int (*req_notify_cq)(struct ibv_cq *, int);
-} opened[16];
-static int nopened;
+/* CQ armings, counted while vi_counting is set (verbs_interpose.h) */
+static long arms;
 
 static int counted_req_notify_cq(struct ibv_cq *cq, int solicited)
 {
-	arms += counting;
-	for (int i = 0; i < nopened; i++)
-		if (opened[i].ctx == cq->context)
-			return opened[i].req_notify_cq(cq, solicited);
-	abort();
+	arms += vi_counting;
+	return vi_real_ops(cq->context)->req_notify_cq(cq, solicited);
 }
 
-struct ibv_context *ibv_open_device(struct ibv_device *dev)
+void vi_patch_ops(struct ibv_context_ops *ops)
 {
-	static struct ibv_context *(*real)(struct ibv_device *);
-	struct ibv_context *ctx;
-
-	if (!real)
-		real = (struct ibv_context * (*)(struct ibv_device *))
-			real_fn("libibverbs.so.1", "ibv_open_device");
-	ctx = real(dev);
-	if (ctx && nopened < 16) {
-		opened[nopened].ctx = ctx;
-		opened[nopened++].req_notify_cq = ctx->ops.req_notify_cq;
-		ctx->ops.req_notify_cq = counted_req_notify_cq;
-	}
-	return ctx;
-}
-
-int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
-{
-	static int (*real)(int, struct epoll_event *, int, int);
-
-	if (!real)
-		real = (int (*)(int, struct epoll_event *, int, int))dlsym(
-			RTLD_NEXT, "epoll_wait");
-	epolls += counting;
-	return real(epfd, ev, max, timeout);
+	ops->req_notify_cq = counted_req_notify_cq;
 }
 
 static const char *side(const struct api_peer *p)
@@ -200,8 +136,8 @@ static void spin_ping_pong(struct api_peer *p, uint8_t *buf, rmca_mr_t *mr)
 {
 	for (int i = 0; i < PINGS + WARMUP; i++) {
 		if (i == WARMUP) {
-			cq_events = arms = epolls = 0;
-			counting = true;
+			vi_cq_events = arms = vi_epolls = 0;
+			vi_counting = true;
 		}
 		API_CHECK_OK(rmca_recv(p->ep, buf + 32, 8, mr, API_CTX(1)));
 		if (!p->is_server)
@@ -211,7 +147,7 @@ static void spin_ping_pong(struct api_peer *p, uint8_t *buf, rmca_mr_t *mr)
 			API_CHECK_OK(rmca_send(p->ep, buf, 8, mr, API_CTX(2)));
 		spin_wait(p, API_CTX(2));
 	}
-	counting = false;
+	vi_counting = false;
 }
 
 /* Every quiet pass may arm at once: the CQ goes quiet between messages,
@@ -245,11 +181,11 @@ static void spinner(struct api_peer *p)
 	setup(p);
 	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
 	spin_ping_pong(p, buf, mr);
-	API_CHECK_MSG(cq_events == 0 && arms == 0,
+	API_CHECK_MSG(vi_cq_events == 0 && arms == 0,
 		      "%s: %ld completion channel events taken and %ld CQ "
 		      "armings in %d round trips spinning, with no wait fd "
 		      "asked for",
-		      side(p), cq_events, arms, PINGS);
+		      side(p), vi_cq_events, arms, PINGS);
 	API_CHECK_OK(rmca_mr_dereg(mr));
 	finish(p);
 	free(buf);
@@ -362,14 +298,14 @@ static void accept_server(struct api_peer *p)
 	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
 	spin_ping_pong(p, buf, mr);
 	api_token(p, 0, TOKEN_SLEEP);
-	epolls = 0;
-	counting = true;
+	vi_epolls = 0;
+	vi_counting = true;
 	API_CHECK_OK(rmca_accept(p->l, API_TIMEOUT_MS, &ep2));
-	counting = false;
-	API_CHECK_MSG(epolls <= MAX_ACCEPT_EPOLLS,
+	vi_counting = false;
+	API_CHECK_MSG(vi_epolls <= MAX_ACCEPT_EPOLLS,
 		      "a blocking rmca_accept, its peer connecting %d ms "
 		      "later, called epoll_wait %ld times: it spun",
-		      PEER_DELAY_MS, epolls);
+		      PEER_DELAY_MS, vi_epolls);
 	/* the new endpoint works */
 	API_CHECK_OK(rmca_recv(ep2, buf + 32, 8, mr, API_CTX(5)));
 	api_token(p, 0, TOKEN_SLEEP);

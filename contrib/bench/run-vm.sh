@@ -79,7 +79,8 @@ out=$(cd "$out" && pwd)
 if [ "$count" = 1 ]; then
 	command -v strace >/dev/null || { echo "run-vm.sh: --count needs strace" >&2; exit 1; }
 	${CC:-cc} -O2 -shared -fPIC -o "$out/verbs_count.so" \
-		"$top/contrib/bench/verbs_count.c" -ldl ||
+		"$top/contrib/bench/verbs_count.c" \
+		"$top/test/verbs_interpose.c" -I"$top/test" -ldl ||
 		{ echo "run-vm.sh: cannot build verbs_count.so" >&2; exit 1; }
 fi
 
