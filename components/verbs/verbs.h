@@ -236,6 +236,12 @@ struct rmca_verbs_conn {
 	bool made; /* was UP: handed out even if it failed since */
 	bool has_pd;
 	bool waiting; /* a send waits for credits */
+	/* the device said its send queue was full: the timer posts what
+	 * waits (verbs_post.c) */
+	bool sq_retry;
+	/* a READ of ours the device refused: the timer fails the connection
+	 * with this status (verbs_post.c) */
+	int post_fail;
 	struct rmca_verbs_ctl *ctl;
 	struct ibv_mr *ctl_pub, *ctl_sink;
 	uint64_t peer_ctl_addr;

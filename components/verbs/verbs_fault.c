@@ -15,7 +15,15 @@
  *                       first completion was polled
  *   verbs_post_refused  ibv_post_send refuses as siw does (ENOTCONN) once
  *                       the peer's TERMINATE took the QP out of RTS; same
- *                       condition on RMCATEST_FAIL as verbs_cq_unread
+ *                       condition on RMCATEST_FAIL as verbs_cq_unread, as
+ *                       for all the points below
+ *   verbs_post_full     ibv_post_send refuses as for a full send queue
+ *                       (ENOMEM), though none of ours is out to free it
+ *   verbs_post_invalid  ibv_post_send refuses the WR (EINVAL), the QP in RTS
+ *   verbs_post_qp_error the QP goes to error, and ibv_post_send refuses as
+ *                       rxe's doorbell does a QP not ready to send (EINVAL)
+ *   verbs_recv_invalid  ibv_post_recv refuses (EINVAL), the QP in RTS
+ *   verbs_flush_alloc   a flush's op is not allocated
  *
  * Read at each point, so a test may change it between calls. Not a user
  * setting (hence not RMCA_*): unset, nothing changes.

@@ -169,13 +169,29 @@ static int v_atomic(struct rmca_conn *bc, const struct rmca_atomic *a,
 	return rmca_verbs_submit(c, op);
 }
 
+/* Test-only (verbs_fault.c): a flush's op is not allocated. Looked up
+ * only in a process started with RMCATEST_FAIL set. */
+static bool flush_alloc_fails(void)
+{
+	static int knobs = -1;
+
+	if (knobs < 0)
+		knobs = getenv("RMCATEST_FAIL") != NULL;
+	return knobs && rmca_verbs_fault("verbs_flush_alloc");
+}
+
+/* A flush that cannot be had now is to be asked again (RMCA_ERR_AGAIN),
+ * never failed: a delivery flush's error becomes the status of every put
+ * it covers (framework/ops.c), which no shortage here made wrong. */
 static int v_flush(struct rmca_conn *bc, void *req)
 {
 	struct rmca_verbs_conn *c = rmca_verbs_conn_from_base(bc);
-	struct rmca_verbs_op *op = rmca_verbs_op_new(c, RMCA_VOP_FLUSH, req);
+	struct rmca_verbs_op *op =
+		flush_alloc_fails() ? NULL
+				    : rmca_verbs_op_new(c, RMCA_VOP_FLUSH, req);
 
 	if (!op)
-		return RMCA_ERR_NO_MEMORY;
+		return RMCA_ERR_AGAIN;
 	return rmca_verbs_submit(c, op);
 }
 

@@ -216,12 +216,43 @@ static void link_out(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 #define RECV_LOW 8
 #define RECV_BATCH 16
 
+/* Test-only (verbs_fault.c): what ibv_post_recv returns instead of
+ * posting (0: post); see post_fault. */
+static int recv_fault(void)
+{
+	static int knobs = -1;
+
+	if (knobs < 0)
+		knobs = getenv("RMCATEST_FAIL") != NULL;
+	return knobs && rmca_verbs_fault("verbs_recv_invalid") ? EINVAL : 0;
+}
+
+static int post_error(struct rmca_verbs_conn *c, int ret);
+static void arm_timer(struct rmca_verbs_module *vm);
+
+/* ibv_post_recv refused a batch with ret. A full queue waits for the next
+ * flush (a receive completing frees it). Anything else is no fault of the
+ * user's, whose receives we build: a QP out of RTS, or a queue we cannot
+ * fill; the connection fails, from the timer (this may run inside the
+ * user's post, whose receive must not complete there), and the receives
+ * waiting complete with it. */
+static void recv_refused(struct rmca_verbs_conn *c, int ret)
+{
+	int err = post_error(c, ret);
+
+	if (err == RMCA_ERR_AGAIN)
+		return;
+	c->post_fail = RMCA_ERR_CONNECTION;
+	c->mod->timer_ms = 0;
+	arm_timer(c->mod);
+}
+
 void rmca_verbs_recv_flush(struct rmca_verbs_conn *c)
 {
 	struct ibv_recv_wr wr[RECV_BATCH], *bad = NULL;
 	struct ibv_sge sg[RECV_BATCH][2];
 	struct rmca_verbs_op *op;
-	int n = 0, i, posted, user = 0;
+	int n = 0, i, posted, user = 0, ret;
 	bool hdr = c->hdr && rmca_verbs_flavour(c->mod)->ack_header;
 
 	while (c->nrbatch && c->state != RMCA_VCONN_FAILED && c->qp) {
@@ -254,7 +285,15 @@ void rmca_verbs_recv_flush(struct rmca_verbs_conn *c)
 		user = 0;
 		if (!n)
 			return; /* the receive queue is full */
-		posted = ibv_post_recv(c->qp, wr, &bad) ? (int)(bad - wr) : n;
+		ret = recv_fault();
+		if (!ret)
+			ret = ibv_post_recv(c->qp, wr, &bad);
+		if (!ret)
+			posted = n;
+		else if (bad >= wr && bad < wr + n)
+			posted = (int)(bad - wr);
+		else
+			posted = 0;
 		for (i = 0; i < posted; i++) {
 			op = c->rbatch;
 			c->rbatch = op->next;
@@ -272,8 +311,10 @@ void rmca_verbs_recv_flush(struct rmca_verbs_conn *c)
 					 c->ctl->posted + (uint64_t)user,
 					 __ATOMIC_RELEASE);
 		user = 0;
-		if (posted < n)
-			return; /* the device refused: retried later */
+		if (posted < n) {
+			recv_refused(c, ret);
+			return;
+		}
 	}
 }
 
@@ -567,31 +608,75 @@ static void posted_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 
 #define POST_MAX 16
 
-/* Test-only (verbs_fault.c): the device refuses the post as siw does once
- * the peer's TERMINATE took the QP out of RTS. Looked up only in a
- * process started with RMCATEST_FAIL set: posting costs nothing more
- * otherwise. */
-static bool post_refused(void)
+/* Test-only (verbs_fault.c): what ibv_post_send returns instead of posting
+ * (0: post). Looked up only in a process started with RMCATEST_FAIL set:
+ * posting costs nothing more otherwise. */
+static int post_fault(struct rmca_verbs_conn *c)
 {
 	static int knobs = -1;
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
 
 	if (knobs < 0)
 		knobs = getenv("RMCATEST_FAIL") != NULL;
-	return knobs && rmca_verbs_fault("verbs_post_refused");
+	if (!knobs)
+		return 0;
+	if (rmca_verbs_fault("verbs_post_refused"))
+		return -ENOTCONN; /* siw, the QP out of RTS */
+	if (rmca_verbs_fault("verbs_post_full"))
+		return ENOMEM; /* rxe and siw, the send queue full */
+	if (rmca_verbs_fault("verbs_post_invalid"))
+		return EINVAL; /* a WR refused, the QP in RTS */
+	if (rmca_verbs_fault("verbs_post_qp_error")) {
+		/* the QP left RTS, and the device refuses as rxe's doorbell
+		 * does below RTS */
+		ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
+		return EINVAL;
+	}
+	return 0;
 }
 
-/* What a failed ibv_post_send means. siw refuses with ENOTCONN a QP no
- * longer in RTS (its library's doorbell returns -1 and sets errno): the
- * connection is gone, which is no mistake of the caller's. */
-static int post_error(int ret)
+/*
+ * What a failed ibv_post_send means. rxe returns a positive errno, siw a
+ * negative one, or -1 with errno set when its doorbell (a write() on the
+ * device's fd) failed. Seen on rxe0 and siw0 (Linux 6.1, rdma-core 44):
+ *  - ENOMEM: the send queue is full: the WRs wait, and go as completions
+ *    free the queue, or, where none is due, at the module's timer
+ *    (sq_retry);
+ *  - ENOTCONN: siw refuses a QP that is not in RTS (the peer's TERMINATE
+ *    took it out; it takes a post in INIT or ERR, and never completes it);
+ *  - EINVAL: rxe says so of a WR it refuses and, from its doorbell, of a
+ *    QP below RTS (RESET to RTR), whose WQEs stay queued (they come back
+ *    flushed when the QP goes to error; in ERR and SQD rxe takes a post).
+ *    The QP's state tells which: out of RTS, the connection failed, which
+ *    is no mistake of the caller's.
+ */
+static int post_error(struct rmca_verbs_conn *c, int ret)
 {
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
 	int e = ret < 0 ? -ret : ret;
 
-	if (ret == -1 && errno == ENOTCONN)
-		e = ENOTCONN;
+	if (ret == -1 && errno)
+		e = errno;
 	if (e == ENOMEM)
 		return RMCA_ERR_AGAIN;
-	return e == ENOTCONN ? RMCA_ERR_CONNECTION : RMCA_ERR_INVALID;
+	if (e == ENOTCONN || ibv_query_qp(c->qp, &a, IBV_QP_STATE, &ia) ||
+	    a.qp_state != IBV_QPS_RTS)
+		return RMCA_ERR_CONNECTION;
+	return RMCA_ERR_INVALID;
+}
+
+/* What the refusal err of op means for the connection: a user's WR the
+ * device refused fails alone (its parameters), but one of the module's
+ * own (a flush or credit READ, the hello) is never malformed; refused, the
+ * connection can no longer keep what it promised, and fails. */
+static int refusal(const struct rmca_verbs_op *op, int err)
+{
+	bool user = op->kind == RMCA_VOP_SEND ||
+		    op->kind == RMCA_VOP_SEND_INV || op->kind == RMCA_VOP_PUT ||
+		    op->kind == RMCA_VOP_GET || op->kind == RMCA_VOP_ATOMIC;
+
+	return err == RMCA_ERR_INVALID && !user ? RMCA_ERR_CONNECTION : err;
 }
 
 /* Post ops[0..n) as one chain. Returns how many the device took (in
@@ -640,10 +725,17 @@ static int post_list(struct rmca_verbs_conn *c, struct rmca_verbs_op **ops,
 			wr[i - 1].next = &wr[i];
 	}
 	/* non-zero is failure: siw returns negative errnos */
-	ret = post_refused() ? -ENOTCONN : ibv_post_send(c->qp, wr, &bad);
+	ret = post_fault(c);
+	if (!ret)
+		ret = ibv_post_send(c->qp, wr, &bad);
 	if (ret) {
 		n = bad >= wr && bad < wr + n ? (int)(bad - wr) : 0;
-		*err = post_error(ret);
+		*err = refusal(ops[n], post_error(c, ret));
+		if (*err == RMCA_ERR_AGAIN) {
+			/* no completion of ours may be due to free it */
+			c->sq_retry = true;
+			arm_timer(c->mod);
+		}
 	}
 	for (i = 0; i < n; i++)
 		posted_send(c, ops[i]);
@@ -732,15 +824,24 @@ static void arm_timer(struct rmca_verbs_module *vm)
 void rmca_verbs_credit_read(struct rmca_verbs_conn *c)
 {
 	struct rmca_verbs_op *op;
+	int ret;
 
 	if (c->credit_inflight || c->state != RMCA_VCONN_UP)
 		return;
 	op = rmca_verbs_op_new(c, RMCA_VOP_CREDIT, NULL);
 	if (!op)
 		return;
-	if (rmca_verbs_post(c, op)) {
-		/* the SQ is full: a completion will retry */
+	ret = rmca_verbs_post(c, op);
+	if (ret) {
 		rmca_verbs_op_free(op);
+		/* the SQ is full: a completion or sq_retry brings us back;
+		 * refused, the connection fails, from the timer (the caller
+		 * may be inside a post whose op must not complete yet) */
+		if (ret != RMCA_ERR_AGAIN) {
+			c->post_fail = ret;
+			c->mod->timer_ms = 0;
+			arm_timer(c->mod);
+		}
 		return;
 	}
 	c->credit_inflight = true;
@@ -759,6 +860,15 @@ void rmca_verbs_timer_event(void *arg, uint32_t events)
 		return;
 	vm->timer_armed = false;
 	for (c = vm->conns; c; c = c->next) {
+		/* a READ of ours the device refused (credit_read) */
+		if (c->post_fail && c->state != RMCA_VCONN_FAILED)
+			rmca_verbs_conn_fail(c, c->post_fail);
+		c->post_fail = 0;
+		/* the device said its send queue was full (post_list) */
+		if (c->sq_retry) {
+			c->sq_retry = false;
+			rmca_verbs_pending_run(c);
+		}
 		if (c->state == RMCA_VCONN_FAILED && c->nout) {
 			/* see verbs_conn.c */
 			if (rmca_now_ms() < c->abandon_ms) {
