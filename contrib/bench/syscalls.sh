@@ -106,7 +106,11 @@ counted() {
 	local name=$1 iters=$2 log
 	shift 2
 	log=$out/$name.server
-	local -a st ct # what runs the server and the client
+	# libtool --mode=execute runs the program itself under strace or
+	# valgrind, not libtool's wrapper script: the shell of the wrapper
+	# reads its own pipes a varying number of times per run, which the
+	# N / 2N difference does not cancel
+	local -a st ct lt=("$build/libtool" --mode=execute)
 	if [ "$instr" = 1 ]; then
 		st=(valgrind -q --trace-children=yes --tool=callgrind --callgrind-out-file="$out/$name.server.strace")
 		ct=(valgrind -q --trace-children=yes --tool=callgrind --callgrind-out-file="$out/$name.client.strace")
@@ -114,7 +118,7 @@ counted() {
 		st=(strace -f $copt -o "$out/$name.server.strace")
 		ct=(strace -f $copt -o "$out/$name.client.strace")
 	fi
-	bench_server "$log" timeout 300 "${st[@]}" \
+	bench_server "$log" timeout 300 "${lt[@]}" "${st[@]}" \
 		"$perf" -s -l 127.0.0.1:0 $spin "$@"
 	if [ -z "$server_port" ]; then
 		echo "syscalls.sh: $name: the server did not start" >&2
@@ -122,7 +126,7 @@ counted() {
 		kill "$server_pid" 2>/dev/null || true
 		return 1
 	fi
-	timeout 300 "${ct[@]}" "$perf" \
+	timeout 300 "${lt[@]}" "${ct[@]}" "$perf" \
 		--parsable $spin -n "$iters" -W 50 "$@" "127.0.0.1:$server_port" \
 		>"$out/$name.client.out" 2>&1 || {
 		echo "syscalls.sh: $name: rmca_perf failed" >&2
