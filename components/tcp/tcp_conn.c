@@ -129,6 +129,15 @@ static void counts_out(struct tcp_conn *c)
 		rmca_tcp_conn_fail(c, RMCA_ERR_NO_MEMORY, NULL);
 }
 
+/* Nothing for rmca_tcp_out_flush to do: nothing queued or held, nothing
+ * peeked, and the events it would ask for are those asked already. A pass
+ * that read nothing, or only what it holds the answer of, stops here. */
+static bool out_idle(const struct tcp_conn *c)
+{
+	return rmca_list_empty(&c->outq) && !c->hold && !c->peeked &&
+	       !c->closing && c->events == (rmca_tcp_rx_held(c) ? 0u : EPOLLIN);
+}
+
 /* Read what there is, then write what that queued, once; go on with
  * frames left buffered while the connection held off reading if the
  * write let it read again. */
@@ -139,7 +148,7 @@ static void conn_serve(struct tcp_conn *c, bool readable)
 			rmca_tcp_rx(c);
 		if (c->fd >= 0 && !hold_answers(c)) {
 			counts_out(c);
-			if (c->fd >= 0)
+			if (c->fd >= 0 && !out_idle(c))
 				rmca_tcp_out_flush(c);
 		}
 		if (!rmca_tcp_rx_ready(c))
@@ -215,6 +224,15 @@ static __attribute__((noinline)) int progress_work(struct tcp_module *m)
 	return 0;
 }
 
+/* A hold begun before this pass: held is in hold order. */
+static inline bool holds_due(const struct tcp_module *m)
+{
+	const struct tcp_conn *c =
+		rmca_list_first(&m->held, struct tcp_conn, held_link);
+
+	return c && c->hold_pass != m->pass;
+}
+
 /* Says RMCA_PROGRESS_SERVED after input was read: on the target of a put or
  * an atomic, the request an eager read served makes no completion, and the
  * core would otherwise go on to an epoll_wait() that finds nothing. */
@@ -223,9 +241,11 @@ int rmca_tcp_progress(struct rmca_module *mod)
 	struct tcp_module *m = rmca_container_of(mod, struct tcp_module, base);
 	int r = 0;
 
-	/* The common pass: nothing held back, nothing parked or resting. */
-	if (rmca_list_empty(&m->dirty) && rmca_list_empty(&m->held) &&
-	    !m->npending && !m->lfd_rest_until) {
+	/* The common pass: nothing held back, no hold from before this pass
+	 * (one begun in it, the message's reply still to come, waits), nothing
+	 * parked or resting. */
+	if (rmca_list_empty(&m->dirty) && !holds_due(m) && !m->npending &&
+	    !m->lfd_rest_until) {
 		m->next_expiry = 0;
 		m->pass++;
 	} else {

@@ -39,25 +39,31 @@ static void op_queue(struct tcp_conn *c, struct tcp_op *op,
 	rmca_list_add_tail(by_count ? &c->unacked : &c->inflight, &op->qlink);
 }
 
+/* A send the peer has a credit for: its frame queued. */
+static inline void send_queue(struct tcp_conn *c, struct tcp_op *op)
+{
+	struct tcp_frame f = {
+		.type = TCP_F_SEND,
+		.id = op->id,
+		.len = op->len,
+	};
+
+	if (op->inv_rkey) {
+		f.flags |= TCP_FF_INV;
+		f.rkey = op->inv_rkey;
+	}
+	c->msgs_out++;
+	op_queue(c, op, &f, op->buf, op->len);
+}
+
 void rmca_tcp_pump_sends(struct tcp_conn *c)
 {
 	struct tcp_op *op;
 
 	while (c->credits != c->msgs_out &&
 	       (op = rmca_list_first(&c->sendq, struct tcp_op, qlink))) {
-		struct tcp_frame f = {
-			.type = TCP_F_SEND,
-			.id = op->id,
-			.len = op->len,
-		};
-
-		if (op->inv_rkey) {
-			f.flags |= TCP_FF_INV;
-			f.rkey = op->inv_rkey;
-		}
 		rmca_list_del(&op->qlink);
-		c->msgs_out++;
-		op_queue(c, op, &f, op->buf, op->len);
+		send_queue(c, op);
 	}
 }
 
@@ -126,8 +132,12 @@ static int post_send(struct tcp_conn *c, const void *buf, size_t len,
 	op->len = len;
 	op->mr = mr;
 	op->inv_rkey = rkey;
-	rmca_list_add_tail(&c->sendq, &op->qlink);
-	rmca_tcp_pump_sends(c);
+	/* Sends go in post order: past those waiting for a credit, or at
+	 * once with one. */
+	if (rmca_list_empty(&c->sendq) && c->credits != c->msgs_out)
+		send_queue(c, op);
+	else
+		rmca_list_add_tail(&c->sendq, &op->qlink);
 	rmca_tcp_out_kick(c, defer);
 	return 0;
 }
