@@ -11,33 +11,49 @@
 #include "ep.h"
 #include "paths.h"
 
-int rmca_emul_atomic(struct rmca_ep *ep, struct rmca_req *r)
+int rmca_atomic_send(struct rmca_ep *ep, struct rmca_req *r)
 {
-	struct rmca_ctrl_msg m = { .type = RMCA_CTRL_ATOMIC_REQ,
-				   .id = ep->am_next_id + 1,
-				   .op = r->aop };
-	int rc;
+	struct rmca_ctrl_msg m = {.type = RMCA_CTRL_ATOMIC_REQ,
+				  .id = ep->am_next_id + 1,
+				  .op = r->aop};
+	int rc = rmca_ctrl_send(ep, &m);
 
-	if (ep->nheld >= ep->ctx->ep_max_core_ops)
-		return RMCA_ERR_AGAIN;
-	rc = rmca_ctrl_send(ep, &m);
 	if (rc)
 		return rc;
 	ep->am_next_id++;
 	r->am_id = m.id;
+	r->am_next = NULL;
 	if (ep->am_wait_tail)
 		ep->am_wait_tail->am_next = r;
 	else
 		ep->am_wait = r;
 	ep->am_wait_tail = r;
-	ep->nheld++;
 	return 0;
+}
+
+/* The control channel is another connection than the data one: an atomic
+ * waits for the puts posted before it as a get the peer's core answers
+ * does (rmca_core_order), so that it sees them, as a device atomic behind
+ * a WRITE on one QP does. */
+int rmca_emul_atomic(struct rmca_ep *ep, struct rmca_req *r)
+{
+	int rc;
+
+	if (ep->nheld >= ep->ctx->ep_max_core_ops)
+		return RMCA_ERR_AGAIN;
+	rc = rmca_core_order(ep, r);
+	if (rc)
+		return rc < 0 ? rc : 0;
+	rc = rmca_atomic_send(ep, r);
+	if (!rc)
+		ep->nheld++;
+	return rc;
 }
 
 void rmca_atomic_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req)
 {
-	struct rmca_ctrl_msg resp = { .type = RMCA_CTRL_ATOMIC_RESP,
-				      .id = req->id };
+	struct rmca_ctrl_msg resp = {.type = RMCA_CTRL_ATOMIC_RESP,
+				     .id = req->id};
 	struct rmca_module_mr *mmr;
 	struct rmca_mr *mr = rmca_mr_by_key(ep, req->op.rkey, &mmr);
 	uint64_t base, a = req->op.raddr;
@@ -47,7 +63,8 @@ void rmca_atomic_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req)
 	    a < base || mr->len < 8 || a - base > mr->len - 8) {
 		resp.status = RMCA_ERR_REMOTE_ACCESS;
 		rmca_log(1, "%s: atomic at 0x%llx key 0x%llx refused", ep->peer,
-			 (unsigned long long)a, (unsigned long long)req->op.rkey);
+			 (unsigned long long)a,
+			 (unsigned long long)req->op.rkey);
 	} else {
 		resp.old = rmca_atomic_cpu((uint64_t *)(uintptr_t)a, &req->op);
 	}

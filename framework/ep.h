@@ -76,6 +76,11 @@ struct rmca_req {
 			struct rmca_module_mr *result_mmr;
 			uint64_t cas_guess;
 			struct rmca_req *am_next; /* ep->am_wait */
+			/* one sent to the peer's core while held behind a
+			 * fence (get_core.c): its place on ep->get_held and
+			 * the fence it waits for */
+			struct rmca_req *am_held_next;
+			uint64_t am_fence;
 		};
 		/* sends held back behind a revoke message (ep->deferred) */
 		struct {
@@ -168,10 +173,11 @@ struct rmca_ep {
 	struct rmca_req *verify_wait; /* failed accesses being checked */
 	struct rmca_rails *rails;     /* more pairs used beside mod (rails.c) */
 	uint64_t rma_bytes, rma_ops;  /* puts and gets posted on mod */
-	/* Gets the peer's core answers (get_core.c), in post order: held
-	 * until the fence posted for them completes, then sent (answered in
-	 * order); the fences outstanding, in post order, their numbers up to
-	 * fences_done all completed; rma_ops when the last one was posted. */
+	/* Gets and atomics the peer's core answers (get_core.c), in post
+	 * order: held until the fence posted for them completes, then sent
+	 * (answered in order); the fences outstanding, in post order, their
+	 * numbers up to fences_done all completed; rma_ops when the last one
+	 * was posted. get_wait: the gets sent (atomics: am_wait). */
 	enum rmca_path get_short; /* gets of 1..RMCA_CTRL_GET_MAX bytes */
 	struct rmca_req *get_held, *get_held_tail;
 	struct rmca_req *get_wait, *get_wait_tail;
@@ -302,6 +308,12 @@ void rmca_ep_advance(struct rmca_ep *ep);
 void rmca_paths_choose(struct rmca_ep *ep);
 void rmca_paths_describe(const struct rmca_ep *ep, char *buf, size_t len);
 int rmca_emul_atomic(struct rmca_ep *ep, struct rmca_req *r);
+/* Send an atomic to the peer's core now (atomic_core.c). */
+int rmca_atomic_send(struct rmca_ep *ep, struct rmca_req *r);
+/* Order r, a get or an atomic the peer's core answers, behind the puts and
+ * gets posted on the data connection before it (get_core.c): 1 held (sent
+ * once its fence completed), 0 to be sent now, or a negative status. */
+int rmca_core_order(struct rmca_ep *ep, struct rmca_req *r);
 /* get_core.c: gets of 1..RMCA_GET_SHORT_MAX bytes on an endpoint whose
  * get_short path is RMCA_PATH_EMULATED are answered by the peer's core */
 #define RMCA_GET_SHORT_MAX 32

@@ -10,7 +10,9 @@
  * control channel is another connection. So a get waits behind a flush of
  * the data connection (a fence: every op posted on it before is delivered
  * at the target) when puts or gets went there since the last fence, and is
- * sent once every fence posted up to its own has completed.
+ * sent once every fence posted up to its own has completed. Atomics the
+ * peer's core executes (atomic_core.c) wait the same way, on the same
+ * queue, so that gets and atomics also go in the order they were posted.
  */
 #include <string.h>
 
@@ -46,6 +48,41 @@ static struct rmca_req *fifo_pop(struct rmca_req **head, struct rmca_req **tail)
 	return r;
 }
 
+/* The held queue carries gets and atomics, each linked through its own
+ * member of the request's union. */
+static struct rmca_req **held_link(struct rmca_req *r)
+{
+	return r->op == RMCA_OP_ATOMIC ? &r->am_held_next : &r->get_next;
+}
+
+static uint64_t *held_fence(struct rmca_req *r)
+{
+	return r->op == RMCA_OP_ATOMIC ? &r->am_fence : &r->get_fence;
+}
+
+static void held_add(struct rmca_ep *ep, struct rmca_req *r)
+{
+	*held_link(r) = NULL;
+	if (ep->get_held_tail)
+		*held_link(ep->get_held_tail) = r;
+	else
+		ep->get_held = r;
+	ep->get_held_tail = r;
+}
+
+static struct rmca_req *held_pop(struct rmca_ep *ep)
+{
+	struct rmca_req *r = ep->get_held;
+
+	if (!r)
+		return NULL;
+	ep->get_held = *held_link(r);
+	if (!ep->get_held)
+		ep->get_held_tail = NULL;
+	*held_link(r) = NULL;
+	return r;
+}
+
 /* r completes with status (its answer, or why it never came). */
 static void get_end(struct rmca_ep *ep, struct rmca_req *r, int status)
 {
@@ -70,17 +107,19 @@ static int get_send(struct rmca_ep *ep, struct rmca_req *r)
 	return 0;
 }
 
-/* Send the held gets whose fences have all completed, in post order. */
+/* Send the held gets and atomics whose fences have all completed, in post
+ * order. */
 static void held_release(struct rmca_ep *ep)
 {
 	struct rmca_req *r;
 
-	while ((r = ep->get_held) && r->get_fence <= ep->fences_done) {
+	while ((r = ep->get_held) && *held_fence(r) <= ep->fences_done) {
 		int rc = ep->fence_status;
 
-		fifo_pop(&ep->get_held, &ep->get_held_tail);
+		held_pop(ep);
 		if (!rc)
-			rc = get_send(ep, r);
+			rc = r->op == RMCA_OP_ATOMIC ? rmca_atomic_send(ep, r)
+						     : get_send(ep, r);
 		if (rc)
 			get_end(ep, r, rc);
 	}
@@ -135,21 +174,31 @@ int rmca_get_core(struct rmca_ep *ep, struct rmca_req *r, void *buf, size_t len)
 	/* Its answer comes from the target's core, or from no one: nothing
 	 * to ask that core about later (verify.c). */
 	r->verified = true;
+	rc = rmca_core_order(ep, r);
+	if (rc)
+		return rc < 0 ? rc : 0;
+	ep->nheld++;
+	rc = get_send(ep, r);
+	if (rc)
+		ep->nheld--;
+	return rc;
+}
+
+int rmca_core_order(struct rmca_ep *ep, struct rmca_req *r)
+{
+	int rc;
+
 	if (ep->rma_ops != ep->fenced_ops) {
 		rc = fence_post(ep);
 		if (rc)
 			return rc;
 	}
-	r->get_fence = ep->fences_posted;
-	ep->nheld++;
-	if (ep->get_held || r->get_fence > ep->fences_done) {
-		fifo_add(&ep->get_held, &ep->get_held_tail, r);
+	*held_fence(r) = ep->fences_posted;
+	if (!ep->get_held && *held_fence(r) <= ep->fences_done)
 		return 0;
-	}
-	rc = get_send(ep, r);
-	if (rc)
-		ep->nheld--;
-	return rc;
+	held_add(ep, r);
+	ep->nheld++;
+	return 1;
 }
 
 void rmca_get_fence_done(struct rmca_req *f, int status)
@@ -222,7 +271,7 @@ void rmca_get_lost(struct rmca_ep *ep, int status)
 
 	while ((r = fifo_pop(&ep->get_wait, &ep->get_wait_tail)))
 		get_end(ep, r, status);
-	while ((r = fifo_pop(&ep->get_held, &ep->get_held_tail)))
+	while ((r = held_pop(ep)))
 		get_end(ep, r, status);
 }
 
@@ -232,6 +281,6 @@ void rmca_get_core_close(struct rmca_ep *ep)
 {
 	while (fifo_pop(&ep->get_wait, &ep->get_wait_tail))
 		;
-	while (fifo_pop(&ep->get_held, &ep->get_held_tail))
+	while (held_pop(ep))
 		;
 }

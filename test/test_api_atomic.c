@@ -5,6 +5,7 @@
  * nothing. An op refused with RMCA_ERR_UNSUPPORTED at post time skips the
  * test (a transport without it); any other error fails it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -383,6 +384,119 @@ static void test_fadd_from_several_clients_is_exact(void **state)
 	api_run(&t);
 }
 
+/*
+ * An atomic sees the put posted before it on the endpoint, as a device
+ * atomic behind a WRITE on one queue pair does. Where the target's core
+ * executes atomics, they go on the control channel, another connection
+ * than the put's data: before, a fetch-add right behind a 4 MiB put over
+ * tcp overtook it and returned the word the put had not yet written.
+ * Each pass runs as the transport is, then with the device atomics masked
+ * (RMCA_<comp>_caps=^atomic,masked_atomic on every transport; the masks a
+ * caller set are kept and restored).
+ */
+#define ORDER_LEN    (32u << 20)
+#define ORDER_PASSES 4
+
+static void order_server(struct api_peer *p)
+{
+	uint8_t *mem = api_alloc(ORDER_LEN);
+	rmca_mr_t *mr;
+	uint64_t w;
+
+	API_CHECK_OK(rmca_mr_reg(
+		p->ctx, mem, ORDER_LEN,
+		RMCA_ACCESS_REMOTE_WRITE | RMCA_ACCESS_REMOTE_ATOMIC, &mr));
+	api_put_region(p, 0, mem, ORDER_LEN, mr, p->ep);
+	for (unsigned i = 0; i < ORDER_PASSES; i++) {
+		api_expect_token(p, 0, TOKEN_DONE + 1 + i);
+		memcpy(&w, mem + ORDER_LEN - 8, 8);
+		/* the put's bytes but the last word, which the add changed */
+		API_CHECK_MSG(api_pattern_check(mem, ORDER_LEN - 8, 77 + i) < 0,
+			      "pass %u: the put's bytes were not all there", i);
+		api_put_u64(p, 0, w);
+	}
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(mem);
+}
+
+static void order_client(struct api_peer *p)
+{
+	uint8_t *src = api_alloc(ORDER_LEN);
+	uint64_t *res = api_alloc(8);
+	struct rmca_ep_attr a;
+	struct api_region r;
+	rmca_mr_t *smr, *rmr;
+
+	api_get_region(p, 0, &r);
+	API_CHECK_OK(rmca_ep_query(p->ep, &a));
+	fprintf(stderr, "# %s: atomics by path %d\n", a.transport, a.atomic);
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, src, ORDER_LEN, RMCA_ACCESS_LOCAL, &smr));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, res, 8, RMCA_ACCESS_LOCAL, &rmr));
+	for (unsigned i = 0; i < ORDER_PASSES; i++) {
+		struct rmca_atomic op = {.kind = RMCA_ATOMIC_FADD,
+					 .raddr = r.addr + ORDER_LEN - 8,
+					 .rkey = r.rkey,
+					 .operand = 1};
+		struct rmca_completion c;
+		uint64_t last, now;
+
+		api_pattern(src, ORDER_LEN, 77 + i);
+		memcpy(&last, src + ORDER_LEN - 8, 8);
+		*res = 0;
+		API_CHECK_OK(
+			API_POST(p, rmca_put(p->ep, src, ORDER_LEN, smr, r.addr,
+					     r.rkey, 0, API_CTX(0x10 + i))));
+		post_atomic(p, &op, res, rmr, API_CTX(0x20 + i));
+		api_wait_status(p, API_CTX(0x10 + i), RMCA_OK);
+		api_wait(p, API_CTX(0x20 + i), &c);
+		API_CHECK_MSG(c.status == RMCA_OK, "pass %u: add: %s", i,
+			      api_strerror(c.status));
+		API_CHECK_MSG(*res == last,
+			      "pass %u: the add behind the put read %#llx, not "
+			      "the put's %#llx",
+			      i, (unsigned long long)*res,
+			      (unsigned long long)last);
+		api_token(p, 0, TOKEN_DONE + 1 + i);
+		now = api_get_u64(p, 0);
+		API_CHECK_MSG(now == last + 1,
+			      "pass %u: the word is %#llx, not the put's "
+			      "%#llx plus one",
+			      i, (unsigned long long)now,
+			      (unsigned long long)last);
+	}
+	API_CHECK_OK(rmca_mr_dereg(smr));
+	API_CHECK_OK(rmca_mr_dereg(rmr));
+	free(src);
+	free(res);
+}
+
+static const char *const comps[] = {"tcp", "shm", "ib", "iwarp"};
+
+static void test_fadd_sees_the_put_posted_before_it(void **state)
+{
+	const struct api_test t = {.server = order_server,
+				   .client = order_client};
+	char name[32], *saved[4];
+
+	(void)state;
+	api_run(&t);
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "RMCA_%s_caps", comps[i]);
+		saved[i] = getenv(name) ? strdup(getenv(name)) : NULL;
+		setenv(name, "^atomic,masked_atomic", 1);
+	}
+	api_run(&t);
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "RMCA_%s_caps", comps[i]);
+		if (saved[i])
+			setenv(name, saved[i], 1);
+		else
+			unsetenv(name);
+		free(saved[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +508,7 @@ int main(void)
 			test_masked_cswap_compares_and_swaps_under_masks),
 		cmocka_unit_test(test_atomic_without_permission_is_refused),
 		cmocka_unit_test(test_fadd_from_several_clients_is_exact),
+		cmocka_unit_test(test_fadd_sees_the_put_posted_before_it),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
