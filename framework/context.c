@@ -180,13 +180,6 @@ static void core_fd_del(const struct rmca_core *core, int fd)
 	rmca_progress_fd_gone(ctx, fd);
 }
 
-static void core_complete(const struct rmca_core *core, void *req, int status,
-			  size_t len, uint64_t revoked_rkey)
-{
-	(void)core;
-	rmca_req_done(req, status, len, revoked_rkey);
-}
-
 static void core_conn_failed(const struct rmca_core *core, void *cookie,
 			     int status)
 {
@@ -224,7 +217,7 @@ static int core_random(void *buf, size_t len)
 }
 
 static const struct rmca_core_ops rmca_core_ops = {
-	.complete = core_complete,
+	.complete = rmca_core_complete,
 	.conn_failed = core_conn_failed,
 	.fd_add = core_fd_add,
 	.fd_del = core_fd_del,
@@ -461,6 +454,7 @@ static int open_components(struct rmca_context *ctx)
 			m->comp = c;
 			m->caps = m->m->caps & ~c->caps_mask;
 			m->index = (int)ctx->nmods++;
+			m->ordered = c->entry->flags & RMCA_COMPONENT_ORDERED;
 			rmca_log(1, "%s %s: caps 0x%x (probed 0x%x) %s",
 				 c->comp->name, m->m->device, m->caps,
 				 m->m->caps, m->m->detail);

@@ -28,15 +28,22 @@ enum rmca_req_kind {
 struct rmca_req {
 	/* Set by whoever takes the request from the pool (rmca_req_new, a
 	 * rail's part_new): */
-	struct rmca_list link; /* ep->reqs or ep->recvs, post order */
+	struct rmca_list link;	  /* ep->reqs or ep->recvs, post order; or on
+				   * neither (ordered, below): linked to itself */
 	struct rmca_context *ctx; /* its pool: ep may be gone when it is freed */
 	struct rmca_ep *ep;
 	enum rmca_op op;
 	enum rmca_req_kind kind;
+	unsigned long post_no; /* ep->nposted when it was posted */
 
 	/* From here to the per-path union, zero when it leaves the pool
 	 * (rmca_req_alloc); the union is the path's to set (below). */
 	void *user_ctx;
+	/* Posted whole to a module that orders its completions (struct
+	 * rmca_mod, ordered) and held by nothing of the core's: on no list of
+	 * the endpoint, and its success is reported at once (rmca_req_done).
+	 * Cleared when the core takes it on (ops.c, req_list_add). */
+	bool ordered;
 	bool done; /* the module completed it */
 	bool needs_flush; /* a DELIVERED put on a module without remote completion */
 	bool flushed; /* its delivery flush completed */
@@ -163,6 +170,7 @@ struct rmca_ep {
 	 * in that order) */
 	struct rmca_req *am_wait, *am_wait_tail;
 	uint64_t send_seq; /* messages posted (sends and send_invs) */
+	unsigned long nposted; /* requests taken, for their post_no */
 	uint64_t recv_seq; /* messages received */
 	struct rmca_revoke_note *revokes; /* keys revoked for messages to come */
 	struct rmca_list deferred; /* sends behind a revoke */
@@ -225,10 +233,60 @@ struct rmca_mr {
 	struct rmca_module_mr **mmr; /* one per ctx->mods entry; NULL if refused */
 };
 
-/* progress.c */
+/* progress.c: the completion queue, and what the event loop keeps */
+struct rmca_cq {
+	struct rmca_req *head, *tail;
+	size_t count;
+	int efd;
+	bool signaled;
+	bool polling;	      /* inside rmca_poll: it signals what is left */
+	bool work_due;	      /* some endpoint has core work (core_work) */
+	bool fd_out;	      /* rmca_wait_fd() handed the epoll set out */
+	bool looked;	      /* the last pass looked at the fds */
+	unsigned long pushed; /* completions queued, ever */
+	int hot_fd;	      /* eager fd found ready last, or -1 */
+	unsigned eager_run;   /* passes in a row done by reading hot_fd */
+	unsigned idle_run;    /* of those, passes that found nothing */
+	/* Spinning without system calls (rmca_progress). */
+	uint32_t polled;      /* modules that said RMCA_PROGRESS_POLLED */
+	bool eps_polled;      /* every endpoint is on such a module */
+	long long last_epoll; /* ns */
+	unsigned spin_passes; /* since the clock was last read */
+
+	/* The progress ops run right before the core sleeps itself. */
+	bool will_sleep;
+};
+
 int rmca_cq_init(struct rmca_context *ctx);
 void rmca_cq_fini(struct rmca_context *ctx);
-void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r);
+/* The eventfd made readable (on) or not. */
+void rmca_cq_signal_set(struct rmca_cq *cq, bool on);
+
+/* Asked at every rmca_poll and push: the eventfd is touched only on a
+ * change. */
+static inline void rmca_cq_signal(struct rmca_cq *cq, bool on)
+{
+	if (on != cq->signaled)
+		rmca_cq_signal_set(cq, on);
+}
+
+/* r is reported: queued for rmca_poll (inline: every completion). */
+static inline void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r)
+{
+	struct rmca_cq *cq = ctx->cq;
+
+	r->cq_next = NULL;
+	r->queued = true;
+	if (cq->tail)
+		cq->tail->cq_next = r;
+	else
+		cq->head = r;
+	cq->tail = r;
+	cq->count++;
+	cq->pushed++;
+	if (!cq->polling)
+		rmca_cq_signal(cq, true);
+}
 
 /* Requests kept for reuse: as many as were ever outstanding at once, up
  * to this many, so that a post does not allocate. */
@@ -249,10 +307,29 @@ static inline struct rmca_req *rmca_req_alloc(struct rmca_context *ctx)
 	ctx->req_spare = r->cq_next;
 	ctx->req_nspare--;
 	/* Only the common state: the taker sets the fields before it, the
-	 * path the union after it. */
-	memset(&r->user_ctx, 0,
-	       offsetof(struct rmca_req, aop) -
-		       offsetof(struct rmca_req, user_ctx));
+	 * path the union after it. Field by field: a few stores, where a
+	 * memset of the span is a string instruction with its start-up (a
+	 * field added to the common state is cleared here too). */
+	r->user_ctx = NULL;
+	r->ordered = false;
+	r->done = false;
+	r->needs_flush = false;
+	r->flushed = false;
+	r->emitted = false;
+	r->queued = false;
+	r->uncovered = false;
+	r->verifying = false;
+	r->status = 0;
+	r->len = 0;
+	r->revoked_rkey = 0;
+	r->cq_next = NULL;
+	r->cover_next = NULL;
+	r->covers = NULL;
+	r->flush = NULL;
+	r->rail_parts = 0;
+	r->rail_status = 0;
+	r->path = 0;
+	r->am_id = 0;
 	return r;
 }
 
@@ -298,6 +375,9 @@ static inline void rmca_req_release(struct rmca_req *r)
 }
 void rmca_req_done(struct rmca_req *r, int status, size_t len,
 		   uint64_t revoked_rkey);
+/* The core op complete (component.h). */
+void rmca_core_complete(const struct rmca_core *core, void *req, int status,
+			size_t len, uint64_t revoked_rkey);
 void rmca_ep_flush_delivered(struct rmca_ep *ep);
 void rmca_ep_cancel_all(struct rmca_ep *ep, int status);
 void rmca_ep_advance(struct rmca_ep *ep);

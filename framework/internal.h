@@ -45,6 +45,10 @@ struct rmca_mod {
 	struct rmca_comp *comp;
 	uint32_t caps; /* m->caps less the mask */
 	int index; /* position in ctx->mods, stable for the context's life */
+	/* Its component says RMCA_COMPONENT_ORDERED: a flush completes after
+	 * every operation posted before it on the connection, so the core
+	 * need not keep the others in post order itself (ops.c). */
+	bool ordered;
 };
 
 struct rmca_fd_slot {

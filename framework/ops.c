@@ -21,9 +21,14 @@ static struct rmca_list *req_list(struct rmca_ep *ep, enum rmca_op op)
 	return op == RMCA_OP_RECV ? &ep->recvs : &ep->reqs;
 }
 
-/* rmca_req_new, inline where every post takes one. */
-static inline struct rmca_req *req_new(struct rmca_ep *ep, enum rmca_op op,
-				       enum rmca_req_kind kind, void *user_ctx)
+/*
+ * A request taken from the pool for ep; linked on its list unless ordered:
+ * then it goes whole to a module that orders its completions, and stays
+ * on no list of the endpoint unless the core takes it on (req_list_add).
+ */
+static inline struct rmca_req *req_take(struct rmca_ep *ep, enum rmca_op op,
+					enum rmca_req_kind kind, void *user_ctx,
+					bool ordered)
 {
 	struct rmca_req *r = rmca_req_alloc(ep->ctx);
 
@@ -33,7 +38,13 @@ static inline struct rmca_req *req_new(struct rmca_ep *ep, enum rmca_op op,
 	r->ep = ep;
 	r->op = op;
 	r->kind = kind;
+	r->post_no = ++ep->nposted;
 	r->user_ctx = user_ctx;
+	if (ordered) {
+		r->ordered = true;
+		rmca_list_init(&r->link);
+		return r;
+	}
 	rmca_list_add_tail(req_list(ep, op), &r->link);
 	if (op == RMCA_OP_FLUSH && r->kind == RMCA_REQ_USER)
 		ep->nflushes++;
@@ -43,7 +54,37 @@ static inline struct rmca_req *req_new(struct rmca_ep *ep, enum rmca_op op,
 struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
 			      enum rmca_req_kind kind, void *user_ctx)
 {
-	return req_new(ep, op, kind, user_ctx);
+	return req_take(ep, op, kind, user_ctx, false);
+}
+
+/*
+ * The core takes on r, just posted: it holds it (a held send, an atomic it
+ * builds) or orders it (a put it proves with a delivery flush). On its
+ * list, last, as a request posted now.
+ */
+static void req_list_add(struct rmca_req *r)
+{
+	if (!r->ordered)
+		return;
+	r->ordered = false;
+	rmca_list_add_tail(req_list(r->ep, r->op), &r->link);
+}
+
+/*
+ * r, on no list, completed and is held (a verification): on the list at
+ * its place in post order, so that a flush posted after it waits for it
+ * and one posted before it does not.
+ */
+static void req_list_insert(struct rmca_req *r)
+{
+	struct rmca_list *h = req_list(r->ep, r->op), *l;
+
+	r->ordered = false;
+	for (l = h->prev; l != h; l = l->prev)
+		if (rmca_list_entry(l, struct rmca_req, link)->post_no <
+		    r->post_no)
+			break;
+	rmca_list_insert_(&r->link, l, l->next);
 }
 
 static void req_unlink(struct rmca_req *r)
@@ -148,8 +189,35 @@ static void flush_resolve(struct rmca_req *f, int status)
 	f->covers = NULL;
 }
 
-void rmca_req_done(struct rmca_req *r, int status, size_t len,
-		   uint64_t revoked_rkey)
+/*
+ * The common case, inline: an ordered request (on no list, nothing of the
+ * core's on it) succeeded. Nothing waits for it and it waits for nothing:
+ * it goes on the completion queue. True when that is what happened.
+ */
+static inline bool req_done_fast(struct rmca_req *r, int status, size_t len,
+				 uint64_t revoked_rkey)
+{
+	struct rmca_ep *ep = r->ep;
+
+	if (!r->ordered || status || revoked_rkey || r->done)
+		return false;
+	if (r->op == RMCA_OP_RECV) {
+		if (ep->revokes)
+			return false;
+		ep->recv_seq++;
+		r->len = len;
+	} else {
+		r->len = 0;
+	}
+	r->done = true;
+	r->emitted = true;
+	rmca_cq_push(r->ctx, r);
+	return true;
+}
+
+/* Everything but the common case (req_done_fast). */
+static __attribute__((noinline)) void
+req_done_slow(struct rmca_req *r, int status, size_t len, uint64_t revoked_rkey)
 {
 	struct rmca_ep *ep = r->ep;
 
@@ -197,13 +265,35 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 		flush_resolve(r, status);
 		req_unlink(r);
 		rmca_req_free(r->ctx, r);
+	} else if (r->ordered && !req_ready(r)) {
+		/* Held now (verified): in post order among the rest, for the
+		 * flushes that must wait for it. */
+		req_list_insert(r);
 	} else if (req_ready(r) &&
-		   (r->op == RMCA_OP_RECV ||
+		   (r->op == RMCA_OP_RECV || r->ordered ||
 		    (!ep->nflushes && r->op != RMCA_OP_FLUSH))) {
-		req_emit(r); /* the common case: nothing to order against */
+		/* the common case: nothing to order against (an ordered
+		 * request is no flush, and nothing waits for it) */
+		req_emit(r);
 		return;
 	}
 	rmca_ep_advance(ep);
+}
+
+void rmca_req_done(struct rmca_req *r, int status, size_t len,
+		   uint64_t revoked_rkey)
+{
+	if (!req_done_fast(r, status, len, revoked_rkey))
+		req_done_slow(r, status, len, revoked_rkey);
+}
+
+/* The core op complete: a module reports the end of the op of req. */
+void rmca_core_complete(const struct rmca_core *core, void *req, int status,
+			size_t len, uint64_t revoked_rkey)
+{
+	(void)core;
+	if (!req_done_fast(req, status, len, revoked_rkey))
+		req_done_slow(req, status, len, revoked_rkey);
 }
 
 /* Cover every DELIVERED put not yet covered with one delivery flush. */
@@ -327,6 +417,7 @@ static int send_defer(struct rmca_ep *ep, struct rmca_req *r, const void *buf,
 		      size_t len, struct rmca_module_mr *mmr, uint64_t inv_rkey,
 		      uint64_t native_inv)
 {
+	req_list_add(r);
 	rmca_req_path_clear(r);
 	r->inv_rkey = inv_rkey;
 	r->native_inv = native_inv;
@@ -354,7 +445,11 @@ static int op_begin(struct rmca_ep *ep, enum rmca_op op, const void *buf,
 		return rc;
 	if (ep->failed)
 		return post_on_failed(ep, op, user_ctx);
-	*r = req_new(ep, op, RMCA_REQ_USER, user_ctx);
+	/* On a module that orders its completions, the core keeps the
+	 * request on no list until it takes it on (req_list_add). With more
+	 * rails, parts go to other modules too: the core keeps the order. */
+	*r = req_take(ep, op, RMCA_REQ_USER, user_ctx,
+		      ep->mod->ordered && !ep->rails);
 	return *r ? 1 : RMCA_ERR_NO_MEMORY;
 }
 
@@ -467,6 +562,7 @@ int rmca_put(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 	 * may complete it inside the call. */
 	if ((flags & RMCA_DELIVERED) &&
 	    !(ep->mod->caps & RMCA_CAP_REMOTE_COMPLETION)) {
+		req_list_add(r);
 		r->needs_flush = true;
 		r->uncovered = true;
 		r->cover_next = ep->unflushed;
@@ -494,8 +590,10 @@ int rmca_get(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
 	if (rc != 1)
 		return rc;
 	rma_path_init(r, raddr, rkey, len);
-	if (rmca_get_short(ep, len)) /* the peer's core answers it */
+	if (rmca_get_short(ep, len)) { /* the peer's core answers it */
+		req_list_add(r);
 		return op_end(r, rmca_get_core(ep, r, buf, len));
+	}
 	rc = rmca_rails_rma(ep, r, buf, len, mmr, mr, raddr, rkey);
 	if (rc == 1)
 		rc = rma_count(ep, len,
@@ -542,10 +640,12 @@ int rmca_atomic(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
 	r->am_next = NULL;
 	switch (path) {
 	case RMCA_PATH_CAS_LOOP:
+		req_list_add(r);
 		r->path = path;
 		rc = rmca_cas_start(ep, r);
 		break;
 	case RMCA_PATH_EMULATED:
+		req_list_add(r);
 		rc = rmca_emul_atomic(ep, r);
 		break;
 	default:

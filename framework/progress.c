@@ -52,29 +52,6 @@
  * most this many between two epoll_wait() calls (see idle_skip). */
 #define EAGER_IDLE_MAX 8
 
-struct rmca_cq {
-	struct rmca_req *head, *tail;
-	size_t count;
-	int efd;
-	bool signaled;
-	bool polling; /* inside rmca_poll: it signals what is left */
-	bool work_due; /* some endpoint has core work (core_work) */
-	bool fd_out; /* rmca_wait_fd() handed the epoll set out */
-	bool looked; /* the last pass looked at the fds */
-	unsigned long pushed; /* completions queued, ever */
-	int hot_fd;	      /* eager fd found ready last, or -1 */
-	unsigned eager_run;   /* passes in a row done by reading hot_fd */
-	unsigned idle_run;    /* of those, passes that found nothing */
-	/* Spinning without system calls (rmca_progress). */
-	uint32_t polled;      /* modules that said RMCA_PROGRESS_POLLED */
-	bool eps_polled;      /* every endpoint is on such a module */
-	long long last_epoll; /* ns */
-	unsigned spin_passes; /* since the clock was last read */
-
-	/* The progress ops run right before the core sleeps itself. */
-	bool will_sleep;
-};
-
 void rmca_core_work_due(struct rmca_context *ctx)
 {
 	ctx->cq->work_due = true;
@@ -137,7 +114,7 @@ void rmca_cq_fini(struct rmca_context *ctx)
 	ctx->cq = NULL;
 }
 
-static void cq_signal_set(struct rmca_cq *cq, bool on)
+void rmca_cq_signal_set(struct rmca_cq *cq, bool on)
 {
 	uint64_t v = 1;
 
@@ -148,30 +125,6 @@ static void cq_signal_set(struct rmca_cq *cq, bool on)
 		return;
 	}
 	cq->signaled = on;
-}
-
-/* Asked at every rmca_poll: the eventfd is touched only on a change. */
-static inline void cq_signal(struct rmca_cq *cq, bool on)
-{
-	if (on != cq->signaled)
-		cq_signal_set(cq, on);
-}
-
-void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r)
-{
-	struct rmca_cq *cq = ctx->cq;
-
-	r->cq_next = NULL;
-	r->queued = true;
-	if (cq->tail)
-		cq->tail->cq_next = r;
-	else
-		cq->head = r;
-	cq->tail = r;
-	cq->count++;
-	cq->pushed++;
-	if (!cq->polling)
-		cq_signal(cq, true);
 }
 
 /*
@@ -299,8 +252,11 @@ static bool idle_skip(struct rmca_context *ctx)
 }
 
 /* One pass of the event loop: the core's work, fds ready within
- * timeout_ms, every module's progress op, the core's work again. */
-int rmca_progress(struct rmca_context *ctx, int timeout_ms)
+ * timeout_ms, every module's progress op, the core's work again. Inline
+ * into rmca_poll, where timeout_ms is 0: a spinning caller's pass is one
+ * call less, and what only a sleeping pass does is left out of it. */
+static inline __attribute__((always_inline)) int
+progress_pass(struct rmca_context *ctx, int timeout_ms)
 {
 	struct rmca_cq *cq = ctx->cq;
 	struct epoll_event ev[64];
@@ -371,6 +327,11 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 	return n < 0 && errno != EINTR ? RMCA_ERR_INVALID : 0;
 }
 
+int rmca_progress(struct rmca_context *ctx, int timeout_ms)
+{
+	return progress_pass(ctx, timeout_ms);
+}
+
 int rmca_poll(rmca_context_t *ctx, struct rmca_completion *out, int max)
 {
 	struct rmca_cq *cq;
@@ -380,7 +341,7 @@ int rmca_poll(rmca_context_t *ctx, struct rmca_completion *out, int max)
 		return RMCA_ERR_INVALID;
 	cq = ctx->cq;
 	cq->polling = true;
-	rmca_progress(ctx, 0);
+	progress_pass(ctx, 0);
 	cq->polling = false;
 	while (n < max && cq->head) {
 		struct rmca_req *r = cq->head;
@@ -401,7 +362,7 @@ int rmca_poll(rmca_context_t *ctx, struct rmca_completion *out, int max)
 		r->queued = false;
 		rmca_req_release(r);
 	}
-	cq_signal(cq, cq->count != 0);
+	rmca_cq_signal(cq, cq->count != 0);
 	return n;
 }
 
@@ -417,7 +378,7 @@ int rmca_wait_fd(rmca_context_t *ctx)
 		return RMCA_ERR_INVALID;
 	if (!ctx->cq->fd_out) {
 		ctx->cq->fd_out = true;
-		cq_signal(ctx->cq, true);
+		rmca_cq_signal(ctx->cq, true);
 	}
 	return ctx->epfd;
 }

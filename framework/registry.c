@@ -441,6 +441,7 @@ static int rmca_registry_try(struct rmca_registry *r, const char *path)
 	e->handle = h;
 	e->comp = comp;
 	e->req_size = comp->abi_version >= 9 ? comp->req_size : 0;
+	e->flags = comp->abi_version >= 10 ? comp->flags : 0;
 	r->n++;
 	rmca_log(1, "%s: loaded component %s", path, comp->name);
 	return 0;

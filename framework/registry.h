@@ -19,6 +19,7 @@ struct rmca_component_entry {
 	char *error;		    /* why it was refused; NULL when loaded */
 	size_t ops_size;	    /* the component's module_ops_size */
 	size_t req_size;	    /* its req_size (0 before ABI 9) */
+	unsigned flags;		    /* its flags (0 before ABI 10) */
 	struct rmca_wide_ops *wide; /* its shorter tables, widened */
 };
 

@@ -132,4 +132,6 @@ RMCA_COMPONENT_EXPORT const struct rmca_component rmca_component = {
 	.open = tcp_open,
 	.close = tcp_close,
 	.req_size = sizeof(struct tcp_op),
+	/* A flush ends after every op before it (tcp_ops.c, tcp_conn.c). */
+	.flags = RMCA_COMPONENT_ORDERED,
 };

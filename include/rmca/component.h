@@ -65,8 +65,9 @@ extern "C" {
  * 7: core op may_sleep.
  * 8: core op will_sleep.
  * 9: rmca_component.req_size and rmca_core.req_offset: bytes of the
- *    module's own in every request. */
-#define RMCA_COMPONENT_ABI_VERSION 9u
+ *    module's own in every request.
+ * 10: rmca_component.flags (RMCA_COMPONENT_ORDERED). */
+#define RMCA_COMPONENT_ABI_VERSION 10u
 #define RMCA_COMPONENT_ABI_MIN	   5u
 
 /* The symbol every component exports, defined as
@@ -435,6 +436,21 @@ struct rmca_component {
 	 * uses later. 0: it keeps none there.
 	 */
 	size_t req_size;
+
+	/* ABI 10: enum rmca_component_flags. */
+	unsigned flags;
+};
+
+enum rmca_component_flags {
+	/*
+	 * Its modules complete a flush only after every op posted on the
+	 * connection before the flush has completed (its complete() call
+	 * returned), on every path, failures and disconnect included. The
+	 * core then keeps no order of its own for the ops it hands such a
+	 * module whole: it reports each one as the module completes it, and
+	 * the flushes as the module completes them.
+	 */
+	RMCA_COMPONENT_ORDERED = 1u << 0,
 };
 
 /* The alignment of a module's bytes in a request, and their largest size. */
