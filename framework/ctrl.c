@@ -193,6 +193,7 @@ static void ctrl_event(void *arg, uint32_t events)
 		}
 		if (n < 0)
 			return;
+		rmca_progress_ctrl_busy(ep->ctx);
 		c->rx_len += (size_t)n;
 		rc = ctrl_parse(ep, why, sizeof(why));
 		if (rc) {
@@ -262,6 +263,7 @@ int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	if (n < 0)
 		return n;
 	c->tx_len += (size_t)n;
+	rmca_progress_ctrl_busy(ep->ctx);
 	if (!c->want_out && ctrl_flush_tx(ep)) {
 		/* Report the loss from the event loop, not from inside the
 		 * caller's post. */

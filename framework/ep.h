@@ -252,12 +252,17 @@ struct rmca_cq {
 	bool eps_polled;      /* every endpoint is on such a module */
 	long long last_epoll; /* ns */
 	unsigned spin_passes; /* since the clock was last read */
+	unsigned ctrl_hot;    /* passes left that look at every one */
 
 	/* The progress ops run right before the core sleeps itself. */
 	bool will_sleep;
 };
 
 int rmca_cq_init(struct rmca_context *ctx);
+/* A control channel sent or read a frame: an answer or the next request
+ * is likely soon, and a spinning context looks for it at every pass for a
+ * while (progress.c). */
+void rmca_progress_ctrl_busy(struct rmca_context *ctx);
 void rmca_cq_fini(struct rmca_context *ctx);
 /* The eventfd made readable (on) or not. */
 void rmca_cq_signal_set(struct rmca_cq *cq, bool on);

@@ -174,6 +174,26 @@ static void core_work(struct rmca_context *ctx)
 #define SPIN_EPOLL_NS	 1000000ll
 #define SPIN_CLOCK_EVERY 16
 
+/*
+ * Except around the control channel, which is a socket: an answer the
+ * core awaits there (a get or atomic the peer's core serves, a revoke's
+ * ack), or a peer's next request, would otherwise wait for the next look
+ * (up to SPIN_EPOLL_NS here, EAGER_IDLE_MAX passes behind an idle eager
+ * fd), where its round trip is tens of microseconds; and a caller that
+ * sleeps on rmca_wait_fd, woken by it, would spin until then. So once a
+ * channel sent or read a frame, the next CTRL_HOT_PASSES passes look at
+ * the fds every time. Counted in passes, not time: a context that sleeps
+ * between passes stays attentive however long the peer takes, and one
+ * that spins without such traffic goes quiet again after that many
+ * system calls.
+ */
+#define CTRL_HOT_PASSES 1024
+
+void rmca_progress_ctrl_busy(struct rmca_context *ctx)
+{
+	ctx->cq->ctrl_hot = CTRL_HOT_PASSES;
+}
+
 static bool eps_polled(struct rmca_context *ctx)
 {
 	struct rmca_list *l;
@@ -265,10 +285,14 @@ progress_pass(struct rmca_context *ctx, int timeout_ms)
 	 * poll still reads what arrives. */
 	bool fresh_post = !timeout_ms && ctx->posted && cq->looked;
 	bool look = true;
+	bool ctrl_hot = false;
 	bool progressed = false;
 	int n = 0;
 
-	if (cq->eps_polled && !timeout_ms) {
+	if (cq->ctrl_hot && !timeout_ms) {
+		cq->ctrl_hot--;
+		ctrl_hot = true;
+	} else if (cq->eps_polled && !timeout_ms) {
 		look = false;
 		if (++cq->spin_passes >= SPIN_CLOCK_EVERY) {
 			cq->spin_passes = 0;
@@ -291,11 +315,15 @@ progress_pass(struct rmca_context *ctx, int timeout_ms)
 	if (!fresh_post && look) {
 		cq->looked = true;
 		if ((timeout_ms || !eager_read(ctx, &progressed)) &&
-		    !(!timeout_ms && progressed && idle_skip(ctx))) {
+		    (timeout_ms || !progressed || ctrl_hot ||
+		     !idle_skip(ctx))) {
 			cq->eager_run = 0;
 			cq->idle_run = 0;
 			n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
-			if (cq->polled) {
+			/* A hot pass reads no clock (a system call in
+			 * some guests) and walks no endpoints: the first
+			 * pass after the window looks and does both. */
+			if (cq->polled && !ctrl_hot) {
 				cq->last_epoll = now ? now : rmca_now_ns();
 				cq->eps_polled = eps_polled(ctx);
 			}

@@ -9,8 +9,11 @@
  * the key does not allow it, and completes exactly once when the peer
  * dies. Which path a get took shows in its rail's count of operations
  * posted on the device (rmca_ep_query_rail): a get the target's core
- * answers is posted on none.
+ * answers is posted on none. And a caller that sleeps on rmca_wait_fd is
+ * woken for such a get's answer, and a target for its request, a few
+ * times per get, not kept spinning by an fd the core does not read.
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -498,6 +501,123 @@ test_short_gets_by_the_core_outstanding_when_the_peer_dies(void **state)
 	run_death(true);
 }
 
+/* ---- sleepers woken by the control channel are not kept spinning ---- */
+
+#define TOKEN_WARM 0x3a3
+#define NWAKE	   100
+#define WAKE_MAX   4 /* wakeups per get, on average */
+
+/*
+ * Sleep in poll(2) on the wait fd (and on the link from the other side,
+ * when link >= 0), then one rmca_poll; until the completion of uc (uc
+ * set) or a token on the link. Returns the wakeups by the wait fd: each
+ * should have brought news. Were the answer or request that woke it left
+ * unread (a context whose modules move data without fds looks at its fds
+ * only now and then), the fd would stay readable, and the caller would
+ * spin through poll(2) until the core next looked.
+ */
+static long sleep_on_fd(struct api_peer *p, int link, void *uc)
+{
+	int fd = rmca_wait_fd(p->ctx);
+	long end = api_now_ms() + API_TIMEOUT_MS, wakeups = 0;
+
+	API_CHECK_MSG(fd >= 0, "rmca_wait_fd: %d", fd);
+	for (;;) {
+		struct pollfd pf[2] = {{.fd = fd, .events = POLLIN},
+				       {.fd = link, .events = POLLIN}};
+		struct rmca_completion c;
+		int n;
+
+		API_CHECK_MSG(api_now_ms() < end, "%s never came",
+			      uc ? "a get's completion" : "the token");
+		if (poll(pf, link >= 0 ? 2 : 1, 100) <= 0)
+			continue;
+		if (link >= 0 && (pf[1].revents & POLLIN))
+			return wakeups;
+		wakeups++;
+		n = rmca_poll(p->ctx, &c, 1);
+		API_CHECK(n >= 0);
+		if (n == 0)
+			continue;
+		API_CHECK_MSG(c.user_ctx == uc, "completion of %p, expected %p",
+			      c.user_ctx, uc);
+		API_CHECK_MSG(c.status == RMCA_OK, "get: %d (%s)", c.status,
+			      api_strerror(c.status));
+		return wakeups;
+	}
+}
+
+static void wake_server(struct api_peer *p)
+{
+	uint8_t *mem = api_alloc(RLEN);
+	long wakeups;
+	rmca_mr_t *mr;
+
+	api_pattern(mem, RLEN, 65);
+	API_CHECK_OK(
+		rmca_mr_reg(p->ctx, mem, RLEN, RMCA_ACCESS_REMOTE_READ, &mr));
+	api_put_region(p, 0, mem, RLEN, mr, p->ep);
+	/* data moved on the device: a module that moves it without fds
+	 * (shm, verbs) says so, and the core then spares its fd looks */
+	API_CHECK_OK(api_hello_world_answer(p, p->ep));
+	/* the first request may find this core not looking yet */
+	sleep_on_fd(p, p->link[0].rd, NULL);
+	api_expect_token(p, 0, TOKEN_WARM);
+	wakeups = sleep_on_fd(p, p->link[0].rd, NULL);
+	API_CHECK_MSG(wakeups <= NWAKE * WAKE_MAX,
+		      "woken %ld times for the requests of %d gets", wakeups,
+		      NWAKE);
+	api_expect_token(p, 0, TOKEN_DONE);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(mem);
+}
+
+static void wake_client(struct api_peer *p)
+{
+	uint8_t *dst = api_alloc(RLEN), *want = api_alloc(RLEN);
+	struct api_region r;
+	long wakeups = 0;
+	rmca_mr_t *md;
+
+	api_get_region(p, 0, &r);
+	api_pattern(want, RLEN, 65);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, dst, RLEN, RMCA_ACCESS_LOCAL, &md));
+	API_CHECK_MSG(by_core(p), "short gets not answered by the core");
+	api_hello_world(p, p->ep);
+	for (int i = 0; i <= NWAKE; i++) {
+		size_t len = 1 + (size_t)i % 32, off = (size_t)i * 37 % 4000;
+		long w;
+
+		API_CHECK_OK(rmca_get(p->ep, dst, len, md, r.addr + off,
+				      r.rkey, API_CTX(1 + i)));
+		w = sleep_on_fd(p, -1, API_CTX(1 + i));
+		API_CHECK_MSG(!memcmp(dst, want + off, len),
+			      "get %d: wrong bytes", i);
+		if (i == 0)
+			api_token(p, 0, TOKEN_WARM); /* the rest is counted */
+		else
+			wakeups += w;
+	}
+	api_token(p, 0, TOKEN_DONE);
+	API_CHECK_MSG(wakeups <= NWAKE * WAKE_MAX,
+		      "woken %ld times for the answers to %d gets", wakeups,
+		      NWAKE);
+	API_CHECK_OK(rmca_mr_dereg(md));
+	free(dst);
+	free(want);
+}
+
+static void test_sleepers_woken_by_short_gets_do_not_spin(void **state)
+{
+	const struct api_test t = {.server = wake_server,
+				   .client = wake_client};
+
+	(void)state;
+	mask_short_read(true);
+	api_run(&t);
+	mask_short_read(false);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -512,6 +632,7 @@ int main(void)
 			test_short_gets_outstanding_when_the_peer_dies),
 		cmocka_unit_test(
 			test_short_gets_by_the_core_outstanding_when_the_peer_dies),
+		cmocka_unit_test(test_sleepers_woken_by_short_gets_do_not_spin),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
