@@ -34,8 +34,9 @@ struct rmca_incoming;
 static void incoming_drop(struct rmca_listener *l, struct rmca_incoming *in);
 static void listener_cb(void *arg, uint32_t events);
 
-/* Watch the listening socket, or stop (at the handshake bound, or out of
- * descriptors): the kernel's backlog holds the peers meanwhile. */
+/* Watch the listening socket, or stop (at the handshake bound with no
+ * connection that could give way, or out of descriptors): the kernel's
+ * backlog holds the peers meanwhile. */
 static void listener_arm(struct rmca_listener *l, bool on)
 {
 	struct rmca_context *ctx = l->ctx;
@@ -1009,17 +1010,78 @@ static bool listener_shed(struct rmca_listener *l, int err)
 	return false;
 }
 
+/*
+ * At the handshake bound, the connection that gives way to a new one: the
+ * oldest that has not sent its whole hello, read once more first, so that
+ * a hello already in its socket is served, not lost. Those past their
+ * hello (answered, connecting, ready) are never chosen: only the silent
+ * and the slow give way, as sshd's MaxStartups and a SYN backlog let
+ * half-open peers go first. NULL: none can, or a slot came free meanwhile
+ * (one that was read ended).
+ */
+static struct rmca_incoming *listener_victim(struct rmca_listener *l)
+{
+	struct rmca_incoming *in = l->incoming, *next;
+
+	while (in && l->nincoming >= l->ctx->handshake_max) {
+		int n = l->nincoming;
+
+		next = in->next;
+		if (in->state == IN_HELLO) {
+			/* a listener's own: this touches no other entry */
+			incoming_step(in);
+			if (l->nincoming < n)
+				return NULL; /* in is gone */
+			if (in->state == IN_HELLO)
+				return in;
+		}
+		in = next;
+	}
+	return NULL;
+}
+
+/* The victim gives way to a connection just accepted: said (rate-limited
+ * with the other failed handshakes), and its socket closed. */
+static void listener_evict(struct rmca_listener *l, struct rmca_incoming *in)
+{
+	char why[160];
+
+	snprintf(why, sizeof(why),
+		 "no hello after %zu bytes, closed for a newer connection: "
+		 "all %d handshake slots taken (RMCA_handshake_max)",
+		 in->have + (in->msg ? sizeof(in->pfx) : 0),
+		 l->ctx->handshake_max);
+	incoming_fail(in, 0, 0, why);
+}
+
+/*
+ * New connections, while there is a slot. At the bound, one new connection
+ * per call (thus per pass of the event loop) takes the slot of a victim,
+ * so that peers that connect and say nothing (or drip their hello) cannot
+ * keep everyone else in the backlog until RMCA_connect_timeout: a newcomer
+ * outlives handshake_max - 1 later ones before its turn to give way comes,
+ * and its hello, if in by then, is read first. Bounded still: never more
+ * than handshake_max connections, and one eviction a pass.
+ */
 static void listener_cb(void *arg, uint32_t events)
 {
 	struct rmca_listener *l = arg;
 	struct rmca_context *ctx = l->ctx;
+	bool evicted = false;
 
-	while (l->nincoming < ctx->handshake_max) {
+	for (;;) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
-		struct rmca_incoming *in, **pp;
+		struct rmca_incoming *in, **pp, *victim = NULL;
 		int fd;
 
+		if (l->nincoming >= ctx->handshake_max) {
+			if (evicted)
+				return; /* armed: the next pass takes more */
+			victim = listener_victim(l);
+			if (!victim && l->nincoming >= ctx->handshake_max)
+				break;
+		}
 		fd = accept4(l->fd, (struct sockaddr *)&ss, &sl,
 			     SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0) {
@@ -1030,6 +1092,10 @@ static void listener_cb(void *arg, uint32_t events)
 			    listener_shed(l, errno))
 				continue;
 			return;
+		}
+		if (victim) {
+			listener_evict(l, victim);
+			evicted = true;
 		}
 		in = calloc(1, sizeof(*in));
 		if (!in) {
@@ -1055,7 +1121,8 @@ static void listener_cb(void *arg, uint32_t events)
 		*pp = in;
 		l->nincoming++;
 	}
-	/* At the bound: the backlog holds the next peers. */
+	/* At the bound, nobody to give way: the backlog holds the next
+	 * peers until a slot comes free. */
 	listener_arm(l, false);
 }
 
