@@ -22,12 +22,7 @@ int rmca_atomic_send(struct rmca_ep *ep, struct rmca_req *r)
 		return rc;
 	ep->am_next_id++;
 	r->am_id = m.id;
-	r->am_next = NULL;
-	if (ep->am_wait_tail)
-		ep->am_wait_tail->am_next = r;
-	else
-		ep->am_wait = r;
-	ep->am_wait_tail = r;
+	rmca_core_add(&ep->am_wait, r);
 	return 0;
 }
 
@@ -74,14 +69,11 @@ void rmca_atomic_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req)
 /* The answer is for the oldest atomic: the peer's core answers in order. */
 int rmca_atomic_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 {
-	struct rmca_req *r = ep->am_wait;
+	struct rmca_req *r = rmca_core_first(&ep->am_wait);
 
 	if (!r || r->am_id != m->id)
 		return RMCA_ERR_PROTOCOL;
-	ep->am_wait = r->am_next;
-	if (!ep->am_wait)
-		ep->am_wait_tail = NULL;
-	r->am_next = NULL;
+	rmca_list_del(&r->core_link);
 	ep->nheld--;
 	if (!m->status)
 		*r->result = m->old;
@@ -93,11 +85,8 @@ void rmca_atomic_lost(struct rmca_ep *ep, int status)
 {
 	struct rmca_req *r;
 
-	while ((r = ep->am_wait)) {
-		ep->am_wait = r->am_next;
-		r->am_next = NULL;
+	while ((r = rmca_core_pop(&ep->am_wait))) {
 		ep->nheld--;
 		rmca_req_done(r, status, 0, 0);
 	}
-	ep->am_wait_tail = NULL;
 }

@@ -1774,13 +1774,9 @@ void rmca_ep_destroy(struct rmca_ep *ep)
 	ep->mod->m->ops->disconnect(ep->conn);
 	ep->conn = NULL;
 	rmca_rails_destroy(ep); /* their parts complete into requests */
-	rmca_get_core_close(ep); /* its fences completed in there */
-	/* What waited on the peer's core is in the request list too. */
-	for (struct rmca_req *r = ep->am_wait, *n; r; r = n) {
-		n = r->am_next;
-		r->am_next = NULL;
-	}
-	ep->am_wait = NULL;
+	/* its fences completed in there; what waits on the peer's core is
+	 * in the request list too */
+	rmca_get_core_close(ep);
 	while (!rmca_list_empty(&ep->deferred))
 		rmca_list_del(ep->deferred.next);
 	for (struct rmca_req *r = ep->verify_wait, *n; r; r = n) {

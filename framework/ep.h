@@ -67,7 +67,7 @@ struct rmca_req {
 	int rail_status;
 
 	enum rmca_path path; /* RMCA_PATH_CAS_LOOP: an atomic the core builds */
-	uint64_t am_id; /* its control message: atomic, or verification */
+	uint64_t am_id; /* its control message: atomic, get, or verification */
 
 	/* What one kind of operation needs, apart: an operation is of one
 	 * kind, so the paths share the space. Not cleared by the pool: the
@@ -75,19 +75,38 @@ struct rmca_req {
 	 * path's member before anything reads it (rmca_req_path_clear where
 	 * that is most of them). */
 	union {
-		/* atomics the core builds (CAS loop) or sends to the peer's
-		 * core */
 		struct {
-			struct rmca_atomic aop;
-			uint64_t *result;
-			struct rmca_module_mr *result_mmr;
-			uint64_t cas_guess;
-			struct rmca_req *am_next; /* ep->am_wait */
-			/* one sent to the peer's core while held behind a
-			 * fence (get_core.c): its place on ep->get_held and
-			 * the fence it waits for */
-			struct rmca_req *am_held_next;
-			uint64_t am_fence;
+			/* An atomic or get the peer's core answers
+			 * (get_core.c): its place on ep->get_held, then on
+			 * ep->am_wait or ep->get_wait, and the fence it waits
+			 * for. A fence (RMCA_REQ_GET_FENCE): its place on
+			 * ep->get_fences, and its number. */
+			struct rmca_list core_link;
+			uint64_t core_fence;
+			union {
+				/* atomics the core builds (CAS loop) or sends
+				 * to the peer's core */
+				struct {
+					struct rmca_atomic aop;
+					uint64_t *result;
+					struct rmca_module_mr *result_mmr;
+					uint64_t cas_guess;
+				};
+				/* a put or get that failed as a lost
+				 * connection: the peer's core is asked
+				 * whether the access itself was refused
+				 * (ep->verify_wait) */
+				struct {
+					uint64_t raddr, rkey;
+					size_t rlen;
+					bool verified;
+					int64_t verify_deadline;
+					struct rmca_req *verify_next;
+					/* a get the peer's core answers: its
+					 * buffer */
+					void *get_buf;
+				};
+			};
 		};
 		/* sends held back behind a revoke message (ep->deferred) */
 		struct {
@@ -100,24 +119,6 @@ struct rmca_req {
 			bool acked;
 			struct rmca_list defer_link; /* ep->deferred */
 			struct rmca_req *unacked_next; /* ep->unacked, seq order */
-		};
-		/* a put or get that failed as a lost connection: the peer's
-		 * core is asked whether the access itself was refused
-		 * (ep->verify_wait) */
-		struct {
-			uint64_t raddr, rkey;
-			size_t rlen;
-			bool verified;
-			int64_t verify_deadline;
-			struct rmca_req *verify_next;
-			/* a get the peer's core answers (get_core.c), and
-			 * the flushes it waits for (RMCA_REQ_GET_FENCE):
-			 * its buffer, its place on ep->get_held, get_wait or
-			 * get_fences, and the fence it waits for (a fence:
-			 * its number) */
-			void *get_buf;
-			struct rmca_req *get_next;
-			uint64_t get_fence;
 		};
 		/* one rail's part of a put, get or flush (RMCA_REQ_RAIL_PART)
 		 */
@@ -132,6 +133,13 @@ struct rmca_req {
 		};
 	};
 };
+
+/* Where the per-path union starts: every one of its members starts there. */
+#define RMCA_REQ_PATH_OFFSET offsetof(struct rmca_req, core_link)
+_Static_assert(offsetof(struct rmca_req, buf) == RMCA_REQ_PATH_OFFSET &&
+		       offsetof(struct rmca_req, parent) ==
+			       RMCA_REQ_PATH_OFFSET,
+	       "RMCA_REQ_PATH_OFFSET is where the union starts");
 
 /* A module's own bytes in a request (component.h, req_size) follow the
  * core's, at this offset from the request, ctx->req_module_size of them. */
@@ -166,9 +174,9 @@ struct rmca_ep {
 	struct rmca_ctrl *ctrl; /* the core's channel to the peer's core */
 	int boot_fd; /* its socket (the bootstrap connection) */
 	uint64_t am_next_id;
-	/* atomics the peer's core executes, in post order (it answers them
-	 * in that order) */
-	struct rmca_req *am_wait, *am_wait_tail;
+	/* atomics sent to the peer's core, in post order (it answers them
+	 * in that order): core_link */
+	struct rmca_list am_wait;
 	uint64_t send_seq; /* messages posted (sends and send_invs) */
 	unsigned long nposted; /* requests taken, for their post_no */
 	uint64_t recv_seq; /* messages received */
@@ -185,11 +193,10 @@ struct rmca_ep {
 	 * order: held until the fence posted for them completes, then sent
 	 * (answered in order); the fences outstanding, in post order, their
 	 * numbers up to fences_done all completed; rma_ops when the last one
-	 * was posted. get_wait: the gets sent (atomics: am_wait). */
+	 * was posted. get_wait: the gets sent (atomics: am_wait). Each
+	 * request on them through its core_link. */
 	enum rmca_path get_short; /* gets of 1..RMCA_CTRL_GET_MAX bytes */
-	struct rmca_req *get_held, *get_held_tail;
-	struct rmca_req *get_wait, *get_wait_tail;
-	struct rmca_req *get_fences, *get_fences_tail;
+	struct rmca_list get_held, get_wait, get_fences;
 	uint64_t fences_posted, fences_done, fenced_ops;
 	int fence_status; /* the first error of a fence */
 };
@@ -353,7 +360,8 @@ static inline void rmca_req_free(struct rmca_context *ctx, struct rmca_req *r)
  * fields (held sends). */
 static inline void rmca_req_path_clear(struct rmca_req *r)
 {
-	memset(&r->aop, 0, sizeof(*r) - offsetof(struct rmca_req, aop));
+	memset((char *)r + RMCA_REQ_PATH_OFFSET, 0,
+	       sizeof(*r) - RMCA_REQ_PATH_OFFSET);
 }
 /* An endpoint was given work for the core's progress: delivery flushes
  * owed, held sends, accesses being verified. */
@@ -399,6 +407,27 @@ int rmca_atomic_send(struct rmca_ep *ep, struct rmca_req *r);
  * gets posted on the data connection before it (get_core.c): 1 held (sent
  * once its fence completed), 0 to be sent now, or a negative status. */
 int rmca_core_order(struct rmca_ep *ep, struct rmca_req *r);
+/* The queues of requests the peer's core answers, and of their fences
+ * (struct rmca_ep: am_wait, get_held, get_wait, get_fences): linked
+ * through core_link, oldest first. */
+static inline void rmca_core_add(struct rmca_list *q, struct rmca_req *r)
+{
+	rmca_list_add_tail(q, &r->core_link);
+}
+
+static inline struct rmca_req *rmca_core_first(struct rmca_list *q)
+{
+	return rmca_list_first(q, struct rmca_req, core_link);
+}
+
+static inline struct rmca_req *rmca_core_pop(struct rmca_list *q)
+{
+	struct rmca_req *r = rmca_core_first(q);
+
+	if (r)
+		rmca_list_del(&r->core_link);
+	return r;
+}
 /* get_core.c: gets of 1..RMCA_GET_SHORT_MAX bytes on an endpoint whose
  * get_short path is RMCA_PATH_EMULATED are answered by the peer's core */
 #define RMCA_GET_SHORT_MAX 32
@@ -432,6 +461,10 @@ static inline void rmca_ep_lists_init(struct rmca_ep *ep)
 	rmca_list_init(&ep->reqs);
 	rmca_list_init(&ep->recvs);
 	rmca_list_init(&ep->deferred);
+	rmca_list_init(&ep->am_wait);
+	rmca_list_init(&ep->get_held);
+	rmca_list_init(&ep->get_wait);
+	rmca_list_init(&ep->get_fences);
 }
 /* jobs: the active half of the handshake on a bootstrap connection job.c
  * opened; fd consumed */

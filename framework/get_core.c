@@ -24,65 +24,6 @@
 _Static_assert(RMCA_GET_SHORT_MAX == RMCA_CTRL_GET_MAX,
 	       "the get_short path covers the gets the wire carries");
 
-static void fifo_add(struct rmca_req **head, struct rmca_req **tail,
-		     struct rmca_req *r)
-{
-	r->get_next = NULL;
-	if (*tail)
-		(*tail)->get_next = r;
-	else
-		*head = r;
-	*tail = r;
-}
-
-static struct rmca_req *fifo_pop(struct rmca_req **head, struct rmca_req **tail)
-{
-	struct rmca_req *r = *head;
-
-	if (!r)
-		return NULL;
-	*head = r->get_next;
-	if (!*head)
-		*tail = NULL;
-	r->get_next = NULL;
-	return r;
-}
-
-/* The held queue carries gets and atomics, each linked through its own
- * member of the request's union. */
-static struct rmca_req **held_link(struct rmca_req *r)
-{
-	return r->op == RMCA_OP_ATOMIC ? &r->am_held_next : &r->get_next;
-}
-
-static uint64_t *held_fence(struct rmca_req *r)
-{
-	return r->op == RMCA_OP_ATOMIC ? &r->am_fence : &r->get_fence;
-}
-
-static void held_add(struct rmca_ep *ep, struct rmca_req *r)
-{
-	*held_link(r) = NULL;
-	if (ep->get_held_tail)
-		*held_link(ep->get_held_tail) = r;
-	else
-		ep->get_held = r;
-	ep->get_held_tail = r;
-}
-
-static struct rmca_req *held_pop(struct rmca_ep *ep)
-{
-	struct rmca_req *r = ep->get_held;
-
-	if (!r)
-		return NULL;
-	ep->get_held = *held_link(r);
-	if (!ep->get_held)
-		ep->get_held_tail = NULL;
-	*held_link(r) = NULL;
-	return r;
-}
-
 /* r completes with status (its answer, or why it never came). */
 static void get_end(struct rmca_ep *ep, struct rmca_req *r, int status)
 {
@@ -103,7 +44,7 @@ static int get_send(struct rmca_ep *ep, struct rmca_req *r)
 		return rc;
 	ep->am_next_id++;
 	r->am_id = m.id;
-	fifo_add(&ep->get_wait, &ep->get_wait_tail, r);
+	rmca_core_add(&ep->get_wait, r);
 	return 0;
 }
 
@@ -113,10 +54,11 @@ static void held_release(struct rmca_ep *ep)
 {
 	struct rmca_req *r;
 
-	while ((r = ep->get_held) && *held_fence(r) <= ep->fences_done) {
+	while ((r = rmca_core_first(&ep->get_held)) &&
+	       r->core_fence <= ep->fences_done) {
 		int rc = ep->fence_status;
 
-		held_pop(ep);
+		rmca_list_del(&r->core_link);
 		if (!rc)
 			rc = r->op == RMCA_OP_ATOMIC ? rmca_atomic_send(ep, r)
 						     : get_send(ep, r);
@@ -138,20 +80,13 @@ static int fence_post(struct rmca_ep *ep)
 	f->op = RMCA_OP_FLUSH;
 	f->kind = RMCA_REQ_GET_FENCE;
 	rmca_req_path_clear(f);
-	f->get_fence = ep->fences_posted + 1;
+	f->core_fence = ep->fences_posted + 1;
 	/* on the list first: the module may complete it inside the call */
-	fifo_add(&ep->get_fences, &ep->get_fences_tail, f);
+	rmca_core_add(&ep->get_fences, f);
 	rc = rmca_rails_flush(ep, f);
 	if (rc) {
-		/* the fence was the list's last: take it back */
-		struct rmca_req **pp = &ep->get_fences;
-
-		while (*pp != f)
-			pp = &(*pp)->get_next;
-		*pp = NULL;
-		ep->get_fences_tail = NULL;
-		for (struct rmca_req *p = ep->get_fences; p; p = p->get_next)
-			ep->get_fences_tail = p;
+		/* not taken, so not completed: still on the list */
+		rmca_list_del(&f->core_link);
 		rmca_req_free(f->ctx, f);
 		return rc;
 	}
@@ -193,10 +128,10 @@ int rmca_core_order(struct rmca_ep *ep, struct rmca_req *r)
 		if (rc)
 			return rc;
 	}
-	*held_fence(r) = ep->fences_posted;
-	if (!ep->get_held && *held_fence(r) <= ep->fences_done)
+	r->core_fence = ep->fences_posted;
+	if (rmca_list_empty(&ep->get_held) && r->core_fence <= ep->fences_done)
 		return 0;
-	held_add(ep, r);
+	rmca_core_add(&ep->get_held, r);
 	ep->nheld++;
 	return 1;
 }
@@ -211,9 +146,9 @@ void rmca_get_fence_done(struct rmca_req *f, int status)
 		ep->fence_status = status;
 	/* fences_done: every fence up to it completed (rails may complete
 	 * them out of order) */
-	while ((h = ep->get_fences) && h->done) {
-		fifo_pop(&ep->get_fences, &ep->get_fences_tail);
-		ep->fences_done = h->get_fence;
+	while ((h = rmca_core_first(&ep->get_fences)) && h->done) {
+		rmca_list_del(&h->core_link);
+		ep->fences_done = h->core_fence;
 		rmca_req_free(h->ctx, h);
 	}
 	held_release(ep);
@@ -244,7 +179,7 @@ void rmca_get_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req)
 /* The answer is for the oldest get sent: the peer's core answers in order. */
 int rmca_get_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 {
-	struct rmca_req *r = ep->get_wait;
+	struct rmca_req *r = rmca_core_first(&ep->get_wait);
 
 	if (!r || r->am_id != m->id) {
 		rmca_log(0,
@@ -258,7 +193,7 @@ int rmca_get_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 			 ep->peer, (unsigned long long)m->len, r->rlen);
 		return RMCA_ERR_PROTOCOL;
 	}
-	fifo_pop(&ep->get_wait, &ep->get_wait_tail);
+	rmca_list_del(&r->core_link);
 	if (!m->status)
 		memcpy(r->get_buf, m->data, r->rlen);
 	get_end(ep, r, m->status);
@@ -269,18 +204,20 @@ void rmca_get_lost(struct rmca_ep *ep, int status)
 {
 	struct rmca_req *r;
 
-	while ((r = fifo_pop(&ep->get_wait, &ep->get_wait_tail)))
+	while ((r = rmca_core_pop(&ep->get_wait)))
 		get_end(ep, r, status);
-	while ((r = held_pop(ep)))
+	while ((r = rmca_core_pop(&ep->get_held)))
 		get_end(ep, r, status);
 }
 
-/* The endpoint goes: its module completed the fences; the gets are on the
- * request list, which is cancelled next. */
+/* The endpoint goes: its module completed the fences; the gets and
+ * atomics are on the request list, which is cancelled next. */
 void rmca_get_core_close(struct rmca_ep *ep)
 {
-	while (fifo_pop(&ep->get_wait, &ep->get_wait_tail))
+	while (rmca_core_pop(&ep->get_wait))
 		;
-	while (held_pop(ep))
+	while (rmca_core_pop(&ep->am_wait))
+		;
+	while (rmca_core_pop(&ep->get_held))
 		;
 }

@@ -637,7 +637,6 @@ int rmca_atomic(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
 	r->result = result;
 	r->result_mmr = mmr;
 	r->cas_guess = 0;
-	r->am_next = NULL;
 	switch (path) {
 	case RMCA_PATH_CAS_LOOP:
 		req_list_add(r);
