@@ -37,7 +37,9 @@ struct rmca_req {
 	unsigned long post_no; /* ep->nposted when it was posted */
 
 	/* From here to the per-path union, zero when it leaves the pool
-	 * (rmca_req_alloc); the union is the path's to set (below). */
+	 * (rmca_req_alloc clears each member RMCA_REQ_CLEARED lists, and a
+	 * static check below fails the build on a member it does not); the
+	 * union is the path's to set (below). */
 	void *user_ctx;
 	/* Posted whole to a module that orders its completions (struct
 	 * rmca_mod, ordered) and held by nothing of the core's: on no list of
@@ -52,6 +54,7 @@ struct rmca_req {
 	bool uncovered; /* on ep->unflushed */
 	bool verifying; /* a put or get being verified (below) */
 	int status;
+	enum rmca_path path; /* RMCA_PATH_CAS_LOOP: an atomic the core builds */
 	size_t len;
 	uint64_t revoked_rkey;
 	struct rmca_req *cq_next; /* the completion queue: the request is its
@@ -66,7 +69,6 @@ struct rmca_req {
 	unsigned rail_parts;
 	int rail_status;
 
-	enum rmca_path path; /* RMCA_PATH_CAS_LOOP: an atomic the core builds */
 	uint64_t am_id; /* its control message: atomic, get, or verification */
 
 	/* What one kind of operation needs, apart: an operation is of one
@@ -140,6 +142,40 @@ _Static_assert(offsetof(struct rmca_req, buf) == RMCA_REQ_PATH_OFFSET &&
 		       offsetof(struct rmca_req, parent) ==
 			       RMCA_REQ_PATH_OFFSET,
 	       "RMCA_REQ_PATH_OFFSET is where the union starts");
+
+/* The common state rmca_req_alloc clears, member by member: a few stores,
+ * where a memset of the span is a string instruction with its start-up. */
+#define RMCA_REQ_CLEARED(X)                                                    \
+	X(user_ctx)                                                            \
+	X(ordered)                                                             \
+	X(done)                                                                \
+	X(needs_flush)                                                         \
+	X(flushed)                                                             \
+	X(emitted)                                                             \
+	X(queued)                                                              \
+	X(uncovered)                                                           \
+	X(verifying)                                                           \
+	X(status)                                                              \
+	X(path)                                                                \
+	X(len)                                                                 \
+	X(revoked_rkey)                                                        \
+	X(cq_next)                                                             \
+	X(cover_next)                                                          \
+	X(covers)                                                              \
+	X(flush)                                                               \
+	X(rail_parts)                                                          \
+	X(rail_status)                                                         \
+	X(am_id)
+
+/* Every byte from user_ctx to the union is a member the list names: a
+ * member added to the span and not to the list makes the span longer than
+ * the sum (so does padding, which the span's order avoids: keep it so). */
+#define RMCA_REQ_SIZEOF_(m) +sizeof(((struct rmca_req *)0)->m)
+_Static_assert(RMCA_REQ_PATH_OFFSET - offsetof(struct rmca_req, user_ctx) ==
+		       0 RMCA_REQ_CLEARED(RMCA_REQ_SIZEOF_),
+	       "a member between user_ctx and the union that rmca_req_alloc "
+	       "does not clear: add it to RMCA_REQ_CLEARED (without padding)");
+#undef RMCA_REQ_SIZEOF_
 
 /* A module's own bytes in a request (component.h, req_size) follow the
  * core's, at this offset from the request, ctx->req_module_size of them. */
@@ -319,29 +355,10 @@ static inline struct rmca_req *rmca_req_alloc(struct rmca_context *ctx)
 	ctx->req_spare = r->cq_next;
 	ctx->req_nspare--;
 	/* Only the common state: the taker sets the fields before it, the
-	 * path the union after it. Field by field: a few stores, where a
-	 * memset of the span is a string instruction with its start-up (a
-	 * field added to the common state is cleared here too). */
-	r->user_ctx = NULL;
-	r->ordered = false;
-	r->done = false;
-	r->needs_flush = false;
-	r->flushed = false;
-	r->emitted = false;
-	r->queued = false;
-	r->uncovered = false;
-	r->verifying = false;
-	r->status = 0;
-	r->len = 0;
-	r->revoked_rkey = 0;
-	r->cq_next = NULL;
-	r->cover_next = NULL;
-	r->covers = NULL;
-	r->flush = NULL;
-	r->rail_parts = 0;
-	r->rail_status = 0;
-	r->path = 0;
-	r->am_id = 0;
+	 * path the union after it. */
+#define RMCA_REQ_CLEAR_(m) r->m = 0;
+	RMCA_REQ_CLEARED(RMCA_REQ_CLEAR_)
+#undef RMCA_REQ_CLEAR_
 	return r;
 }
 
