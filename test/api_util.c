@@ -98,6 +98,86 @@ bool api_find_module(rmca_context_t *ctx, struct rmca_info_module *out)
 	return false;
 }
 
+#define API_MAX_COMPS 16
+
+/* The components this process's rmca loads (what rmca_init_inspect finds:
+ * children inherit the environment, so they load the same), once. */
+static int api_comps(const char ***names)
+{
+	static const char *comp[API_MAX_COMPS];
+	static int ncomp = -1;
+	struct rmca_info_component c;
+	rmca_context_t *ctx;
+
+	*names = comp;
+	if (ncomp >= 0)
+		return ncomp;
+	ncomp = 0;
+	if (rmca_init_inspect(&ctx))
+		fail_msg("rmca_init_inspect failed");
+	for (int i = 0;
+	     ncomp < API_MAX_COMPS && !rmca_info_component(ctx, i, &c); i++) {
+		if (!c.name)
+			continue;
+		comp[ncomp] = strdup(c.name);
+		if (!comp[ncomp])
+			fail_msg("out of memory");
+		ncomp++;
+	}
+	rmca_finalize(ctx);
+	return ncomp;
+}
+
+/* What api_caps_mask_push changed: each variable's name and the value it
+ * had (NULL: unset). */
+static struct {
+	char name[64];
+	char *old;
+} caps_saved[API_MAX_COMPS];
+static int ncaps_saved;
+
+void api_caps_mask_push(const char *caps)
+{
+	const char **comp;
+	int n = api_comps(&comp);
+
+	api_caps_mask_pop();
+	for (int i = 0; i < n; i++) {
+		char *name = caps_saved[i].name, mask[256];
+		const char *old;
+		int len;
+
+		snprintf(name, sizeof(caps_saved[i].name), "RMCA_%s_caps",
+			 comp[i]);
+		old = getenv(name);
+		caps_saved[i].old = old ? strdup(old) : NULL;
+		if (old && !caps_saved[i].old)
+			fail_msg("out of memory");
+		/* "^a,^b" and "^a,b" say the same (a leading caret applies
+		 * to the whole list): the old mask and caps joined */
+		len = old && *old
+			      ? snprintf(mask, sizeof(mask), "%s,%s", old, caps)
+			      : snprintf(mask, sizeof(mask), "%s", caps);
+		if (len < 0 || (size_t)len >= sizeof(mask))
+			fail_msg("%s: mask too long", name);
+		setenv(name, mask, 1);
+		ncaps_saved = i + 1;
+	}
+}
+
+void api_caps_mask_pop(void)
+{
+	for (int i = 0; i < ncaps_saved; i++) {
+		if (caps_saved[i].old)
+			setenv(caps_saved[i].name, caps_saved[i].old, 1);
+		else
+			unsetenv(caps_saved[i].name);
+		free(caps_saved[i].old);
+		caps_saved[i].old = NULL;
+	}
+	ncaps_saved = 0;
+}
+
 void api_host_port(char *buf, size_t size, const char *host, int port)
 {
 	if (strchr(host, ':') && host[0] != '[')

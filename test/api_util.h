@@ -87,6 +87,19 @@ const char *api_log_file(void);
  * TAP stream and removed. */
 int api_log_show(void **state);
 
+/*
+ * Take capabilities away on every component rmca loads here, for the
+ * children api_run forks next: caps in the syntax of RMCA_<comp>_caps
+ * ("^short_read", "^atomic,masked_atomic"), added to the mask a variable
+ * already holds (test_api_matrix.sh sets them), and only for components
+ * that exist (a variable for another is an unknown parameter).
+ * api_caps_mask_pop puts every variable back as it was; it does nothing
+ * when nothing is pushed. One level: a push while pushed (a case failed
+ * before its pop) pops first.
+ */
+void api_caps_mask_push(const char *caps);
+void api_caps_mask_pop(void);
+
 /* ---- child side ---- */
 
 __attribute__((noreturn, format(printf, 3, 4))) void

@@ -391,8 +391,8 @@ static void test_fadd_from_several_clients_is_exact(void **state)
  * than the put's data: before, a fetch-add right behind a 4 MiB put over
  * tcp overtook it and returned the word the put had not yet written.
  * Each pass runs as the transport is, then with the device atomics masked
- * (RMCA_<comp>_caps=^atomic,masked_atomic on every transport; the masks a
- * caller set are kept and restored).
+ * (RMCA_<comp>_caps=^atomic,masked_atomic on every transport, over the
+ * masks a caller set, which are restored after).
  */
 #define ORDER_LEN    (32u << 20)
 #define ORDER_PASSES 4
@@ -471,30 +471,16 @@ static void order_client(struct api_peer *p)
 	free(res);
 }
 
-static const char *const comps[] = {"tcp", "shm", "ib", "iwarp"};
-
 static void test_fadd_sees_the_put_posted_before_it(void **state)
 {
 	const struct api_test t = {.server = order_server,
 				   .client = order_client};
-	char name[32], *saved[4];
 
 	(void)state;
 	api_run(&t);
-	for (size_t i = 0; i < 4; i++) {
-		snprintf(name, sizeof(name), "RMCA_%s_caps", comps[i]);
-		saved[i] = getenv(name) ? strdup(getenv(name)) : NULL;
-		setenv(name, "^atomic,masked_atomic", 1);
-	}
+	api_caps_mask_push("^atomic,masked_atomic");
 	api_run(&t);
-	for (size_t i = 0; i < 4; i++) {
-		snprintf(name, sizeof(name), "RMCA_%s_caps", comps[i]);
-		if (saved[i])
-			setenv(name, saved[i], 1);
-		else
-			unsetenv(name);
-		free(saved[i]);
-	}
+	api_caps_mask_pop();
 }
 
 int main(void)
