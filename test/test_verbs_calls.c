@@ -26,7 +26,13 @@
  *    without an RDMA READ per send;
  *  - sends submitted before the peer posts its receives wait for them in
  *    rmca, not on the wire: on rxe the device counts no RNR NAK (each
- *    costs the sender the responder's RNR timer, 655 ms under rdma_cm).
+ *    costs the sender the responder's RNR timer, 655 ms under rdma_cm);
+ *  - a message that carries an immediate (ib: the sender's count of
+ *    receives) revokes no key, whatever its immediate: the work
+ *    completion keeps imm_data and invalidated_rkey in one word, and a
+ *    count that reads as the key of a window bound for the connection
+ *    was taken for that key's invalidation (this program's poll_cq makes
+ *    one receive's immediate that key).
  *
  * This program's own rdma_get_cm_event, nanosleep and clock_nanosleep, and
  * verbs_interpose.c's ibv_get_cq_event, ibv_open_device (its contexts'
@@ -113,9 +119,31 @@ static int counted_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 	return vi_real_ops(qp->context)->post_send(qp, wr, bad);
 }
 
+/* The next receive completed with an immediate gets this one instead,
+ * when set (forged counts those). */
+static uint32_t forge_imm;
+static int forged;
+
+static int forging_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	int got = vi_real_ops(cq->context)->poll_cq(cq, n, wc);
+
+	for (int i = 0; forge_imm && i < got; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS ||
+		    wc[i].opcode != IBV_WC_RECV ||
+		    !(wc[i].wc_flags & IBV_WC_WITH_IMM))
+			continue;
+		wc[i].imm_data = forge_imm;
+		forge_imm = 0;
+		forged++;
+	}
+	return got;
+}
+
 void vi_patch_ops(struct ibv_context_ops *ops)
 {
 	ops->post_send = counted_post_send;
+	ops->poll_cq = forging_poll_cq;
 }
 
 int rdma_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_event **ev);
@@ -939,6 +967,79 @@ static void test_open_does_not_sleep_on_an_address_without_device(void **state)
 		      "module open slept on an address without a device");
 }
 
+/* ---- an immediate is no invalidated key ---- */
+
+#define TOKEN_IMM  0x1a1
+#define TOKEN_DONE 0xd0e
+
+static void imm_server(struct api_peer *p)
+{
+	uint64_t *win = api_alloc(4096), *buf = api_alloc(64);
+	struct rmca_completion c;
+	rmca_mr_t *mw, *mr;
+	uint64_t key;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, win, 4096,
+				 RMCA_ACCESS_REMOTE_WRITE | RMCA_MR_USE_ONCE,
+				 &mw));
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
+	key = rmca_mr_rkey(mw, p->ep); /* a window bound for this endpoint */
+	API_CHECK_MSG(key != 0, "rmca_mr_rkey returned 0");
+	API_CHECK_OK(rmca_recv(p->ep, buf, 64, mr, API_CTX(1)));
+	/* the raw word, as the work completion holds either */
+	forge_imm = (uint32_t)key;
+	api_token(p, 0, TOKEN_IMM);
+	api_wait(p, API_CTX(1), &c);
+	API_CHECK_MSG(c.status == RMCA_OK, "receive: %s",
+		      api_strerror(c.status));
+	API_CHECK_MSG(forged == 1, "%d receives with an immediate seen",
+		      forged);
+	API_CHECK_MSG(c.revoked_rkey == 0,
+		      "a message with an immediate revoked key %#llx (the "
+		      "window's: %#llx)",
+		      (unsigned long long)c.revoked_rkey,
+		      (unsigned long long)key);
+	/* the window is still the peer's to write */
+	api_put_region(p, 0, win, 4096, mw, p->ep);
+	api_expect_token(p, 0, TOKEN_DONE);
+	API_CHECK_MSG(win[3] == 0x5eed, "the put through the window did not "
+					"land");
+	API_CHECK_OK(rmca_mr_dereg(mw));
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(win);
+	free(buf);
+}
+
+static void imm_client(struct api_peer *p)
+{
+	uint64_t *buf = api_alloc(64);
+	struct api_region r;
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
+	api_expect_token(p, 0, TOKEN_IMM);
+	buf[0] = 0xabc;
+	api_send_wait(p, p->ep, buf, 8, mr);
+	api_get_region(p, 0, &r);
+	buf[1] = 0x5eed;
+	API_CHECK_OK(rmca_put(p->ep, buf + 1, 8, mr, r.addr + 24, r.rkey,
+			      RMCA_DELIVERED, API_CTX(2)));
+	api_wait_status(p, API_CTX(2), RMCA_OK);
+	api_token(p, 0, TOKEN_DONE);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+static void test_immediate_revokes_no_key(void **state)
+{
+	const struct api_test t = {.server = imm_server, .client = imm_client};
+
+	(void)state;
+	if (!strcmp(api_transport(), "iwarp"))
+		TAP_SKIP("iWARP messages carry no immediate");
+	api_run(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -953,6 +1054,7 @@ int main(void)
 			test_send_stream_reads_credits_before_they_run_out),
 		cmocka_unit_test(
 			test_open_does_not_sleep_on_an_address_without_device),
+		cmocka_unit_test(test_immediate_revokes_no_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

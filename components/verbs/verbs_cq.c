@@ -90,8 +90,12 @@ static void on_success(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 			rmca_verbs_credit_imm(c, be32toh(wc->imm_data));
 		/* rxe does not set IBV_WC_WITH_INV but does fill in
 		 * invalidated_rkey; accept either, but only a key we bound
-		 * for this connection counts */
-		if ((wc->wc_flags & IBV_WC_WITH_INV) || wc->invalidated_rkey)
+		 * for this connection counts. invalidated_rkey shares its
+		 * word with imm_data: a message with an immediate (the
+		 * peer's count of receives, on ib) invalidated nothing, and
+		 * its count, read as a key, could name a window of ours. */
+		if ((wc->wc_flags & IBV_WC_WITH_INV) ||
+		    (!(wc->wc_flags & IBV_WC_WITH_IMM) && wc->invalidated_rkey))
 			*revoked = rmca_verbs_revoke(c, wc->invalidated_rkey);
 		break;
 	case RMCA_VOP_HELLO_RECV:
