@@ -120,12 +120,14 @@ struct rmca_job {
 	uint8_t key[JOB_KEYLEN]; /* published: a request to us carries it */
 	int lfd, port;
 	struct job_peer *peers;
-	struct job_pending *pending;
-	unsigned npending;
+	struct job_pending *pending; /* newest first */
+	unsigned npending;	     /* at most pending_max() */
 	/* the handshakes of requests served: one per rank at most */
 	struct rmca_listener *hs;
 	int64_t log_window; /* refusal lines: ten a second at most */
 	unsigned log_lines, log_suppressed;
+	/* of log_suppressed, connections closed for newer ones */
+	unsigned log_evicted;
 	int64_t active_to; /* rank we ask (dial, await its answer), or -1 */
 };
 
@@ -328,17 +330,25 @@ static void refusal_log_window(struct rmca_job *job, int64_t now)
 {
 	if (now < job->log_window + 1000)
 		return;
-	if (job->log_suppressed)
+	if (job->log_suppressed > job->log_evicted)
 		rmca_log(0,
 			 "job: %u more refused connections not logged (ten a "
 			 "second at most)",
-			 job->log_suppressed);
+			 job->log_suppressed - job->log_evicted);
+	if (job->log_evicted)
+		rmca_log(0,
+			 "job: %u more connections closed for newer ones not "
+			 "logged (ten a second at most)",
+			 job->log_evicted);
 	job->log_window = now;
 	job->log_lines = 0;
 	job->log_suppressed = 0;
+	job->log_evicted = 0;
 }
 
-static bool refusal_log_allowed(struct rmca_job *job)
+/* Whether a line about a refused connection (or one closed for a newer
+ * one: evicted) may be logged now. */
+static bool refusal_log_allowed(struct rmca_job *job, bool evicted)
 {
 	refusal_log_window(job, rmca_now_ms());
 	if (job->log_lines < 10) {
@@ -346,6 +356,7 @@ static bool refusal_log_allowed(struct rmca_job *job)
 		return true;
 	}
 	job->log_suppressed++;
+	job->log_evicted += evicted;
 	rmca_handshakes_tick(job->hs, true); /* says their count in time */
 	return false;
 }
@@ -358,7 +369,7 @@ static void decide(struct rmca_job *job, struct job_pending *pd)
 
 	if (!request_valid(job, pd, why, sizeof(why))) {
 		rmca_peer_name(pd->fd, host, sizeof(host), who, sizeof(who));
-		if (refusal_log_allowed(job))
+		if (refusal_log_allowed(job, false))
 			rmca_log(0, "job: connection from %s refused: %s", who,
 				 why);
 		answer(pd->fd, JOB_REFUSE);
@@ -444,22 +455,84 @@ static void pending_expire(struct rmca_job *job, int64_t now)
 	}
 }
 
+/* Connections waiting for their request: every rank asks at most once at
+ * a time, so more than twice the ranks (and some) are not all ranks. */
+static unsigned pending_max(const struct rmca_job *job)
+{
+	return 2 * job->size + 16;
+}
+
+/*
+ * At the bound, the connection that gives way to a new one: the oldest
+ * (the list's last), read once more first, so that a request already in
+ * its socket is decided, not lost. Every waiting connection has not sent
+ * its whole request (a whole one is decided as soon as it is in), so only
+ * the silent and the slow give way, as sshd's MaxStartups and a SYN
+ * backlog let half-open peers go first. NULL: a slot came free (the one
+ * read was decided, or had closed); so the next one need not be read.
+ */
+static struct job_pending *pending_victim(struct rmca_job *job)
+{
+	struct job_pending *pd = job->pending;
+	unsigned n = job->npending;
+
+	if (!pd)
+		return NULL;
+	while (pd->next)
+		pd = pd->next;
+	pending_cb(pd, EPOLLIN);
+	return job->npending < n ? NULL : pd;
+}
+
+/* The victim gives way to a connection just accepted: said (rate-limited
+ * with the refusals), and its socket closed. */
+static void pending_evict(struct rmca_job *job, struct job_pending *pd)
+{
+	char host[64], who[96];
+
+	if (refusal_log_allowed(job, true)) {
+		rmca_peer_name(pd->fd, host, sizeof(host), who, sizeof(who));
+		rmca_log(0,
+			 "job: no request from %s after %zu bytes, closed for "
+			 "a newer connection: all %u request slots taken (2 "
+			 "per rank + 16)",
+			 who, pd->have, pending_max(job));
+	}
+	pending_drop(job, pd, true);
+}
+
+/*
+ * New connections, each kept until it sent its request. At the bound, one
+ * new connection per call (thus per pass of the event loop) takes the slot
+ * of a victim, so that clients that connect and say nothing (or drip a
+ * request) cannot keep the ranks out until RMCA_connect_timeout: a
+ * newcomer outlives pending_max() - 1 later ones before its turn to give
+ * way comes, and its request, if in by then, is read first. Bounded still:
+ * never more than pending_max() connections, one eviction a pass; the
+ * others wait in the kernel's backlog meanwhile.
+ */
 static void listener_cb(void *arg, uint32_t events)
 {
 	struct rmca_job *job = arg;
-	int fd;
+	bool evicted = false;
 
 	pending_expire(job, rmca_now_ms());
-	while ((fd = accept4(job->lfd, NULL, NULL,
-			     SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
-		struct job_pending *pd;
-		int one = 1;
+	for (;;) {
+		struct job_pending *pd, *victim = NULL;
+		int fd, one = 1;
 
-		/* every rank asks at most once at a time; more is not a rank */
-		if (job->npending >= 2 * job->size + 16 ||
-		    !(pd = calloc(1, sizeof(*pd)))) {
-			rmca_log(1, "job: too many connections waiting, one "
-				    "refused");
+		if (job->npending >= pending_max(job)) {
+			if (evicted)
+				return; /* still readable: the next pass */
+			victim = pending_victim(job);
+		}
+		fd = accept4(job->lfd, NULL, NULL,
+			     SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			return;
+		pd = calloc(1, sizeof(*pd));
+		if (!pd) {
+			rmca_log(1, "job: out of memory, a connection refused");
 			close(fd);
 			continue;
 		}
@@ -472,6 +545,10 @@ static void listener_cb(void *arg, uint32_t events)
 			close(fd);
 			free(pd);
 			continue;
+		}
+		if (victim) {
+			pending_evict(job, victim);
+			evicted = true;
 		}
 		pd->next = job->pending;
 		job->pending = pd;

@@ -28,11 +28,12 @@ race_checks="join endpoints self sendrecv put get window fadd fence reconnect fi
 tcp_checks="join endpoints self adopted transport sendrecv put get window fadd fence reconnect finalize quiet"
 two_checks="join second endpoints self adopted sendrecv put get window fadd fence finalize quiet"
 kill_checks="join endpoints fence dies dead-ep dead-ops finalize"
-# test_job_attack: rank 0 attacks rank 1's job listener (the attack cases
-# are rank 0's verdicts, "logged" rank 1's), then stalls a handshake with
-# rank 1 while rank 2 connects to it ("served-beside-it" is rank 2's
-# verdict), then the job must still work
-attack_cases="garbage another-job posing-as-rank posing-as-itself wrong-rank old-version half-open log-flood flood stalled-handshake"
+# test_job_attack: rank 0 stalls a handshake with rank 1 while rank 2
+# connects to it ("served-beside-it" is rank 2's verdict), attacks rank 1's
+# job listener, then asks rank 1 itself past a flood that fills rank 1's
+# queue of waiting connections (the attack cases are rank 0's verdicts,
+# "logged" rank 1's), then the job must still work
+attack_cases="garbage another-job posing-as-rank posing-as-itself wrong-rank old-version half-open log-flood flood served-past-flood oldest-give-way stalled-handshake"
 attack_checks="join $attack_cases served-beside-it endpoints sendrecv fence logged finalize"
 runs="all:1 all:2 all:4 all:8 race:2 race:4 race:8 tcp:4 two:4 kill:4 attack:3"
 

@@ -9,10 +9,21 @@
  * another rank, an old version, connections that say nothing or half a
  * request, a hundred bogus requests in a row (their log lines are
  * rate-limited), and a flood of silent connections. Each bogus request is
- * answered "refused" and closed; the half-open ones stay open while the
- * three ranks then make their endpoints, exchange messages naming
- * themselves and fence: the job keeps working. Rank 1 finally finds a
- * logged reason for each refusal in its own stderr.
+ * answered "refused" and closed; the half-open ones are held open.
+ *
+ * Then rank 0 holds rank 1's queue of connections waiting for a request
+ * full (2 * ranks + 16 of them) with a second flood of silent ones, keeps
+ * them open, and asks rank 1 for its endpoint itself, within GIVE_WAY_MS,
+ * far below RMCA_connect_timeout (60 s here, so that nothing waiting ends
+ * by time meanwhile): rank 1 must serve it, each new connection taking the
+ * slot of the oldest waiting one ("served-past-flood"), and exactly the
+ * oldest of the second flood must be closed, the 2 * ranks + 15 newest
+ * still open ("oldest-give-way"). Before that policy, rank 1 closed every
+ * connection past its bound, rank 0's request with them, until the silent
+ * ones expired. The three ranks then make their endpoints, exchange
+ * messages naming themselves and fence: the job keeps working. Rank 1
+ * finally finds a logged reason for each refusal, and for the connections
+ * closed for newer ones, in its own stderr.
  *
  * Before all that, rank 0 holds what only a rank can: it sends rank 1 a
  * request with the key rank 1 published, as rank 0, takes the GO, sends
@@ -47,6 +58,11 @@
 #define MAXR	16
 #define FLOOD	40  /* more than a listener keeps waiting (2 * ranks + 16) */
 #define NOISE	100 /* bogus requests in a row: their lines are rate-limited */
+
+/* The second flood: 8 past the bound of the most ranks; and how long rank
+ * 0 waits for its endpoint past it (RMCA_connect_timeout is 60 s). */
+#define FLOOD2_MAX  (2 * MAXR + 16 + 8)
+#define GIVE_WAY_MS 10000
 
 /* The job request, as framework/job.c frames it (version 2). */
 #define J_MAGIC	  0x4a434d52u
@@ -252,9 +268,9 @@ static void attack(int port, int *held, int *nheld)
 	verdict(1, "half-open", NULL);
 }
 
-/* A flood of silent connections: each is closed by rank 1 (at once past
- * what it keeps waiting, the others when RMCA_connect_timeout ends
- * them), and the job goes on meanwhile. */
+/* A flood of silent connections: each is closed by rank 1 (those past what
+ * it keeps waiting for newer ones, the others for the second flood's), and
+ * the job goes on meanwhile. */
 static void flood_open(int port, int *fds)
 {
 	for (int i = 0; i < FLOOD; i++) {
@@ -276,6 +292,71 @@ static void flood_check(int *fds)
 		close(fds[i]);
 	}
 	verdict(1, "flood", NULL);
+}
+
+/* ---- past a full queue of waiting connections ---- */
+
+/* Whether rank 1 closed fd (or it is readable): a look, no wait. */
+static bool peer_said_something(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, 0) != 0;
+}
+
+/*
+ * Rank 0: rank 1 keeps at most 2 * n + 16 connections waiting for their
+ * request (framework/job.c), all of them taken by silent ones when more
+ * come. The second flood, held open, is 8 past that bound; then rank 0's
+ * own request, which rank 1 must serve meanwhile. Rank 1 accepts them in
+ * the order they connected (the kernel's backlog), and each takes the slot
+ * of the oldest waiting one: the first flood's and the half-open ones,
+ * older, go first, then the second flood's oldest, the last of them for
+ * rank 0's request. So once rank 1 answered that request, exactly the
+ * second flood's first nflood + 1 - (2 * n + 16) are closed, the others
+ * open.
+ */
+static void give_way(rmca_context_t *ctx, int port, int *fds, int *nfds)
+{
+	int bound = 2 * (int)n + 16, nflood = bound + 8, closed_want;
+	long start;
+	rmca_ep_t *ep;
+	int rc;
+
+	for (int i = 0; i < nflood; i++) {
+		fds[i] = dial(port);
+		REQUIRE(fds[i] >= 0, "served-past-flood", "connect %d: %s", i,
+			strerror(errno));
+		*nfds = i + 1;
+	}
+	start = rmca_now_ms();
+	rc = rmca_job_ep(ctx, 1, GIVE_WAY_MS, &ep);
+	REQUIRE(!rc, "served-past-flood",
+		"rmca_job_ep(1) behind %d silent connections: %s after %ld ms "
+		"(RMCA_connect_timeout %s ms)",
+		nflood, rmca_strerror(rc), rmca_now_ms() - start,
+		getenv("RMCA_connect_timeout"));
+	verdict(1, "served-past-flood", NULL);
+
+	closed_want = nflood + 1 - bound;
+	for (int i = 0; i < nflood; i++) {
+		uint8_t b[8];
+		int closed = 0;
+
+		if (i < closed_want) {
+			read_until_closed(fds[i], b, sizeof(b), &closed);
+			REQUIRE(closed, "oldest-give-way",
+				"connection %d of %d (one of the %d oldest) "
+				"still open after %d ms",
+				i, nflood, closed_want, WAIT_MS);
+		} else {
+			REQUIRE(!peer_said_something(fds[i]), "oldest-give-way",
+				"connection %d of %d closed (only the %d "
+				"oldest should be)",
+				i, nflood, closed_want);
+		}
+	}
+	verdict(1, "oldest-give-way", NULL);
 }
 
 /* ---- a rank that stops halfway through its handshake ---- */
@@ -432,8 +513,10 @@ static void job_works(rmca_context_t *ctx)
 }
 
 /* Rank 1's own stderr: one reason for each refusal, and no more than ten
- * lines a second of them, the rest counted. */
-static void logged(const char *path, const char *dir)
+ * lines a second of them, the rest counted. The count of a second's lines
+ * held back comes once it is over: rank 1 progresses until it did (or
+ * every line came), WAIT_MS at most. */
+static void logged(rmca_context_t *ctx, const char *path, const char *dir)
 {
 	static const char *const want[] = {
 		"refused: not a job request",
@@ -442,16 +525,23 @@ static void logged(const char *path, const char *dir)
 		"refused: claims to be this rank",
 		"refused: rank 0 asked for rank 2",
 	};
-	char line[1024], noise_path[4096];
-	bool seen[5] = {false}, summary = false;
-	long lines = 0, ms = -1;
+	char line[1024], noise_path[4096], slots[64];
+	bool seen[5], summary, evicted, evicted_held;
+	long lines, ms = -1, end = rmca_now_ms() + WAIT_MS;
 	FILE *f;
 
+	/* the bound named, as rank 1 has it: 2 * ranks + 16 */
+	snprintf(slots, sizeof(slots), "all %u request slots taken",
+		 2 * n + 16);
 	snprintf(noise_path, sizeof(noise_path), "%s/noise.ms", dir);
 	f = fopen(noise_path, "r");
 	REQUIRE(f && fscanf(f, "%ld", &ms) == 1 && ms >= 0, "logged", "no %s",
 		noise_path);
 	fclose(f);
+again:
+	memset(seen, 0, sizeof(seen));
+	summary = evicted = evicted_held = false;
+	lines = 0;
 	fflush(stderr);
 	f = fopen(path, "r");
 	REQUIRE(f, "logged", "cannot read %s", path);
@@ -463,8 +553,19 @@ static void logged(const char *path, const char *dir)
 		lines += strstr(line, "job: connection from") != NULL;
 		summary |= strstr(line, "more refused connections not "
 					"logged") != NULL;
+		evicted |= strstr(line, "job: no request from") &&
+			   strstr(line, "closed for a newer connection") &&
+			   strstr(line, slots);
+		evicted_held |= strstr(line, "more connections closed for "
+					     "newer ones not logged") != NULL;
 	}
 	fclose(f);
+	if ((!(lines >= NOISE + 6 || summary) || !(evicted || evicted_held)) &&
+	    rmca_now_ms() < end) {
+		rmca_poll(ctx, NULL, 0);
+		poll(NULL, 0, 5);
+		goto again;
+	}
 	/* the bogus requests of the attack took a few windows at most */
 	REQUIRE(lines <= 10 * (ms / 1000 + 4), "logged",
 		"%ld refusal lines for %d requests in %ld ms", lines, NOISE + 6,
@@ -474,6 +575,8 @@ static void logged(const char *path, const char *dir)
 	for (int i = 0; i < 5; i++)
 		REQUIRE(seen[i], "logged", "no line \"%s\" in %s", want[i],
 			path);
+	REQUIRE(evicted || evicted_held, "logged",
+		"no line of a connection closed for a newer one in %s", path);
 	verdict(1, "logged", NULL);
 }
 
@@ -482,6 +585,7 @@ int main(int argc, char **argv)
 	const char *dir = getenv("RMCATEST_JOBDIR");
 	char path[4096], logpath[4096];
 	int held[4], nheld = 0, flood[FLOOD], port = -1, stalled = -1, rc;
+	int flood2[FLOOD2_MAX], nflood2 = 0;
 	rmca_context_t *ctx;
 	int rank_env;
 
@@ -500,6 +604,9 @@ int main(int argc, char **argv)
 	snprintf(logpath, sizeof(logpath), "%s/stderr.%d", dir, rank_env);
 	if (rank_env == 1 && !freopen(logpath, "w", stderr))
 		return 2;
+	/* nothing waiting at rank 1 ends by time while rank 0 asks it past
+	 * the second flood (GIVE_WAY_MS) */
+	setenv("RMCA_connect_timeout", "60000", 1);
 	REQUIRE(!rmca_init(&ctx), "join", "rmca_init failed");
 	rc = rmca_job_join(ctx, WAIT_MS);
 	REQUIRE(!rc, "join", "rmca_job_join: %s", rmca_strerror(rc));
@@ -529,6 +636,13 @@ int main(int argc, char **argv)
 	/* rank 1 answers all of it from inside this fence */
 	rc = rmca_job_fence(ctx, WAIT_MS);
 	REQUIRE(!rc, "fence", "rmca_job_fence: %s", rmca_strerror(rc));
+	/* and serves rank 0 past the second flood from inside this one */
+	if (me == 0)
+		give_way(ctx, port, flood2, &nflood2);
+	rc = rmca_job_fence(ctx, WAIT_MS);
+	REQUIRE(!rc, "fence", "rmca_job_fence: %s", rmca_strerror(rc));
+	while (nflood2)
+		close(flood2[--nflood2]);
 	job_works(ctx);
 	rc = rmca_job_fence(ctx, WAIT_MS);
 	REQUIRE(!rc, "fence", "rmca_job_fence: %s", rmca_strerror(rc));
@@ -541,7 +655,7 @@ int main(int argc, char **argv)
 	rc = rmca_job_fence(ctx, WAIT_MS);
 	REQUIRE(!rc, "fence", "rmca_job_fence: %s", rmca_strerror(rc));
 	if (me == 1)
-		logged(logpath, dir);
+		logged(ctx, logpath, dir);
 	rmca_finalize(ctx);
 	verdict(1, "finalize", NULL);
 	fclose(out);
