@@ -281,13 +281,24 @@ static void finish_frame(struct tcp_conn *c)
 	}
 }
 
-/*
- * One read; returns the new bytes, 0 when nothing new is there now, < 0
- * once c failed. Bytes an earlier MSG_PEEK left at the head of the socket
- * are taken out by the same call, and not counted; peek leaves what it
- * reads there (c->peeked), for a hold to keep the wait fd readable.
- */
-static ssize_t rx_read(struct tcp_conn *c, void *buf, size_t len, bool peek)
+/* What rx_read() makes of a read that found nothing, or of an error:
+ * 0 when nothing is there now, else c fails and -1. */
+static __attribute__((noinline)) ssize_t rx_read_none(struct tcp_conn *c,
+						      ssize_t n)
+{
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	tcp_log(c->mod, RMCA_LOG_INFO, "connection to %s: %s", c->peer,
+		n ? strerror(errno) : "closed by peer");
+	rmca_tcp_conn_fail(c, RMCA_ERR_CONNECTION, NULL);
+	return -1;
+}
+
+/* rx_read() with bytes an earlier MSG_PEEK left at the head of the
+ * socket: the same call takes them out (into scratch) before the new
+ * ones, which are all it counts. Only after a hold: not inline. */
+static __attribute__((noinline)) ssize_t rx_read_peeked(struct tcp_conn *c,
+							void *buf, size_t len)
 {
 	size_t skip = c->peeked;
 	struct iovec iov[2] = {
@@ -298,25 +309,39 @@ static ssize_t rx_read(struct tcp_conn *c, void *buf, size_t len, bool peek)
 	ssize_t n;
 
 	do {
-		if (skip)
-			n = recvmsg(c->fd, &msg, 0);
-		else
-			n = recv(c->fd, buf, len, peek ? MSG_PEEK : 0);
+		n = recvmsg(c->fd, &msg, 0);
 	} while (n < 0 && errno == EINTR);
-	if (n > 0) {
-		if ((size_t)n <= skip) {
-			c->peeked -= (size_t)n;
-			return 0;
-		}
-		c->peeked = skip || !peek ? 0 : (size_t)n;
-		return n - (ssize_t)skip;
-	}
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+	if (n <= 0)
+		return rx_read_none(c, n);
+	if ((size_t)n <= skip) {
+		c->peeked -= (size_t)n;
 		return 0;
-	tcp_log(c->mod, RMCA_LOG_INFO, "connection to %s: %s", c->peer,
-		n ? strerror(errno) : "closed by peer");
-	rmca_tcp_conn_fail(c, RMCA_ERR_CONNECTION, NULL);
-	return -1;
+	}
+	c->peeked = 0;
+	return n - (ssize_t)skip;
+}
+
+/*
+ * One read; returns the new bytes, 0 when nothing new is there now, < 0
+ * once c failed. Bytes an earlier MSG_PEEK left at the head of the socket
+ * are taken out by the same call, and not counted; peek leaves what it
+ * reads there (c->peeked), for a hold to keep the wait fd readable.
+ */
+static inline ssize_t rx_read(struct tcp_conn *c, void *buf, size_t len,
+			      bool peek)
+{
+	ssize_t n;
+
+	if (c->peeked)
+		return rx_read_peeked(c, buf, len);
+	do {
+		n = recv(c->fd, buf, len, peek ? MSG_PEEK : 0);
+	} while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return rx_read_none(c, n);
+	if (peek)
+		c->peeked = (size_t)n;
+	return n;
 }
 
 static size_t min_size(size_t a, size_t b)
