@@ -27,14 +27,19 @@
  * of one, nor needs more than one call where the socket has room. */
 #define TCP_TX_BATCH ((size_t)4 << 20)
 
-static void set_events(struct tcp_conn *c, uint32_t ev)
+static __attribute__((noinline)) void fd_mod(struct tcp_conn *c, uint32_t ev)
 {
 	const struct rmca_core *core = c->mod->base.core;
 
-	if (!c->registered || c->events == ev)
-		return;
 	if (!core->ops->fd_mod(core, c->fd, ev))
 		c->events = ev;
+}
+
+/* Asked at every write, and mostly a change of nothing: inline. */
+static inline void set_events(struct tcp_conn *c, uint32_t ev)
+{
+	if (c->registered && c->events != ev)
+		fd_mod(c, ev);
 }
 
 static void conn_close_fd(struct tcp_conn *c)
@@ -432,6 +437,29 @@ static int out_iov(struct tcp_conn *c, struct iovec *iov)
 	return n;
 }
 
+/* The frame queued alone and not begun, the common case of a post or an
+ * answer, or NULL. */
+static inline struct tcp_out *out_lone(const struct tcp_conn *c)
+{
+	struct tcp_out *o = rmca_list_entry(c->outq.next, struct tcp_out, link);
+
+	return c->outq.next == c->outq.prev && !o->off ? o : NULL;
+}
+
+/* out_iov() of that frame, without the walk. */
+static inline size_t out_lone_iov(struct tcp_conn *c, struct tcp_out *o,
+				  struct iovec *iov)
+{
+	rmca_tcp_frame_counts(o->hdr, c->done_in, c->granted);
+	c->done_told = c->done_in;
+	c->granted_told = c->granted;
+	iov[0].iov_base = o->hdr;
+	iov[0].iov_len = TCP_HDR_LEN;
+	iov[1].iov_base = (void *)o->payload;
+	iov[1].iov_len = o->len;
+	return o->len ? 2 : 1;
+}
+
 /* What a MSG_PEEK left in the socket leaves it: no hold needs it.
  * MSG_TRUNC discards it without copying it out (the buffer is there for
  * a kernel that copies all the same). */
@@ -455,6 +483,7 @@ void rmca_tcp_out_flush(struct tcp_conn *c)
 {
 	struct iovec iov[TCP_IOV_MAX];
 	struct msghdr msg = { .msg_iov = iov };
+	struct tcp_out *o;
 	ssize_t n;
 
 	dirty_del(c);
@@ -469,7 +498,9 @@ void rmca_tcp_out_flush(struct tcp_conn *c)
 		c->peek = false; /* peeked for a hold that did not come */
 	}
 	while (c->fd >= 0 && !rmca_list_empty(&c->outq)) {
-		msg.msg_iovlen = (size_t)out_iov(c, iov);
+		o = out_lone(c);
+		msg.msg_iovlen = o ? out_lone_iov(c, o, iov) :
+				     (size_t)out_iov(c, iov);
 		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -485,7 +516,10 @@ void rmca_tcp_out_flush(struct tcp_conn *c)
 			rmca_tcp_conn_fail(c, RMCA_ERR_CONNECTION, NULL);
 			return;
 		}
-		out_advance(c, (size_t)n);
+		if (o && (size_t)n == TCP_HDR_LEN + o->len)
+			out_written(c, o); /* the queue is empty */
+		else
+			out_advance(c, (size_t)n);
 	}
 	if (c->fd < 0)
 		return;
