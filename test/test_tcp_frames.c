@@ -333,6 +333,63 @@ static void random_headers_never_crash_the_decoder(void **state)
 	assert_true(accepted > 0);
 }
 
+/* One header through the inline decoder and through the full checks:
+ * the same verdict, the same reason, the same fields. */
+static void decoders_agree(const uint8_t *buf, size_t len)
+{
+	struct tcp_frame a, b;
+	const char *why_a = NULL, *why_b = NULL;
+	int ra, rb;
+
+	memset(&a, 0x5a, sizeof(a));
+	memset(&b, 0x5a, sizeof(b));
+	ra = rmca_tcp_frame_decode(buf, len, &a, &why_a);
+	rb = rmca_tcp_frame_decode_full(buf, len, &b, &why_b);
+	assert_int_equal(ra, rb);
+	if (ra)
+		assert_string_equal(why_a, why_b);
+	else
+		assert_memory_equal(&a, &b, sizeof(a));
+}
+
+/*
+ * The decoder every frame read goes through takes the data path's frames
+ * itself and leaves the rest to the full checks: it accepts exactly what
+ * they accept, and refuses with their reason, for every valid frame, each
+ * of them with any one byte changed, and random headers.
+ */
+static void inline_decoder_agrees_with_the_full_checks(void **state)
+{
+	static const uint8_t values[] = {0, 1, 2, 3, 4, 7, 8, 0x80, 0xff};
+	uint8_t buf[TCP_HDR_LEN];
+	uint64_t x = 88172645463325252ull;
+
+	for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
+		rmca_tcp_frame_encode(&valid[i], buf);
+		decoders_agree(buf, sizeof(buf));
+		decoders_agree(buf, sizeof(buf) - 1);
+		for (size_t off = 0; off < TCP_HDR_LEN; off++) {
+			for (size_t v = 0; v < sizeof(values); v++) {
+				uint8_t old = buf[off];
+
+				buf[off] = values[v];
+				decoders_agree(buf, sizeof(buf));
+				buf[off] = old;
+			}
+		}
+	}
+	for (int i = 0; i < 200000; i++) {
+		for (int j = 0; j < TCP_HDR_LEN; j++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			buf[j] = (x & 7) ? 0 : (uint8_t)(x >> 8);
+		}
+		buf[0] = (uint8_t)(x % (TCP_F_MAX + 1));
+		decoders_agree(buf, sizeof(buf));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +401,7 @@ int main(void)
 		cmocka_unit_test(inconsistent_frames_are_refused),
 		cmocka_unit_test(every_byte_a_type_may_not_set_is_refused),
 		cmocka_unit_test(random_headers_never_crash_the_decoder),
+		cmocka_unit_test(inline_decoder_agrees_with_the_full_checks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -69,7 +69,7 @@ static const struct type_rule rules[TCP_F_MAX] = {
 			W_FIELD(fields, FLD_MASK2),                            \
 	}
 
-static const uint64_t may_set[TCP_F_MAX][TCP_HDR_LEN / 8] = {
+const uint64_t rmca_tcp_frame_may_set[TCP_F_MAX][TCP_HDR_LEN / 8] = {
 	[TCP_F_HELLO] = W_RULE(HELLO_FIELDS, 0, 0, 0),
 	[TCP_F_HELLO_ACK] = W_RULE(HELLO_FIELDS, 0, 0, 0),
 	[TCP_F_ACK] = W_RULE(0, 0, 0, 0),
@@ -93,14 +93,6 @@ const char *rmca_tcp_frame_name(unsigned type)
 	if (type == 0 || type >= TCP_F_MAX)
 		return "unknown";
 	return rules[type].name;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
 }
 
 static unsigned present_fields(const struct tcp_frame *f)
@@ -194,32 +186,8 @@ static int check_rules(const uint8_t *buf, const struct tcp_frame *f,
 	return RMCA_ERR_PROTOCOL;
 }
 
-/* The header's fields into f. Where the host is little-endian, struct
- * tcp_frame is laid out as the header (frame.h): one copy. */
-static void frame_load(struct tcp_frame *f, const uint8_t *buf)
-{
-#if __BYTE_ORDER == __LITTLE_ENDIAN
-	memcpy(f, buf, TCP_HDR_LEN);
-#else
-	f->type = buf[0];
-	f->flags = buf[1];
-	f->akind = buf[2];
-	f->status = (int32_t)(uint32_t)(get64(buf) >> 32);
-	f->acked = (uint32_t)get64(buf + 8);
-	f->credits = (uint32_t)(get64(buf + 8) >> 32);
-	f->id = get64(buf + 16);
-	f->len = get64(buf + 24);
-	f->raddr = get64(buf + 32);
-	f->rkey = get64(buf + 40);
-	f->operand = get64(buf + 48);
-	f->compare = get64(buf + 56);
-	f->mask1 = get64(buf + 64);
-	f->mask2 = get64(buf + 72);
-#endif
-}
-
-int rmca_tcp_frame_decode(const uint8_t *buf, size_t len, struct tcp_frame *f,
-			  const char **why)
+int rmca_tcp_frame_decode_full(const uint8_t *buf, size_t len,
+			       struct tcp_frame *f, const char **why)
 {
 	const uint64_t *allowed;
 	uint64_t bad = 0;
@@ -229,10 +197,10 @@ int rmca_tcp_frame_decode(const uint8_t *buf, size_t len, struct tcp_frame *f,
 		return RMCA_ERR_PROTOCOL;
 	}
 	/* no type 0: an unknown type is allowed nothing */
-	allowed = may_set[buf[0] < TCP_F_MAX ? buf[0] : 0];
+	allowed = rmca_tcp_frame_may_set[buf[0] < TCP_F_MAX ? buf[0] : 0];
 	for (size_t i = 0; i < TCP_HDR_LEN / 8; i++)
-		bad |= get64(buf + 8 * i) & ~allowed[i];
-	frame_load(f, buf);
+		bad |= rmca_tcp_get64(buf + 8 * i) & ~allowed[i];
+	rmca_tcp_frame_load(f, buf);
 	if (f->type == 0 || f->type >= TCP_F_MAX) {
 		*why = "unknown frame type";
 		return RMCA_ERR_PROTOCOL;

@@ -123,9 +123,91 @@ static inline void rmca_tcp_frame_encode(const struct tcp_frame *f,
 	rmca_tcp_put64(buf + 72, f->mask2);
 }
 
-/* 0, or RMCA_ERR_PROTOCOL with *why naming the first problem found. */
-int rmca_tcp_frame_decode(const uint8_t *buf, size_t len, struct tcp_frame *f,
-			  const char **why);
+/* The bits each of the header's ten 64-bit words may have set, read
+ * little-endian, by type (frame.c). */
+extern const uint64_t rmca_tcp_frame_may_set[TCP_F_MAX][TCP_HDR_LEN / 8];
+
+/* rmca_tcp_frame_decode() with every check made one by one. */
+int rmca_tcp_frame_decode_full(const uint8_t *buf, size_t len,
+			       struct tcp_frame *f, const char **why);
+
+static inline uint64_t rmca_tcp_get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
+}
+
+/* The header's fields into f. Where the host is little-endian, struct
+ * tcp_frame is laid out as the header: one copy. */
+static inline void rmca_tcp_frame_load(struct tcp_frame *f, const uint8_t *buf)
+{
+#if __BYTE_ORDER == __LITTLE_ENDIAN
+	memcpy(f, buf, TCP_HDR_LEN);
+#else
+	f->type = buf[0];
+	f->flags = buf[1];
+	f->akind = buf[2];
+	f->status = (int32_t)(uint32_t)(rmca_tcp_get64(buf) >> 32);
+	f->acked = (uint32_t)rmca_tcp_get64(buf + 8);
+	f->credits = (uint32_t)(rmca_tcp_get64(buf + 8) >> 32);
+	f->id = rmca_tcp_get64(buf + 16);
+	f->len = rmca_tcp_get64(buf + 24);
+	f->raddr = rmca_tcp_get64(buf + 32);
+	f->rkey = rmca_tcp_get64(buf + 40);
+	f->operand = rmca_tcp_get64(buf + 48);
+	f->compare = rmca_tcp_get64(buf + 56);
+	f->mask1 = rmca_tcp_get64(buf + 64);
+	f->mask2 = rmca_tcp_get64(buf + 72);
+#endif
+}
+
+/*
+ * 0, or RMCA_ERR_PROTOCOL with *why naming the first problem found.
+ * Inline, as every frame read goes through it: the frames of the data
+ * path (ACK, SEND, PUT, GET, a fetch-add, a RESP of success) that set no
+ * bit their type may not, and need nothing else but an id, a length in
+ * bounds and a SEND's key with its flag, are taken here; every other
+ * frame goes through rmca_tcp_frame_decode_full(), which accepts the
+ * same frames and names the first problem of the rest.
+ */
+static inline int rmca_tcp_frame_decode(const uint8_t *buf, size_t len,
+					struct tcp_frame *f, const char **why)
+{
+	unsigned t = len >= TCP_HDR_LEN ? buf[0] : 0;
+	const uint64_t *allowed;
+	uint64_t bad = 0;
+
+	if (t < TCP_F_ACK || t >= TCP_F_MAX)
+		return rmca_tcp_frame_decode_full(buf, len, f, why);
+	allowed = rmca_tcp_frame_may_set[t];
+	for (size_t i = 0; i < TCP_HDR_LEN / 8; i++)
+		bad |= rmca_tcp_get64(buf + 8 * i) & ~allowed[i];
+	if (bad)
+		return rmca_tcp_frame_decode_full(buf, len, f, why);
+	rmca_tcp_frame_load(f, buf);
+	if (f->len > TCP_MAX_PAYLOAD || (!f->id && t != TCP_F_ACK))
+		return rmca_tcp_frame_decode_full(buf, len, f, why);
+	switch (t) {
+	case TCP_F_SEND:
+		if (!(f->flags & TCP_FF_INV) != !f->rkey)
+			return rmca_tcp_frame_decode_full(buf, len, f, why);
+		break;
+	case TCP_F_ATOMIC:
+		if (f->akind || f->len != 8 || f->compare || f->mask1 ||
+		    f->mask2)
+			return rmca_tcp_frame_decode_full(buf, len, f, why);
+		break;
+	case TCP_F_RESP:
+		if (f->status)
+			return rmca_tcp_frame_decode_full(buf, len, f, why);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
 const char *rmca_tcp_frame_name(unsigned type);
 
 #endif
