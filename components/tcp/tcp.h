@@ -131,6 +131,7 @@ struct tcp_out {
 	bool owned; /* control/response frame: freed once written */
 	bool answer; /* counted in the connection's nanswers */
 	bool by_count; /* a SEND or PUT: answered by the peer's acked count */
+	bool kept; /* a connection's own ACK frame: never freed */
 	/* A GET answer: the registered region its payload is read from. */
 	const struct tcp_mr *mr;
 };
@@ -228,6 +229,9 @@ struct tcp_conn {
 	struct rmca_list unacked; /* sends and puts queued, awaiting the count */
 	struct rmca_list inflight; /* gets and atomics, awaiting their RESP */
 	struct rmca_list outq; /* struct tcp_out */
+	/* The frame of the counts alone: encoded once, queued only on an
+	 * empty queue, so never twice (rmca_tcp_ack_queue). */
+	struct tcp_out ack;
 	/*
 	 * The counts of the wire (frame.h), all modulo 2^32. As the target:
 	 * SENDs delivered plus PUTs placed, receives posted, SENDs that
@@ -346,8 +350,8 @@ void rmca_tcp_rkey_free(struct tcp_rkey *k);
 
 /* tcp_ops.c: the data operations of the ops table */
 void rmca_tcp_pump_sends(struct tcp_conn *c);
-/* Queue a frame of nothing but the counts. */
-int rmca_tcp_ack_queue(struct tcp_conn *c);
+/* Queue the frame of nothing but the counts, c->ack (outq is empty). */
+void rmca_tcp_ack_queue(struct tcp_conn *c);
 int rmca_tcp_send(struct rmca_conn *c, const void *buf, size_t len,
 		  struct rmca_module_mr *mr, void *req);
 int rmca_tcp_send_inv(struct rmca_conn *c, const void *buf, size_t len,

@@ -130,8 +130,7 @@ static void counts_out(struct tcp_conn *c)
 {
 	if (c->failed || !rmca_list_empty(&c->outq) || !rmca_tcp_counts_due(c))
 		return;
-	if (rmca_tcp_ack_queue(c))
-		rmca_tcp_conn_fail(c, RMCA_ERR_NO_MEMORY, NULL);
+	rmca_tcp_ack_queue(c);
 }
 
 /* Nothing for rmca_tcp_out_flush to do: nothing queued or held, nothing
@@ -289,6 +288,10 @@ int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 	rmca_list_init(&c->unacked);
 	rmca_list_init(&c->inflight);
 	rmca_list_init(&c->outq);
+	rmca_list_init(&c->ack.link);
+	c->ack.hdr[0] = TCP_F_ACK; /* the rest zero (calloc), counts stamped */
+	c->ack.owned = true;
+	c->ack.kept = true;
 	rmca_tcp_sockname(fd, true, c->peer, sizeof(c->peer));
 	/* Eager: the core may read a busy connection without asking epoll
 	 * first; conn_serve() finds nothing to do when nothing is there. */
@@ -325,13 +328,14 @@ struct tcp_out *rmca_tcp_out_new(struct tcp_module *m,
 	o->owned = true;
 	o->answer = false;
 	o->by_count = false;
+	o->kept = false;
 	o->mr = NULL;
 	return o;
 }
 
 void rmca_tcp_out_free(struct tcp_module *m, struct tcp_out *o)
 {
-	if (!o)
+	if (!o || o->kept)
 		return;
 	if (m->nspare_outs >= TCP_SPARE_MAX) {
 		free(o);
@@ -767,8 +771,8 @@ void rmca_tcp_conn_close_out(struct tcp_conn *c)
 
 	if (!c->hold || c->failed || c->fd < 0)
 		return;
-	if (rmca_list_empty(&c->outq) && rmca_tcp_ack_queue(c))
-		return;
+	if (rmca_list_empty(&c->outq))
+		rmca_tcp_ack_queue(c);
 	msg.msg_iovlen = (size_t)out_iov(c, iov);
 	if (sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 		return;

@@ -67,15 +67,12 @@ void rmca_tcp_pump_sends(struct tcp_conn *c)
 	}
 }
 
-int rmca_tcp_ack_queue(struct tcp_conn *c)
+void rmca_tcp_ack_queue(struct tcp_conn *c)
 {
-	struct tcp_frame f = {.type = TCP_F_ACK};
-	struct tcp_out *o = rmca_tcp_out_new(c->mod, &f, NULL, 0);
-
-	if (!o)
-		return RMCA_ERR_NO_MEMORY;
-	rmca_tcp_out_queue(c, o);
-	return 0;
+	/* Its header is all zeros but the type, and the counts, which are
+	 * stamped as it is written. */
+	c->ack.off = 0;
+	rmca_tcp_out_queue(c, &c->ack);
 }
 
 /*
@@ -162,34 +159,25 @@ int rmca_tcp_recv(struct rmca_conn *conn, void *buf, size_t len,
 		  struct rmca_module_mr *mr, void *req)
 {
 	struct tcp_conn *c = tcp_conn_from_base(conn);
-	struct tcp_frame f = {.type = TCP_F_ACK};
-	struct tcp_out *o = NULL;
 	struct tcp_op *op;
 	bool tell;
 	int err;
 
-	/* With nothing due to bring the connection back and nothing queued,
-	 * a peer short of credits is told now; otherwise the next frame, or
-	 * the end of the next event, takes the count along. The frame that
-	 * tells it is taken before the receive is posted (once posted, it
-	 * stands), and only when it will go. */
-	c->granted++;
-	tell = !rmca_tcp_out_busy(c) && !c->hold && rmca_list_empty(&c->outq) &&
-	       rmca_tcp_counts_due(c);
-	c->granted--;
-	if (tell && !(o = rmca_tcp_out_new(c->mod, &f, NULL, 0)))
-		return RMCA_ERR_AGAIN;
 	op = op_new(c, TCP_OP_RECV, req, &err);
-	if (!op) {
-		rmca_tcp_out_free(c->mod, o);
+	if (!op)
 		return err;
-	}
 	op->buf = buf;
 	op->len = len;
 	op->mr = tcp_mr_from_base(mr);
+	/* With nothing due to bring the connection back and nothing queued,
+	 * a peer short of credits is told now, by the connection's ACK
+	 * frame; otherwise the next frame, or the end of the next event,
+	 * takes the count along. */
 	c->granted++;
-	if (o) {
-		rmca_tcp_out_queue(c, o);
+	tell = !rmca_tcp_out_busy(c) && !c->hold && rmca_list_empty(&c->outq) &&
+	       rmca_tcp_counts_due(c);
+	if (tell) {
+		rmca_tcp_ack_queue(c);
 		rmca_tcp_out_flush(c);
 	}
 	return 0;
