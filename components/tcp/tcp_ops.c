@@ -24,8 +24,11 @@
 
 #include "tcp.h"
 
-static void op_queue(struct tcp_conn *c, struct tcp_op *op,
-		     const struct tcp_frame *f, const void *pl, size_t len)
+/* Inline in every post: its frame's type is known there, and with it the
+ * queue the op waits on. */
+static inline __attribute__((always_inline)) void
+op_queue(struct tcp_conn *c, struct tcp_op *op, const struct tcp_frame *f,
+	 const void *pl, size_t len)
 {
 	bool by_count = f->type == TCP_F_SEND || f->type == TCP_F_PUT;
 
@@ -78,9 +81,10 @@ void rmca_tcp_ack_queue(struct tcp_conn *c)
 /*
  * Common start of every post: a failed connection completes the op at once
  * (returns NULL, *err 0); no room returns NULL with *err RMCA_ERR_AGAIN.
+ * Inline in every post: the kind, and the list it picks, are known there.
  */
-static struct tcp_op *op_new(struct tcp_conn *c, enum tcp_op_kind kind,
-			     void *req, int *err)
+static inline __attribute__((always_inline)) struct tcp_op *
+op_new(struct tcp_conn *c, enum tcp_op_kind kind, void *req, int *err)
 {
 	const struct rmca_core *core = c->mod->base.core;
 	struct tcp_op *op;
