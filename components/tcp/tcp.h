@@ -329,8 +329,8 @@ void rmca_tcp_out_flush(struct tcp_conn *c);
 void rmca_tcp_out_kick(struct tcp_conn *c, bool defer);
 /* The module's progress op: held-back frames, then parked sockets. */
 int rmca_tcp_progress(struct rmca_module *mod);
-void rmca_tcp_op_done(struct tcp_conn *c, struct tcp_op *op, int status,
-		      size_t len, uint64_t revoked);
+/* The flushes now at the head of c->ops end: all before them have. */
+void rmca_tcp_flushes_done(struct tcp_conn *c);
 void rmca_tcp_complete_all(struct tcp_conn *c, int status);
 void rmca_tcp_discard(struct tcp_conn *c);
 void rmca_tcp_conn_mr_gone(struct tcp_conn *c, const struct tcp_mr *mr);
@@ -417,6 +417,31 @@ static inline bool rmca_tcp_counts_due(const struct tcp_conn *c)
 	uint32_t usable = c->granted_told - c->msgs_in;
 
 	return c->done_in != c->done_told || (untold && untold >= usable);
+}
+
+/* Off every list: the op's bytes go back with its request. */
+static inline void rmca_tcp_op_release(struct tcp_op *op)
+{
+	rmca_list_del(&op->link);
+	rmca_list_del(&op->qlink);
+	if (rmca_list_linked(&op->out.link))
+		rmca_list_del(&op->out.link);
+}
+
+/* op ends with status. Inline: every message or answer read ends one. */
+static inline void rmca_tcp_op_done(struct tcp_conn *c, struct tcp_op *op,
+				    int status, size_t len, uint64_t revoked)
+{
+	const struct rmca_core *core = c->mod->base.core;
+	void *req = op->req;
+
+	rmca_tcp_op_release(op);
+	c->nops--;
+	core->ops->complete(core, req, status, len, revoked);
+	/* A flush ends once everything posted before it has ended. */
+	op = rmca_list_first(&c->ops, struct tcp_op, link);
+	if (op && op->kind == TCP_OP_FLUSH)
+		rmca_tcp_flushes_done(c);
 }
 
 #define tcp_log(m, lvl, fmt, ...)                                   \

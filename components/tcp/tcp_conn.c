@@ -550,30 +550,16 @@ void rmca_tcp_out_kick(struct tcp_conn *c, bool defer)
 		rmca_tcp_out_flush(c);
 }
 
-/* Off every list: the op's bytes go back with its request. */
-static void op_release(struct tcp_op *op)
-{
-	rmca_list_del(&op->link);
-	rmca_list_del(&op->qlink);
-	if (rmca_list_linked(&op->out.link))
-		rmca_list_del(&op->out.link);
-}
-
-void rmca_tcp_op_done(struct tcp_conn *c, struct tcp_op *op, int status,
-		      size_t len, uint64_t revoked)
+void rmca_tcp_flushes_done(struct tcp_conn *c)
 {
 	const struct rmca_core *core = c->mod->base.core;
-	void *req = op->req;
+	struct tcp_op *op;
+	void *req;
 
-	op_release(op);
-	c->nops--;
-	core->ops->complete(core, req, status, len, revoked);
-
-	/* A flush ends once everything posted before it has ended. */
 	while ((op = rmca_list_first(&c->ops, struct tcp_op, link)) &&
 	       op->kind == TCP_OP_FLUSH) {
 		req = op->req;
-		op_release(op);
+		rmca_tcp_op_release(op);
 		c->nops--;
 		core->ops->complete(core, req, RMCA_OK, 0, 0);
 	}
@@ -589,7 +575,7 @@ void rmca_tcp_complete_all(struct tcp_conn *c, int status)
 	while ((op = rmca_list_first(&c->ops, struct tcp_op, link)) ||
 	       (op = rmca_list_first(&c->recvs, struct tcp_op, link))) {
 		req = op->req;
-		op_release(op);
+		rmca_tcp_op_release(op);
 		c->nops--;
 		core->ops->complete(core, req, status, 0, 0);
 	}
