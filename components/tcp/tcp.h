@@ -324,9 +324,6 @@ struct tcp_out *rmca_tcp_out_new(struct tcp_module *m,
 void rmca_tcp_out_free(struct tcp_module *m, struct tcp_out *o);
 void rmca_tcp_spares_free(struct tcp_module *m);
 void rmca_tcp_out_flush(struct tcp_conn *c);
-/* Frames were queued by a post: write them now, or (defer) leave them for
- * the next progress pass, which the caller knows is coming. */
-void rmca_tcp_out_kick(struct tcp_conn *c, bool defer);
 /* The module's progress op: held-back frames, then parked sockets. */
 int rmca_tcp_progress(struct rmca_module *mod);
 /* The flushes now at the head of c->ops end: all before them have. */
@@ -417,6 +414,24 @@ static inline bool rmca_tcp_counts_due(const struct tcp_conn *c)
 	uint32_t usable = c->granted_told - c->msgs_in;
 
 	return c->done_in != c->done_told || (untold && untold >= usable);
+}
+
+/* c has frames to write or to read at the next progress pass. */
+static inline void rmca_tcp_dirty_add(struct tcp_conn *c)
+{
+	if (!rmca_list_linked(&c->dirty_link))
+		rmca_list_add_tail(&c->mod->dirty, &c->dirty_link);
+}
+
+/* Frames were queued by a post: write them now, or (defer) leave them for
+ * the next progress pass, which the caller knows is coming. Inline in
+ * every post. */
+static inline void rmca_tcp_out_kick(struct tcp_conn *c, bool defer)
+{
+	if (defer && c->fd >= 0 && !c->failed)
+		rmca_tcp_dirty_add(c);
+	else
+		rmca_tcp_out_flush(c);
 }
 
 /* Off every list: the op's bytes go back with its request. */

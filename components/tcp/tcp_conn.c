@@ -63,8 +63,7 @@ static void dirty_del(struct tcp_conn *c)
 
 static void dirty_add(struct tcp_conn *c)
 {
-	if (!rmca_list_linked(&c->dirty_link))
-		rmca_list_add_tail(&c->mod->dirty, &c->dirty_link);
+	rmca_tcp_dirty_add(c);
 }
 
 static void held_del(struct tcp_conn *c)
@@ -542,13 +541,6 @@ void rmca_tcp_out_flush(struct tcp_conn *c)
 		dirty_add(c);
 }
 
-void rmca_tcp_out_kick(struct tcp_conn *c, bool defer)
-{
-	if (defer && c->fd >= 0 && !c->failed)
-		dirty_add(c);
-	else
-		rmca_tcp_out_flush(c);
-}
 
 void rmca_tcp_flushes_done(struct tcp_conn *c)
 {
