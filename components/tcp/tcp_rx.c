@@ -202,7 +202,7 @@ static bool take_counts(struct tcp_conn *c, const struct tcp_frame *f)
 		rmca_list_del(&op->qlink);
 		rmca_tcp_op_done(c, op, RMCA_OK, 0, 0);
 	}
-	if (grants)
+	if (grants && !rmca_list_empty(&c->sendq))
 		rmca_tcp_pump_sends(c);
 	return !c->failed;
 }
