@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/epoll.h>
 
 #include <rmca/component.h>
@@ -317,10 +318,6 @@ void rmca_tcp_conn_destroy(struct tcp_conn *c);
 /* Before a disconnect: answers held for a reply go out if they can. */
 void rmca_tcp_conn_close_out(struct tcp_conn *c);
 void rmca_tcp_conn_fail(struct tcp_conn *c, int status, struct tcp_out *final);
-void rmca_tcp_answer_queue(struct tcp_conn *c, struct tcp_out *o);
-struct tcp_out *rmca_tcp_out_new(struct tcp_module *m,
-				 const struct tcp_frame *f, const void *pl,
-				 size_t len);
 void rmca_tcp_out_free(struct tcp_module *m, struct tcp_out *o);
 void rmca_tcp_spares_free(struct tcp_module *m);
 void rmca_tcp_out_flush(struct tcp_conn *c);
@@ -372,6 +369,43 @@ void rmca_tcp_disconnect(struct rmca_conn *c);
 static inline void rmca_tcp_out_queue(struct tcp_conn *c, struct tcp_out *o)
 {
 	rmca_list_add_tail(&c->outq, &o->link);
+}
+
+/* A frame of f and its payload pl, from the spares or allocated; NULL
+ * without memory. Inline: an answer takes one, and its header's zero
+ * fields are known where it is built. */
+static inline struct tcp_out *rmca_tcp_out_new(struct tcp_module *m,
+					       const struct tcp_frame *f,
+					       const void *pl, size_t len)
+{
+	struct tcp_out *o =
+		rmca_list_first(&m->spare_outs, struct tcp_out, link);
+
+	if (o) {
+		rmca_list_del(&o->link);
+		m->nspare_outs--;
+	} else if (!(o = malloc(sizeof(*o)))) {
+		return NULL;
+	}
+	rmca_tcp_frame_encode(f, o->hdr);
+	rmca_list_init(&o->link);
+	o->payload = pl;
+	o->len = len;
+	o->off = 0;
+	o->owned = true;
+	o->answer = false;
+	o->by_count = false;
+	o->kept = false;
+	o->mr = NULL;
+	return o;
+}
+
+/* An answer to the peer: counted, so that the peer cannot queue more. */
+static inline void rmca_tcp_answer_queue(struct tcp_conn *c, struct tcp_out *o)
+{
+	o->answer = true;
+	c->nanswers++;
+	rmca_tcp_out_queue(c, o);
 }
 
 /* True while c holds off reading: too many answers wait to be written. */

@@ -306,32 +306,6 @@ int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,
 	return 0;
 }
 
-struct tcp_out *rmca_tcp_out_new(struct tcp_module *m,
-				 const struct tcp_frame *f, const void *pl,
-				 size_t len)
-{
-	struct tcp_out *o =
-		rmca_list_first(&m->spare_outs, struct tcp_out, link);
-
-	if (o) {
-		rmca_list_del(&o->link);
-		m->nspare_outs--;
-	} else if (!(o = malloc(sizeof(*o)))) {
-		return NULL;
-	}
-	rmca_tcp_frame_encode(f, o->hdr);
-	rmca_list_init(&o->link);
-	o->payload = pl;
-	o->len = len;
-	o->off = 0;
-	o->owned = true;
-	o->answer = false;
-	o->by_count = false;
-	o->kept = false;
-	o->mr = NULL;
-	return o;
-}
-
 void rmca_tcp_out_free(struct tcp_module *m, struct tcp_out *o)
 {
 	if (!o || o->kept)
@@ -353,14 +327,6 @@ void rmca_tcp_spares_free(struct tcp_module *m)
 		free(o);
 	}
 	m->nspare_outs = 0;
-}
-
-/* An answer to the peer: counted, so that the peer cannot queue more. */
-void rmca_tcp_answer_queue(struct tcp_conn *c, struct tcp_out *o)
-{
-	o->answer = true;
-	c->nanswers++;
-	rmca_tcp_out_queue(c, o);
 }
 
 static void out_drop(struct tcp_conn *c, struct tcp_out *o)
