@@ -380,6 +380,12 @@ static bool rx_consume(struct tcp_conn *c)
 	const char *why;
 	size_t k;
 
+	/* Nothing buffered, as before a wakeup's first read: the next read
+	 * goes to the front, unless c may not read. */
+	if (rx->start == rx->end && !rx->payload) {
+		rx->start = rx->end = 0;
+		return !c->failed && c->fd >= 0 && !rmca_tcp_rx_held(c);
+	}
 	for (;;) {
 		if (c->failed || c->fd < 0)
 			return false;
