@@ -11,19 +11,12 @@
 
 #include "keytab.h"
 
-struct tcp_key_ent {
-	uint64_t key;
-	void *val;
-	struct tcp_key_ent *next;
-};
-
 #define KEYTAB_MIN 64
 #define KEYTAB_TRIES 16
 
 static size_t slot(const struct tcp_keytab *t, uint64_t key)
 {
-	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) &
-	       (t->nbuckets - 1);
+	return rmca_tcp_keytab_slot(t, key);
 }
 
 int rmca_tcp_keytab_init(struct tcp_keytab *t,
@@ -76,18 +69,6 @@ static void grow(struct tcp_keytab *t)
 		}
 	}
 	free(old);
-}
-
-void *rmca_tcp_keytab_find(const struct tcp_keytab *t, uint64_t key)
-{
-	const struct tcp_key_ent *e;
-
-	if (!key)
-		return NULL;
-	for (e = t->buckets[slot(t, key)]; e; e = e->next)
-		if (e->key == key)
-			return e->val;
-	return NULL;
 }
 
 int rmca_tcp_keytab_add(struct tcp_keytab *t, bool use_once, void *val,

@@ -11,7 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct tcp_key_ent;
+struct tcp_key_ent {
+	uint64_t key;
+	void *val;
+	struct tcp_key_ent *next;
+};
 
 struct tcp_keytab {
 	struct tcp_key_ent **buckets;
@@ -26,7 +30,30 @@ void rmca_tcp_keytab_fini(struct tcp_keytab *t);
 /* Draw a fresh key for val and insert it; 0 or a negative rmca_status. */
 int rmca_tcp_keytab_add(struct tcp_keytab *t, bool use_once, void *val,
 			uint64_t *key);
-void *rmca_tcp_keytab_find(const struct tcp_keytab *t, uint64_t key);
+
+/* key's bucket. Keys come from getrandom, so their bits are already well
+ * spread; a multiplicative hash still guards against a weak source. */
+static inline size_t rmca_tcp_keytab_slot(const struct tcp_keytab *t,
+					  uint64_t key)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) &
+	       (t->nbuckets - 1);
+}
+
+/* What key names, or NULL. Inline: every remote access looks its key up. */
+static inline void *rmca_tcp_keytab_find(const struct tcp_keytab *t,
+					 uint64_t key)
+{
+	const struct tcp_key_ent *e;
+
+	if (!key)
+		return NULL;
+	for (e = t->buckets[rmca_tcp_keytab_slot(t, key)]; e; e = e->next)
+		if (e->key == key)
+			return e->val;
+	return NULL;
+}
+
 /* Remove key; returns what it named, or NULL if it was not there. */
 void *rmca_tcp_keytab_remove(struct tcp_keytab *t, uint64_t key);
 

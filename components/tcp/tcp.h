@@ -333,9 +333,6 @@ void rmca_tcp_conn_mr_gone(struct tcp_conn *c, const struct tcp_mr *mr);
 void rmca_tcp_rx(struct tcp_conn *c);
 
 /* tcp_target.c */
-int rmca_tcp_access(struct tcp_module *m, const struct tcp_conn *c,
-		    uint64_t rkey, uint64_t raddr, uint64_t len, unsigned need,
-		    char **ptr, const struct tcp_mr **region);
 uint64_t rmca_tcp_revoke(struct tcp_module *m, const struct tcp_conn *c,
 			 uint64_t rkey);
 /* A fresh key of mr, bound to c if not NULL; NULL without memory or key. */
@@ -466,6 +463,46 @@ static inline void rmca_tcp_out_kick(struct tcp_conn *c, bool defer)
 		rmca_tcp_dirty_add(c);
 	else
 		rmca_tcp_out_flush(c);
+}
+
+/* The live key rkey as seen from c, or NULL. */
+static inline struct tcp_rkey *rmca_tcp_key_on(struct tcp_module *m,
+					       const struct tcp_conn *c,
+					       uint64_t rkey)
+{
+	struct tcp_rkey *k = rmca_tcp_keytab_find(&m->keys, rkey);
+
+	return k && (!k->conn || k->conn == c) ? k : NULL;
+}
+
+/*
+ * May c's peer have need on [raddr, raddr + len) under rkey? 0 with *ptr
+ * (and *region, if not NULL) set, or RMCA_ERR_REMOTE_ACCESS. Inline: every
+ * put, get and atomic served asks, each with its own need.
+ */
+static inline int rmca_tcp_access(struct tcp_module *m,
+				  const struct tcp_conn *c, uint64_t rkey,
+				  uint64_t raddr, uint64_t len, unsigned need,
+				  char **ptr, const struct tcp_mr **region)
+{
+	struct tcp_rkey *k = rmca_tcp_key_on(m, c, rkey);
+	struct tcp_mr *mr = k ? k->mr : NULL;
+	uint64_t base, off;
+
+	if (!mr || (mr->access & need) != need)
+		return RMCA_ERR_REMOTE_ACCESS;
+	base = (uint64_t)(uintptr_t)mr->addr;
+	if (raddr < base)
+		return RMCA_ERR_REMOTE_ACCESS;
+	off = raddr - base;
+	if (off > mr->len || len > mr->len - off)
+		return RMCA_ERR_REMOTE_ACCESS;
+	if (need == RMCA_ACCESS_REMOTE_ATOMIC && (raddr & 7))
+		return RMCA_ERR_REMOTE_ACCESS;
+	*ptr = mr->addr + off;
+	if (region)
+		*region = mr;
+	return 0;
 }
 
 /* Off every list: the op's bytes go back with its request. */

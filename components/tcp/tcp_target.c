@@ -36,44 +36,11 @@ void rmca_tcp_rkey_free(struct tcp_rkey *k)
 	free(k);
 }
 
-/* The live key rkey as seen from c, or NULL. */
-static struct tcp_rkey *key_on(struct tcp_module *m, const struct tcp_conn *c,
-			       uint64_t rkey)
-{
-	struct tcp_rkey *k = rmca_tcp_keytab_find(&m->keys, rkey);
-
-	return k && (!k->conn || k->conn == c) ? k : NULL;
-}
-
-int rmca_tcp_access(struct tcp_module *m, const struct tcp_conn *c,
-		    uint64_t rkey, uint64_t raddr, uint64_t len, unsigned need,
-		    char **ptr, const struct tcp_mr **region)
-{
-	struct tcp_rkey *k = key_on(m, c, rkey);
-	struct tcp_mr *mr = k ? k->mr : NULL;
-	uint64_t base, off;
-
-	if (!mr || (mr->access & need) != need)
-		return RMCA_ERR_REMOTE_ACCESS;
-	base = (uint64_t)(uintptr_t)mr->addr;
-	if (raddr < base)
-		return RMCA_ERR_REMOTE_ACCESS;
-	off = raddr - base;
-	if (off > mr->len || len > mr->len - off)
-		return RMCA_ERR_REMOTE_ACCESS;
-	if (need == RMCA_ACCESS_REMOTE_ATOMIC && (raddr & 7))
-		return RMCA_ERR_REMOTE_ACCESS;
-	*ptr = mr->addr + off;
-	if (region)
-		*region = mr;
-	return 0;
-}
-
 /* Revoke a use-once key named by a send-with-invalidate arriving on c. */
 uint64_t rmca_tcp_revoke(struct tcp_module *m, const struct tcp_conn *c,
 			 uint64_t rkey)
 {
-	struct tcp_rkey *k = key_on(m, c, rkey);
+	struct tcp_rkey *k = rmca_tcp_key_on(m, c, rkey);
 
 	if (!k || !(k->mr->access & RMCA_MR_USE_ONCE))
 		return 0; /* revoked nothing: the completion says 0 */
