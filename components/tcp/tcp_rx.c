@@ -29,6 +29,30 @@ static void protocol_error(struct tcp_conn *c, const char *why)
 	rmca_tcp_conn_fail(c, RMCA_ERR_PROTOCOL, NULL);
 }
 
+/* Queue the answer of success to request req: the operand of an atomic,
+ * or the len bytes of a GET at pl in region. Inline where the answer is
+ * built, so that its frame's known fields are stores. */
+static inline __attribute__((always_inline)) void
+answer(struct tcp_conn *c, const struct tcp_frame *req, uint64_t operand,
+       const char *pl, size_t len, const struct tcp_mr *region)
+{
+	struct tcp_frame f = {
+		.type = TCP_F_RESP,
+		.id = req->id,
+		.len = len,
+		.operand = operand,
+	};
+	struct tcp_out *o = rmca_tcp_out_new(c->mod, &f, pl, len);
+
+	if (!o) {
+		rmca_tcp_conn_fail(c, RMCA_ERR_NO_MEMORY, NULL);
+		return;
+	}
+	/* Read from the region when written out: mr_dereg must know. */
+	o->mr = len ? region : NULL;
+	rmca_tcp_answer_queue(c, o);
+}
+
 /* Queue the answer to request f; an error answer (which a SEND or PUT
  * only gets) ends the connection. */
 static void respond(struct tcp_conn *c, const struct tcp_frame *req, int status,
@@ -39,26 +63,23 @@ static void respond(struct tcp_conn *c, const struct tcp_frame *req, int status,
 		.type = TCP_F_RESP,
 		.status = status,
 		.id = req->id,
-		.len = status ? 0 : len,
-		.operand = status ? 0 : operand,
 	};
-	struct tcp_out *o = rmca_tcp_out_new(c->mod, &f, pl, f.len);
+	struct tcp_out *o;
 
+	if (!status) {
+		answer(c, req, operand, pl, len, region);
+		return;
+	}
+	o = rmca_tcp_out_new(c->mod, &f, NULL, 0);
 	if (!o) {
 		rmca_tcp_conn_fail(c, RMCA_ERR_NO_MEMORY, NULL);
 		return;
 	}
-	if (status) {
-		tcp_log(c->mod, RMCA_LOG_INFO, "refused %s from %s: %s",
-			rmca_tcp_frame_name(req->type), c->peer,
-			status == RMCA_ERR_TRUNCATED ? "receive too small" :
-						       "remote access denied");
-		rmca_tcp_conn_fail(c, status, o);
-		return;
-	}
-	/* Read from the region when written out: mr_dereg must know. */
-	o->mr = f.len ? region : NULL;
-	rmca_tcp_answer_queue(c, o);
+	tcp_log(c->mod, RMCA_LOG_INFO, "refused %s from %s: %s",
+		rmca_tcp_frame_name(req->type), c->peer,
+		status == RMCA_ERR_TRUNCATED ? "receive too small" :
+					       "remote access denied");
+	rmca_tcp_conn_fail(c, status, o);
 }
 
 static void expect_payload(struct tcp_conn *c, char *dst, uint64_t dst_len,
@@ -126,8 +147,7 @@ static void on_atomic(struct tcp_conn *c, const struct tcp_frame *f)
 		respond(c, f, r, 0, NULL, 0, NULL);
 		return;
 	}
-	respond(c, f, 0, rmca_atomic_cpu((uint64_t *)(void *)p, &a), NULL, 0,
-		NULL);
+	answer(c, f, rmca_atomic_cpu((uint64_t *)(void *)p, &a), NULL, 0, NULL);
 }
 
 static void on_resp(struct tcp_conn *c, const struct tcp_frame *f)
