@@ -6,6 +6,7 @@
  * order it read them.
  */
 #include <rmca/atomic_ops.h>
+#include <rmca/support/range.h>
 
 #include "ctrl.h"
 #include "ep.h"
@@ -55,7 +56,7 @@ void rmca_atomic_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req)
 
 	base = mr ? (uintptr_t)mr->addr : 0;
 	if (!mr || !(mr->access & RMCA_ACCESS_REMOTE_ATOMIC) || (a & 7) ||
-	    a < base || mr->len < 8 || a - base > mr->len - 8) {
+	    !rmca_range_inside(base, mr->len, a, 8)) {
 		resp.status = RMCA_ERR_REMOTE_ACCESS;
 		rmca_log(1, "%s: atomic at 0x%llx key 0x%llx refused", ep->peer,
 			 (unsigned long long)a,

@@ -16,6 +16,8 @@
  */
 #include <string.h>
 
+#include <rmca/support/range.h>
+
 #include "ctrl.h"
 #include "ep.h"
 #include "paths.h"
@@ -162,8 +164,8 @@ void rmca_get_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req)
 	uint64_t base = mr ? (uintptr_t)mr->addr : 0, a = req->raddr;
 
 	/* req->len is 1..RMCA_CTRL_GET_MAX (the decoder checked) */
-	if (!mr || !(mr->access & RMCA_ACCESS_REMOTE_READ) || a < base ||
-	    req->len > mr->len || a - base > mr->len - req->len) {
+	if (!mr || !(mr->access & RMCA_ACCESS_REMOTE_READ) ||
+	    !rmca_range_inside(base, mr->len, a, req->len)) {
 		resp.status = RMCA_ERR_REMOTE_ACCESS;
 		rmca_log(1,
 			 "%s: get of %llu bytes at 0x%llx key 0x%llx refused",

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include <rmca/atomic_ops.h>
+#include <rmca/support/range.h>
 
 #include "ep.h"
 #include "self.h"
@@ -266,17 +267,14 @@ static int access_check(struct self_conn *c, uint64_t rkey, uint64_t raddr,
 {
 	struct self_conn *kc;
 	struct self_mr *mr = key_find(c->m, rkey, &kc);
-	uint64_t base, off;
+	uint64_t base;
 
 	if (!mr || (kc && kc != c) || (mr->access & need) != need)
 		return RMCA_ERR_REMOTE_ACCESS;
 	base = (uint64_t)(uintptr_t)mr->addr;
-	if (raddr < base)
+	if (!rmca_range_inside(base, mr->len, raddr, len))
 		return RMCA_ERR_REMOTE_ACCESS;
-	off = raddr - base;
-	if (off > mr->len || len > mr->len - off)
-		return RMCA_ERR_REMOTE_ACCESS;
-	*p = mr->addr + off;
+	*p = mr->addr + (raddr - base);
 	return 0;
 }
 

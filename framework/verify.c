@@ -6,6 +6,8 @@
  * connection: the target's core is asked, and the status becomes
  * RMCA_ERR_REMOTE_ACCESS when it says so.
  */
+#include <rmca/support/range.h>
+
 #include "bootstrap.h"
 #include "ctrl.h"
 #include "ep.h"
@@ -41,8 +43,8 @@ void rmca_verify_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	struct rmca_mr *mr = rmca_mr_by_key(ep, m->rkey, &mmr);
 	uint64_t base = mr ? (uintptr_t)mr->addr : 0;
 
-	if (!mr || !(mr->access & m->access) || m->raddr < base ||
-	    m->len > mr->len || m->raddr - base > mr->len - m->len)
+	if (!mr || !(mr->access & m->access) ||
+	    !rmca_range_inside(base, mr->len, m->raddr, m->len))
 		resp.status = RMCA_ERR_REMOTE_ACCESS;
 	rmca_ctrl_send(ep, &resp);
 }

@@ -24,6 +24,7 @@
 #include <rmca/support/container.h>
 #include <rmca/support/list.h>
 #include <rmca/support/names.h>
+#include <rmca/support/range.h>
 #include <rmca/support/sockio.h>
 
 /* ---- lists and container_of ---- */
@@ -135,6 +136,31 @@ static void container_of_finds_the_object(void **state)
 	assert_ptr_equal(rmca_container_of(&o.inner, struct outer, inner), &o);
 	assert_ptr_equal(rmca_container_of(&o.first, struct outer, first), &o);
 	assert_ptr_equal(rmca_container_of(&it.link, struct item, link), &it);
+}
+
+/* ---- a peer's access inside a region ---- */
+
+static void range_inside_refuses_what_wraps_or_overhangs(void **state)
+{
+	const uint64_t b = 0x1000, n = 0x100, top = UINT64_MAX;
+
+	(void)state;
+	assert_true(rmca_range_inside(b, n, b, n));	    /* all of it */
+	assert_true(rmca_range_inside(b, n, b + n - 1, 1)); /* last byte */
+	assert_true(rmca_range_inside(b, n, b + n, 0));	    /* empty, at end */
+	assert_true(rmca_range_inside(b, n, b + 8, 8));
+	assert_false(rmca_range_inside(b, n, b - 1, 1));     /* before */
+	assert_false(rmca_range_inside(b, n, b + n, 1));     /* after */
+	assert_false(rmca_range_inside(b, n, b + n - 1, 2)); /* overhangs */
+	assert_false(rmca_range_inside(b, n, b + 1, n));
+	assert_false(rmca_range_inside(b, n, b + n + 1, 0)); /* empty, beyond */
+	/* an address and a length whose sum wraps past 2^64 */
+	assert_false(rmca_range_inside(b, n, b + 8, top - 7));
+	assert_false(rmca_range_inside(b, n, top - 3, 8));
+	assert_false(rmca_range_inside(b, n, b, top));
+	/* a region that ends at the top of the address space */
+	assert_true(rmca_range_inside(top - 15, 16, top - 7, 8));
+	assert_false(rmca_range_inside(top - 15, 16, top - 7, 9));
 }
 
 /* ---- the monotonic clock ---- */
@@ -393,6 +419,7 @@ int main(void)
 		cmocka_unit_test(list_keeps_order_and_unlinks),
 		cmocka_unit_test(list_for_each_safe_frees_as_it_goes),
 		cmocka_unit_test(container_of_finds_the_object),
+		cmocka_unit_test(range_inside_refuses_what_wraps_or_overhangs),
 		cmocka_unit_test(clock_is_monotonic_and_consistent),
 		cmocka_unit_test(ms_left_is_what_poll_takes),
 		cmocka_unit_test(full_transfers_wait_and_arrive_whole),

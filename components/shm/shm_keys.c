@@ -20,6 +20,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <rmca/support/range.h>
+
 #include "shm.h"
 
 struct shm_key {
@@ -411,7 +413,7 @@ int rmca_shm_access(struct shm_conn *c, uint64_t rkey, uint64_t raddr,
 {
 	struct shm_key *e = find(&c->mod->keys, rkey);
 	struct shm_mr *mr;
-	uint64_t base, off;
+	uint64_t base;
 
 	if (!e || (e->conn && e->conn != c))
 		return RMCA_ERR_REMOTE_ACCESS;
@@ -419,14 +421,11 @@ int rmca_shm_access(struct shm_conn *c, uint64_t rkey, uint64_t raddr,
 	if ((mr->access & need) != need)
 		return RMCA_ERR_REMOTE_ACCESS;
 	base = (uint64_t)(uintptr_t)mr->addr;
-	if (raddr < base)
-		return RMCA_ERR_REMOTE_ACCESS;
-	off = raddr - base;
-	if (off > mr->len || len > mr->len - off)
+	if (!rmca_range_inside(base, mr->len, raddr, len))
 		return RMCA_ERR_REMOTE_ACCESS;
 	if (need == RMCA_ACCESS_REMOTE_ATOMIC && (raddr & 7))
 		return RMCA_ERR_REMOTE_ACCESS;
-	*ptr = mr->addr + off;
+	*ptr = mr->addr + (raddr - base);
 	return 0;
 }
 

@@ -20,6 +20,7 @@
 #include <rmca/support/clock.h>
 #include <rmca/support/container.h>
 #include <rmca/support/list.h>
+#include <rmca/support/range.h>
 
 #include "frame.h"
 #include "keytab.h"
@@ -487,19 +488,16 @@ static inline int rmca_tcp_access(struct tcp_module *m,
 {
 	struct tcp_rkey *k = rmca_tcp_key_on(m, c, rkey);
 	struct tcp_mr *mr = k ? k->mr : NULL;
-	uint64_t base, off;
+	uint64_t base;
 
 	if (!mr || (mr->access & need) != need)
 		return RMCA_ERR_REMOTE_ACCESS;
 	base = (uint64_t)(uintptr_t)mr->addr;
-	if (raddr < base)
-		return RMCA_ERR_REMOTE_ACCESS;
-	off = raddr - base;
-	if (off > mr->len || len > mr->len - off)
+	if (!rmca_range_inside(base, mr->len, raddr, len))
 		return RMCA_ERR_REMOTE_ACCESS;
 	if (need == RMCA_ACCESS_REMOTE_ATOMIC && (raddr & 7))
 		return RMCA_ERR_REMOTE_ACCESS;
-	*ptr = mr->addr + off;
+	*ptr = mr->addr + (raddr - base);
 	if (region)
 		*region = mr;
 	return 0;
