@@ -319,3 +319,18 @@ void atk_cont(pid_t pid)
 {
 	API_CHECK(kill(pid, SIGCONT) == 0);
 }
+
+/* Whether some line of log says both a and b. */
+bool atk_log_says(const char *log, const char *a, const char *b)
+{
+	for (const char *l = log; *l;) {
+		const char *end = strchr(l, '\n');
+		size_t n = end ? (size_t)(end - l) : strlen(l);
+		const char *x = strstr(l, a), *y = strstr(l, b);
+
+		if (x && y && x < l + n && y < l + n)
+			return true;
+		l += n + (end != NULL);
+	}
+	return false;
+}

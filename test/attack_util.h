@@ -8,6 +8,7 @@
 #ifndef RMCA_ATTACK_UTIL_H
 #define RMCA_ATTACK_UTIL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <netinet/in.h>
@@ -88,6 +89,9 @@ void atk_serve_real(struct api_peer *p, unsigned int pass);
 void atk_run_connect_timeout(const struct api_test *t, const char *ms);
 /* The same with the server's log, as api_run_log returns it. */
 char *atk_run_log_connect_timeout(const struct api_test *t, const char *ms);
+
+/* Whether some line of log says both a and b. */
+bool atk_log_says(const char *log, const char *a, const char *b);
 
 /* Stop and resume a process; stop returns once it is stopped, so that
  * whatever is sent meanwhile is seen by it in one go. */

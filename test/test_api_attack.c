@@ -217,21 +217,6 @@ static void test_refused_probe_does_not_end_accept(void **state)
 	api_run(&t);
 }
 
-/* Whether some line of log says both a and b. */
-static bool log_says(const char *log, const char *a, const char *b)
-{
-	for (const char *l = log; *l;) {
-		const char *end = strchr(l, '\n');
-		size_t n = end ? (size_t)(end - l) : strlen(l);
-		const char *x = strstr(l, a), *y = strstr(l, b);
-
-		if (x && y && x < l + n && y < l + n)
-			return true;
-		l += n + (end != NULL);
-	}
-	return false;
-}
-
 /*
  * Issue 7.9: token 0 names no connection, on either port. The server must
  * say so: a garbled hello is closed too, for another reason. The same data
@@ -274,14 +259,14 @@ static void test_token_zero_refused(void **state)
 
 	(void)state;
 	log = api_run_log(&t);
-	if (!log_says(log, "bootstrap from", "refused: hello without a token"))
+	if (!atk_log_says(log, "bootstrap from", "refused: hello without a token"))
 		fail_msg("no bootstrap refused for token 0: %s", log);
 	/* On the data port the frame's decoder refuses an id 0 (any frame's,
 	 * then a hello's), and the listener a hello without a token: any one
 	 * of them, but one about the token. */
-	if (!log_says(log, "tcp: closing connection", "zero operation id") &&
-	    !log_says(log, "tcp: closing connection", "zero token") &&
-	    !log_says(log, "tcp: closing connection", "hello without a token"))
+	if (!atk_log_says(log, "tcp: closing connection", "zero operation id") &&
+	    !atk_log_says(log, "tcp: closing connection", "zero token") &&
+	    !atk_log_says(log, "tcp: closing connection", "hello without a token"))
 		fail_msg("no data hello refused for token 0: %s", log);
 	free(log);
 }
@@ -335,9 +320,9 @@ static void test_parked_sockets_time_out(void **state)
 
 	(void)state;
 	log = atk_run_log_connect_timeout(&t, "1000");
-	if (!log_says(log, "tcp: closing connection", "its connect never came"))
+	if (!atk_log_says(log, "tcp: closing connection", "its connect never came"))
 		fail_msg("no parked socket timed out: %s", log);
-	if (!log_says(log, "tcp: closing connection", "no hello in time"))
+	if (!atk_log_says(log, "tcp: closing connection", "no hello in time"))
 		fail_msg("no silent socket timed out: %s", log);
 	free(log);
 }

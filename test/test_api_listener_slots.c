@@ -130,21 +130,6 @@ static void silent_client(struct api_peer *p)
 	api_token(p, 0, ATK_DONE);
 }
 
-/* Whether some line of log says both a and b. */
-static bool log_says(const char *log, const char *a, const char *b)
-{
-	for (const char *l = log; *l;) {
-		const char *end = strchr(l, '\n');
-		size_t n = end ? (size_t)(end - l) : strlen(l);
-		const char *x = strstr(l, a), *y = strstr(l, b);
-
-		if (x && y && x < l + n && y < l + n)
-			return true;
-		l += n + (end != NULL);
-	}
-	return false;
-}
-
 /* Both sides: SLOTS handshakes at once, a listener that waits long. */
 static char *run_log(const struct api_test *t)
 {
@@ -166,7 +151,7 @@ static void test_silent_peers_give_way_to_a_client(void **state)
 
 	(void)state;
 	log = run_log(&t);
-	if (!log_says(log, "closed for a newer connection",
+	if (!atk_log_says(log, "closed for a newer connection",
 		      "RMCA_handshake_max"))
 		fail_msg("the listener did not say why it closed a peer: %s",
 			 log);
