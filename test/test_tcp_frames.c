@@ -304,6 +304,19 @@ static void every_byte_a_type_may_not_set_is_refused(void **state)
 	}
 }
 
+/* A header of random bytes (xorshift64 from *x), mostly zero so that some
+ * are close to valid, of a type that exists. */
+static void random_header(uint8_t buf[TCP_HDR_LEN], uint64_t *x)
+{
+	for (int j = 0; j < TCP_HDR_LEN; j++) {
+		*x ^= *x << 13;
+		*x ^= *x >> 7;
+		*x ^= *x << 17;
+		buf[j] = (*x & 7) ? 0 : (uint8_t)(*x >> 8);
+	}
+	buf[0] = (uint8_t)(*x % (TCP_F_MAX + 1));
+}
+
 static void random_headers_never_crash_the_decoder(void **state)
 {
 	uint8_t buf[TCP_HDR_LEN];
@@ -313,14 +326,7 @@ static void random_headers_never_crash_the_decoder(void **state)
 	int accepted = 0;
 
 	for (int i = 0; i < 200000; i++) {
-		for (int j = 0; j < TCP_HDR_LEN; j++) {
-			x ^= x << 13;
-			x ^= x >> 7;
-			x ^= x << 17;
-			/* mostly zero bytes, so some headers are close to valid */
-			buf[j] = (x & 7) ? 0 : (uint8_t)(x >> 8);
-		}
-		buf[0] = (uint8_t)(x % (TCP_F_MAX + 1));
+		random_header(buf, &x);
 		if (!rmca_tcp_frame_decode(buf, sizeof(buf), &f, &why)) {
 			uint8_t again[TCP_HDR_LEN];
 
@@ -379,13 +385,7 @@ static void inline_decoder_agrees_with_the_full_checks(void **state)
 		}
 	}
 	for (int i = 0; i < 200000; i++) {
-		for (int j = 0; j < TCP_HDR_LEN; j++) {
-			x ^= x << 13;
-			x ^= x >> 7;
-			x ^= x << 17;
-			buf[j] = (x & 7) ? 0 : (uint8_t)(x >> 8);
-		}
-		buf[0] = (uint8_t)(x % (TCP_F_MAX + 1));
+		random_header(buf, &x);
 		decoders_agree(buf, sizeof(buf));
 	}
 }
