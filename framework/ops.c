@@ -377,8 +377,9 @@ void rmca_ep_cancel_all(struct rmca_ep *ep, int status)
 
 /* ---- argument checks ---- */
 
-static int local_check(struct rmca_ep *ep, const void *buf, size_t len,
-		       struct rmca_mr *mr, struct rmca_module_mr **mmr)
+static inline __attribute__((always_inline)) int
+local_check(struct rmca_ep *ep, const void *buf, size_t len, struct rmca_mr *mr,
+	    struct rmca_module_mr **mmr)
 {
 	const char *b = buf, *base;
 
@@ -398,7 +399,8 @@ static const struct rmca_module_ops *ep_ops(const struct rmca_ep *ep)
 }
 
 /* A failed endpoint takes the post and fails it, as a QP in error does. */
-static int post_on_failed(struct rmca_ep *ep, enum rmca_op op, void *user_ctx)
+static __attribute__((noinline)) int
+post_on_failed(struct rmca_ep *ep, enum rmca_op op, void *user_ctx)
 {
 	struct rmca_req *r = rmca_req_new(ep, op, RMCA_REQ_USER, user_ctx);
 
@@ -430,14 +432,18 @@ static int send_defer(struct rmca_ep *ep, struct rmca_req *r, const void *buf,
 /*
  * What every data operation does first: check the local buffer, and on a
  * failed endpoint take the post and fail it. Returns a status for the
- * caller to return, or 1 with *r a fresh request to post.
+ * caller to return, or 1 with *r a fresh request to post. Inline into
+ * each post: the op is a constant there, and the outputs stay in
+ * registers instead of going through memory and a call.
  */
-static int op_begin(struct rmca_ep *ep, enum rmca_op op, const void *buf,
-		    size_t len, struct rmca_mr *mr, void *user_ctx,
-		    struct rmca_module_mr **mmr, struct rmca_req **r)
+static inline __attribute__((always_inline)) int
+op_begin(struct rmca_ep *ep, enum rmca_op op, const void *buf, size_t len,
+	 struct rmca_mr *mr, void *user_ctx, struct rmca_module_mr **mmr,
+	 struct rmca_req **r)
 {
 	int rc;
 
+	*r = NULL; /* unused unless 1 is returned; the compiler cannot tell */
 	if (!ep)
 		return RMCA_ERR_INVALID;
 	rc = local_check(ep, buf, len, mr, mmr);
