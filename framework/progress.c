@@ -134,14 +134,11 @@ void rmca_cq_signal_set(struct rmca_cq *cq, bool on)
  * again after the completions read made room: nothing else would wake a
  * caller that sleeps on the wait fd once it has taken them.
  */
-static void core_work(struct rmca_context *ctx)
+static __attribute__((noinline)) void core_work_walk(struct rmca_context *ctx)
 {
 	struct rmca_list *l;
 	bool more = false;
 
-	/* Endpoints are walked only while one of them has such work. */
-	if (!ctx->cq->work_due)
-		return;
 	rmca_list_for_each(l, &ctx->eps)
 	{
 		struct rmca_ep *ep = rmca_list_entry(l, struct rmca_ep, link);
@@ -157,6 +154,15 @@ static void core_work(struct rmca_context *ctx)
 		more |= ep->rails && rmca_rails_work(ep);
 	}
 	ctx->cq->work_due = more;
+}
+
+/* Endpoints are walked only while one of them has such work: the test
+ * inline, the walk out of line. */
+static inline __attribute__((always_inline)) void
+core_work(struct rmca_context *ctx)
+{
+	if (ctx->cq->work_due)
+		core_work_walk(ctx);
 }
 
 /*
@@ -209,8 +215,11 @@ static bool eps_polled(struct rmca_context *ctx)
 	return !rmca_list_empty(&ctx->eps);
 }
 
-/* Every module's progress op; true when one says RMCA_PROGRESS_SERVED. */
-static bool mods_progress(struct rmca_context *ctx)
+/* Every module's progress op; true when one says RMCA_PROGRESS_SERVED.
+ * Inline: it runs at least once a pass, and its loop is short (one module
+ * per transport). */
+static inline __attribute__((always_inline)) bool
+mods_progress(struct rmca_context *ctx)
 {
 	bool served = false;
 
@@ -234,7 +243,8 @@ static bool mods_progress(struct rmca_context *ctx)
  * request (which completes nothing here; *progressed: the progress ops
  * were asked that, and ran for this pass).
  */
-static bool eager_read(struct rmca_context *ctx, bool *progressed)
+static inline __attribute__((always_inline)) bool
+eager_read(struct rmca_context *ctx, bool *progressed)
 {
 	struct rmca_cq *cq = ctx->cq;
 	int fd = cq->hot_fd;
