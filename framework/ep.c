@@ -1193,7 +1193,7 @@ void rmca_listeners_progress(struct rmca_context *ctx)
 		struct rmca_listener *l =
 			rmca_list_entry(ll, struct rmca_listener, link);
 
-		if (l->rest_until || l->incoming || l->ticking)
+		if (rmca_listener_busy(l))
 			listener_progress(ctx, l, &now);
 	}
 }

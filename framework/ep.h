@@ -510,6 +510,11 @@ bool rmca_ep_peer_closed(const struct rmca_ep *ep);
 /* Handshakes of ctx's listeners: deadlines, module connects (each pass of
  * the event loop). */
 void rmca_listeners_progress(struct rmca_context *ctx);
+/* l rests, handshakes or ticks: rmca_listeners_progress has work for it. */
+static inline bool rmca_listener_busy(const struct rmca_listener *l)
+{
+	return l->rest_until || l->incoming || l->ticking;
+}
 
 /* mr.c */
 void rmca_mr_destroy(struct rmca_mr *mr);

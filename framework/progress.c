@@ -281,6 +281,23 @@ static bool idle_skip(struct rmca_context *ctx)
 	return true;
 }
 
+/* Some listener has work (rmca_listener_busy): asked inline every pass,
+ * where a listener that only waits for connections costs a look, not a
+ * call. */
+static inline __attribute__((always_inline)) bool
+listeners_busy(struct rmca_context *ctx)
+{
+	struct rmca_list *l;
+
+	rmca_list_for_each(l, &ctx->listeners)
+	{
+		if (rmca_listener_busy(
+			    rmca_list_entry(l, struct rmca_listener, link)))
+			return true;
+	}
+	return false;
+}
+
 /* One pass of the event loop: the core's work, fds ready within
  * timeout_ms, every module's progress op, the core's work again. Inline
  * into rmca_poll, where timeout_ms is 0: a spinning caller's pass is one
@@ -360,7 +377,7 @@ progress_pass(struct rmca_context *ctx, int timeout_ms)
 	if (!progressed || n > 0)
 		mods_progress(ctx);
 	core_work(ctx);
-	if (!rmca_list_empty(&ctx->listeners))
+	if (listeners_busy(ctx))
 		rmca_listeners_progress(ctx);
 	return n < 0 && errno != EINTR ? RMCA_ERR_INVALID : 0;
 }
