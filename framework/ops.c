@@ -190,16 +190,26 @@ static void flush_resolve(struct rmca_req *f, int status)
 }
 
 /*
- * The common case, inline: an ordered request (on no list, nothing of the
- * core's on it) succeeded. Nothing waits for it and it waits for nothing:
- * it goes on the completion queue. True when that is what happened.
+ * The common cases, inline: a user's request succeeded, and nothing waits
+ * for it nor it for anything; it goes on the completion queue. Either it
+ * is ordered (on no list, nothing of the core's on it), or it is on its
+ * list with no flush behind it to order against, no delivery flush or
+ * verification to wait for, no atomic the core builds and no rails: what
+ * req_done_slow() would do then is unlink it and emit it at once. True
+ * when that is what happened.
  */
 static inline bool req_done_fast(struct rmca_req *r, int status, size_t len,
 				 uint64_t revoked_rkey)
 {
 	struct rmca_ep *ep = r->ep;
 
-	if (!r->ordered || status || revoked_rkey || r->done)
+	if (status || revoked_rkey || r->done)
+		return false;
+	if (!r->ordered &&
+	    (r->kind != RMCA_REQ_USER || r->needs_flush || r->verifying ||
+	     r->status || r->path == RMCA_PATH_CAS_LOOP || ep->rails ||
+	     (r->op != RMCA_OP_RECV &&
+	      (r->op == RMCA_OP_FLUSH || ep->nflushes))))
 		return false;
 	if (r->op == RMCA_OP_RECV) {
 		if (ep->revokes)
@@ -209,6 +219,8 @@ static inline bool req_done_fast(struct rmca_req *r, int status, size_t len,
 	} else {
 		r->len = 0;
 	}
+	if (!r->ordered)
+		req_unlink(r);
 	r->done = true;
 	r->emitted = true;
 	rmca_cq_push(r->ctx, r);
