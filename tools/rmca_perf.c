@@ -647,9 +647,16 @@ static long rx_depth(const struct ctrl *t)
 	return d < 1 ? 1 : d > 65536 ? 65536 : (long)d;
 }
 
+/*
+ * The test loops are never inlined: run-vm.sh --instructions counts under
+ * callgrind only between the entry and the exit of run_* and serve_send_*
+ * (its toggles), not the set-up around them.
+ */
+#define TEST_LOOP __attribute__((noinline))
+
 /* Echo every message back: the other half of send_lat. */
-static void serve_send_lat(struct bench *b, struct server_bufs *s,
-			   const struct ctrl *t)
+static TEST_LOOP void serve_send_lat(struct bench *b, struct server_bufs *s,
+				     const struct ctrl *t)
 {
 	long total = (long)(t->iters + t->warmup), posted = 0;
 	long depth = rx_depth(t);
@@ -674,9 +681,9 @@ static void serve_send_lat(struct bench *b, struct server_bufs *s,
 }
 
 /* Receive warm-up then timed messages; after each phase say so. */
-static void serve_send_bw(struct bench *b, struct server_bufs *s,
-			  const struct ctrl *t, uint64_t *ack,
-			  rmca_mr_t *ack_mr)
+static TEST_LOOP void serve_send_bw(struct bench *b, struct server_bufs *s,
+				    const struct ctrl *t, uint64_t *ack,
+				    rmca_mr_t *ack_mr)
 {
 	long phase[2] = {(long)t->warmup, (long)t->iters};
 	long depth = rx_depth(t);
@@ -885,8 +892,9 @@ static long *done_counter(struct bench *b, enum test_id id)
 
 /* One RMA or atomic op at a time; an op's time is from its post to the
  * next one's (its completion and the loop). */
-static void run_rma_lat(struct client *c, enum test_id id, size_t size,
-			long iters, long warmup, struct result *r)
+static TEST_LOOP void run_rma_lat(struct client *c, enum test_id id,
+				  size_t size, long iters, long warmup,
+				  struct result *r)
 {
 	long *done = done_counter(&c->b, id);
 	struct span s0 = {0}, s1;
@@ -911,8 +919,8 @@ static void run_rma_lat(struct client *c, enum test_id id, size_t size,
 }
 
 /* Ping-pong: the server echoes each message; half the round trip. */
-static void run_send_lat(struct client *c, size_t size, long iters, long warmup,
-			 struct result *r)
+static TEST_LOOP void run_send_lat(struct client *c, size_t size, long iters,
+				   long warmup, struct result *r)
 {
 	struct bench *b = &c->b;
 	long total = iters + warmup, posted = 0, r0 = b->recvs;
@@ -971,8 +979,8 @@ static void stream(struct client *c, enum test_id id, size_t size, long n)
 	}
 }
 
-static void run_bw(struct client *c, enum test_id id, size_t size, long iters,
-		   long warmup, struct result *r)
+static TEST_LOOP void run_bw(struct client *c, enum test_id id, size_t size,
+			     long iters, long warmup, struct result *r)
 {
 	struct bench *b = &c->b;
 	double t0, t;

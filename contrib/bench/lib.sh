@@ -93,7 +93,8 @@ bench_server() { # log cmd...
 	"$@" >>"$log" 2>&1 &
 	server_pid=$!
 	server_port=
-	for _ in $(seq 300); do
+	# tenths of a second (BENCH_SERVER_WAIT: longer under valgrind)
+	for _ in $(seq "${BENCH_SERVER_WAIT:-300}"); do
 		server_port=$(sed -n 's/^listening on port \([0-9]*\).*$/\1/p' "$log")
 		[ -n "$server_port" ] && return 0
 		kill -0 "$server_pid" 2>/dev/null || return 0 # it ended
@@ -159,6 +160,38 @@ bench_strace_total() { awk '$NF == "total" { print $4 }' "$1"; }
 
 # The instructions a callgrind output counted.
 bench_callgrind_total() { awk '/^summary:/ { print $2 }' "$1"; }
+
+# The calls the program itself makes into the libraries, from a callgrind
+# output: "object function calls instructions" for each function called
+# from the program's own ELF object (the one whose name matches $2) in
+# another object, the instructions inclusive (all that the call ran, in
+# any library). The program's own work (its clock, its statistics) and its
+# waiting fall out, and so does a spin of the program's between calls; the
+# C library's, the loader's and valgrind's objects are left out too.
+# Callgrind compresses names to "(id)" after their first use; a callee's
+# object (cob=) is given for one call, the caller's when not given.
+bench_callgrind_calls() { # file program-object-regex
+	awk -v prog="$2" '
+		function name(s, t,   id) {
+			if (match(s, /^\([0-9]+\)/)) {
+				id = t substr(s, 2, RLENGTH - 2)
+				s = substr(s, RLENGTH + 1); sub(/^ /, "", s)
+				if (s != "") nm[id] = s
+				return nm[id]
+			}
+			return s
+		}
+		/^ob=/ { ob = cob = name(substr($0, 4), "o"); next }
+		/^fn=/ { name(substr($0, 4), "f"); next }
+		/^cob=/ { cob = name(substr($0, 5), "o"); next }
+		/^cfn=/ { cfn = name(substr($0, 5), "f"); next }
+		/^calls=/ { split($0, a, /[= ]/); n = a[2]; want = 1; next }
+		want { want = 0; c = cob; cob = ob
+		       if (ob ~ prog && c !~ prog &&
+			   c !~ /\/(libc|libm|ld-linux[^\/]*)\.so|vgpreload/) {
+			       k = c " " cfn; calls[k] += n; ir[k] += $2 } }
+		END { for (k in calls) print k, calls[k], ir[k] }' "$1" | sort
+}
 
 # Per name, the calls in file $2 less those in file $1, sorted by name;
 # each file holds "name calls" lines, a name repeated (say, server and

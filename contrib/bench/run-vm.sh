@@ -7,6 +7,7 @@
 #                           [--devices "rxe0 siw0"] [--mode wait|spin]
 #                           [--runs K] [--base DIR] [--count] [-t TESTS]
 #                           [-r RX_DEPTH] [--guest-clock tsc|hpet]
+#                           [--instructions] [--no-perftest]
 #
 # --runs K: K runs in one guest, the tools interleaved; each table cell is
 # the median of the K. --base DIR: a second build (another commit) measured
@@ -16,6 +17,20 @@
 # each side, system calls and the doorbell write()s) for rmca,
 # the base build and perftest at n and 2n iterations (contrib/bench/
 # verbs_count.c, strace -c), in wait mode unless --mode spin is given.
+# --instructions: as --count, but each process runs under callgrind, and
+# the table gives the user-space instructions per operation (what the
+# guest's emulated CPUs spend per message, which the other counts do not
+# show) of the calls the program makes into the libraries, inclusive:
+# rmca_perf's into librmca, perftest's into libibverbs and the provider,
+# each side and both, so that neither program's own work nor its waiting
+# counts (column whole: every instruction counted, the program's own too;
+# perftest polls while it waits even with -e, so its whole count and its
+# poll_cq calls follow time).
+# rmca_perf counts inside its test loops only (callgrind's toggle on
+# run_*, serve_send_*: its set-up polls for as long as it takes), so the
+# server's count is that of send_lat and send_bw. Wait mode only.
+# --runs K repeats the count (tools rmca_r2, ...). --no-perftest: rmca
+# (and --base) only. out/instr-DEV-calls.txt: the calls per function.
 #
 # One device at a time, client and server in the same guest on the device's
 # own address. --mode spin (default): both busy-poll, as perftest does;
@@ -36,7 +51,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/contrib/bench/lib.sh"
 build= iters=300 sizes=8,4096,65536 out= devices="rxe0 siw0" mode=spin
-runs=1 base= count=0 tests=all rx=512 mode_set=0 clock=tsc
+runs=1 base= count=0 instr=0 perftest=1 tests=all rx=512 mode_set=0 clock=tsc
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2; shift ;;
@@ -48,10 +63,12 @@ while [ $# -gt 0 ]; do
 	--runs) runs=$2; shift ;;
 	--base) base=$2; shift ;;
 	--count) count=1 ;;
+	--instructions) count=1 instr=1 ;;
+	--no-perftest) perftest=0 ;;
 	-t) tests=$2; shift ;;
 	-r) rx=$2; shift ;;
 	--guest-clock) clock=$2; shift ;;
-	-h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-vm.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -65,6 +82,10 @@ esac
 
 # counting is in wait mode unless --mode spin says otherwise
 [ "$count" = 1 ] && [ "$mode_set" = 0 ] && mode=wait
+if [ "${instr:-0}" = 1 ]; then
+	[ "$mode" = wait ] || { echo "run-vm.sh: --instructions counts in wait mode only" >&2; exit 2; }
+	command -v valgrind >/dev/null || { echo "run-vm.sh: --instructions needs valgrind" >&2; exit 1; }
+fi
 build=$(bench_build "$build")
 [ -x "$build/tools/rmca_perf" ] || { echo "run-vm.sh: no rmca_perf in $build" >&2; exit 1; }
 [ -e "$build/components/ib/.libs/rmca_ib.so" ] ||
@@ -93,10 +114,11 @@ share="$out $build"
 [ -n "$base" ] && share="$share $base"
 BENCH_BUILD=$build BENCH_OUT=$out BENCH_ITERS=$iters BENCH_SIZES=$sizes \
 BENCH_DEVICES=$devices BENCH_MODE=$mode BENCH_RUNS=$runs BENCH_BASE=$base \
-BENCH_COUNT=$count BENCH_TESTS=$tests BENCH_RX=$rx \
-VM_ENV="BENCH_BUILD BENCH_OUT BENCH_ITERS BENCH_SIZES BENCH_DEVICES BENCH_MODE BENCH_RUNS BENCH_BASE BENCH_COUNT BENCH_TESTS BENCH_RX" \
+BENCH_COUNT=$count BENCH_TESTS=$tests BENCH_RX=$rx BENCH_INSTR=${instr:-0} \
+BENCH_PERFTEST=$perftest \
+VM_ENV="BENCH_BUILD BENCH_OUT BENCH_ITERS BENCH_SIZES BENCH_DEVICES BENCH_MODE BENCH_RUNS BENCH_BASE BENCH_COUNT BENCH_TESTS BENCH_RX BENCH_INSTR BENCH_PERFTEST" \
 VM_APPEND="${VM_APPEND:+$VM_APPEND }$guest_append" \
-VM_SHARE="$share" VM_TIMEOUT=${VM_TIMEOUT:-$(( count == 1 ? 1800 : 420 * runs ))} \
+VM_SHARE="$share" VM_TIMEOUT=${VM_TIMEOUT:-$(( (count == 1 ? 1800 : 420) * runs ))} \
 	"$top/contrib/vm/run-vm.sh" bash "$top/contrib/bench/vm-payload.sh" ||
 	echo "run-vm.sh: the guest run failed ($?)" >&2
 echo "# guest run: $(( $(date +%s) - start )) s; accel: ${VM_ACCEL:-guessed by contrib/vm/run-vm.sh}"
@@ -124,6 +146,47 @@ per_op() {
 				print line
 			}
 		}'
+}
+
+# Instructions per operation (n to 2n) from the callgrind outputs
+# strace-DEV-tool-test-size-n-side.PID.cg: "calls", those of the calls the
+# program makes into the libraries (rmca_perf into librmca, perftest into
+# libibverbs and the provider), inclusive, each side and both; "whole",
+# every instruction counted in both processes, the program's own included
+# (rmca_perf: inside its test loops; perftest: all of it, with the polls
+# it makes while it waits even with -e, a count that follows time).
+# instr-DEV-calls.txt breaks "calls" down by function.
+instr_table() { # dev
+	local dev=$1 f prog
+	prog='/(\.libs/(lt-)?rmca_perf|ib_[a-z_]+)$'
+	for f in "$out"/strace-"$dev"-*.cg; do
+		[ -f "$f" ] || continue
+		set -- $(basename "$f" .cg | tr '.-' '  ')
+		bench_callgrind_calls "$f" "$prog" |
+			awk -v k="$3 $4 $5 $7" -v n="$6" -v w="$(bench_callgrind_total "$f")" '
+				{ c += $(NF - 1); i += $NF
+				  printf "%s %s,%s,0,0,0,%s,%s\n", k, $2, n, $(NF - 1), $NF }
+				END { printf "%s *,%s,%s,%s,%s,0,0\n", k, n, i + 0, c + 0, w }'
+	done | per_op >"$out/instr-$dev.csv"
+	# breakdown: per side, the functions called, calls and instructions per op
+	awk -F, '$1 !~ / \*$/ && ($5 != 0 || $6 != 0) { split($1, f, " ")
+		printf "%-8s %-9s %6s %-6s %-24s %7.2f %9.0f\n", f[1], f[2], f[3], f[4], f[5], $5, $6 }' \
+		"$out/instr-$dev.csv" >"$out/instr-$dev-calls.txt"
+	echo
+	echo "== $dev: user-space instructions per operation (n to 2n), $mode mode"
+	printf "%-10s %-9s %6s %10s %10s %10s %8s %12s\n" tool test bytes \
+		client server both libcalls whole
+	awk -F, '$1 ~ / \*$/ { split($1, f, " "); k = f[1] " " f[2] " " f[3]
+		if (!(k in seen)) { seen[k] = 1; keys[++n] = k }
+		v[k, f[4]] = $2; c[k] += $3; w[k] += $4 }
+		END { for (i = 1; i <= n; i++) { k = keys[i]; split(k, f, " ")
+			printf "%-10s %-9s %6s %10.0f %10.0f %10.0f %8.2f %12.0f\n", f[1], f[2], f[3],
+				v[k, "client"], v[k, "server"],
+				v[k, "client"] + v[k, "server"], c[k], w[k] } }' "$out/instr-$dev.csv"
+	echo "(client, server, both: the instructions of rmca_perf's calls into"
+	echo " librmca, or of perftest's into libibverbs and the provider;"
+	echo " libcalls: how many such calls, both sides; whole: every instruction"
+	echo " counted, the program's own too; by function: $out/instr-$dev-calls.txt)"
 }
 
 # Per operation: (count at 2n - count at n) / n, server and client together.
@@ -178,6 +241,10 @@ median_csv() { # prefix dev
 }
 
 for dev in $devices; do
+	if [ "${instr:-0}" = 1 ]; then
+		instr_table "$dev"
+		continue
+	fi
 	if [ "$count" = 1 ]; then
 		count_table "$dev"
 		continue

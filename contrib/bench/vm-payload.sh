@@ -118,6 +118,10 @@ perftest_all() {
 	return 0
 }
 
+# BENCH_INSTR=1 (with BENCH_COUNT=1): the same runs under callgrind
+# instead, counting the instructions each process executes in user space.
+# BENCH_PERFTEST=0: rmca (and the base build) only.
+#
 # Counting (BENCH_COUNT=1): one test at one size, n and 2n iterations, so
 # that set-up cancels in the difference, in wait mode by default (rmca_perf
 # sleeps on its wait fd, perftest on CQ events, -e). With --mode spin both
@@ -128,9 +132,19 @@ perftest_all() {
 # doorbells of rxe and siw are write()s). Lines "tool,test,size,n,side" +
 # the shim's counters go to count-DEV.csv, strace summaries to
 # strace-DEV-*.txt.
+# a server under valgrind takes its time to listen
+[ "${BENCH_INSTR:-0}" = 1 ] && export BENCH_SERVER_WAIT=3000
 count_wrap() { # tag file cmd...
 	local tag=$1 f=$2
 	shift 2
+	if [ "${BENCH_INSTR:-0}" = 1 ]; then
+		# user-space instructions instead (callgrind, every process
+		# the command starts; cg_opts: what the tool adds)
+		valgrind -q --trace-children=yes --tool=callgrind \
+			"${cg_opts[@]}" \
+			--callgrind-out-file="${f%.txt}.%p.cg" "$@"
+		return
+	fi
 	VERBS_COUNT_TAG=$tag VERBS_COUNT_OUT=$out/count-$dev.csv \
 	LD_PRELOAD=$out/verbs_count.so \
 		strace -f -c -o "$f" "$@"
@@ -150,38 +164,51 @@ hw_diff() { # tag before after
 		>>"$out/hw-$dev.csv"
 }
 
+# Under callgrind, rmca_perf counts only inside its test loops (run_*,
+# serve_send_*: not its set-up, whose polling follows time, nor its
+# teardown), and runs without the libtool wrapper (whose shell and seds
+# would run under valgrind too).
 count_rmca() { # build tool test size n
-	local b=$1 tool=$2 t=$3 s=$4 n=$5
-	RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
+	local b=$1 tool=$2 t=$3 s=$4 n=$5 perf=$1/tools/rmca_perf
+	local ldp=${LD_LIBRARY_PATH:-}
+	cg_opts=(--collect-atstart=no --toggle-collect='run_*'
+		--toggle-collect='serve_send_*')
+	if [ "${BENCH_INSTR:-0}" = 1 ] && [ -x "$b/tools/.libs/rmca_perf" ]; then
+		perf=$b/tools/.libs/rmca_perf
+		ldp=$b/framework/.libs${ldp:+:$ldp}
+	fi
+	LD_LIBRARY_PATH=$ldp RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
 		bench_server "$out/rmca-$dev.server" \
 		count_wrap "$tool,$t,$s,$n,server" "$out/strace-$dev-$tool-$t-$s-$n-server.txt" \
-		timeout 300 "$b/tools/rmca_perf" -s $spin -l "$ip:0"
+		timeout 300 "$perf" -s $spin -l "$ip:0"
 	hw_snap >"$out/hw.before"
-	RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
+	LD_LIBRARY_PATH=$ldp RMCA_component_path=$(comps "$b") RMCA_transports=$comp \
 		count_wrap "$tool,$t,$s,$n,client" "$out/strace-$dev-$tool-$t-$s-$n-client.txt" \
-		timeout 300 "$b/tools/rmca_perf" $spin --parsable -t "$t" -S "$s" \
+		timeout 300 "$perf" $spin --parsable -t "$t" -S "$s" \
 		-n "$n" -W 0 $rx "$ip:$server_port" >/dev/null 2>&1 || echo "count: rmca_perf $t $s $n failed on $dev"
 	wait "$server_pid"
 	hw_snap >"$out/hw.after"
 	hw_diff "$tool,$t,$s,$n" "$out/hw.before" "$out/hw.after"
 }
 
-count_perftest() { # test tool size n extra...
-	local t=$1 tool=$2 s=$3 n=$4 spid
-	shift 4
+count_perftest() { # test tool size n tag extra...
+	local t=$1 tool=$2 s=$3 n=$4 tag=$5 spid
+	shift 5
+	cg_opts=() # stripped: no names to count between
 	port=$((port + 1))
 	pt_cmd "$dev" "$tool" "$s" "$n" "$@"
-	count_wrap "perftest,$t,$s,$n,server" "$out/strace-$dev-perftest-$t-$s-$n-server.txt" \
+	count_wrap "$tag,$t,$s,$n,server" "$out/strace-$dev-$tag-$t-$s-$n-server.txt" \
 		timeout 300 "${pt[@]}" >/dev/null 2>&1 &
 	spid=$!
-	sleep 2
+	# perftest's server says nothing when it listens: time to get there
+	if [ "${BENCH_INSTR:-0}" = 1 ]; then sleep 30; else sleep 2; fi
 	hw_snap >"$out/hw.before"
-	count_wrap "perftest,$t,$s,$n,client" "$out/strace-$dev-perftest-$t-$s-$n-client.txt" \
+	count_wrap "$tag,$t,$s,$n,client" "$out/strace-$dev-$tag-$t-$s-$n-client.txt" \
 		timeout 300 "${pt[@]}" "$ip" >/dev/null 2>&1 ||
 		echo "count: $tool $s $n failed on $dev"
 	wait "$spid"
 	hw_snap >"$out/hw.after"
-	hw_diff "perftest,$t,$s,$n" "$out/hw.before" "$out/hw.after"
+	hw_diff "$tag,$t,$s,$n" "$out/hw.before" "$out/hw.after"
 }
 
 # perftest's program (and options) for an rmca_perf test, or nothing.
@@ -201,22 +228,27 @@ perftest_of() { # test size
 
 # BENCH_TESTS selects the tests counted (send_lat and send_bw by default).
 count_all() {
-	local n=$iters t s m pt
+	local n=$iters t s m pt r=1 sfx=
 	local list=send_lat,send_bw
 	[ "$tests" = all ] || list=$tests
+	# BENCH_RUNS > 1: the whole count again, the tools named rmca_r2...
+	for r in $(seq "$runs"); do
+	[ "$r" = 1 ] || sfx=_r$r
 	for s in ${sizes//,/ }; do
 		for m in $n $((2 * n)); do
 			for t in ${list//,/ }; do
 				[ "$t" = atomic_lat ] && [ "$s" != 8 ] && continue
-				count_rmca "$BENCH_BUILD" rmca "$t" "$s" "$m"
-				[ -n "$base" ] && count_rmca "$base" base "$t" "$s" "$m"
+				count_rmca "$BENCH_BUILD" "rmca$sfx" "$t" "$s" "$m"
+				[ -n "$base" ] && count_rmca "$base" "base$sfx" "$t" "$s" "$m"
+				[ "${BENCH_PERFTEST:-1}" = 1 ] || continue
 				pt=$(perftest_of "$t" "$s")
 				[ -n "$pt" ] || continue
 				# shellcheck disable=SC2086
 				set -- $pt
-				count_perftest "$t" "$1" "$s" "$m" "${@:2}"
+				count_perftest "$t" "$1" "$s" "$m" "perftest$sfx" "${@:2}"
 			done
 		done
+	done
 	done
 }
 
