@@ -9,7 +9,8 @@
  *  - a caller spinning on rmca_poll while completions keep coming reads the
  *    CQ alone: neither the completion channel's event (ibv_get_cq_event, a
  *    read(), and the arming after it) per completion, nor the epoll set
- *    on every pass (epoll_wait at most once a millisecond);
+ *    on every pass (epoll_wait at most once a millisecond), and reads it
+ *    no more in a pass once a poll returned fewer completions than asked;
  *  - opening the components on a host whose addresses no RDMA device
  *    serves does not sleep (a network namespace of its own, with a dummy
  *    interface: the answer for that address is ENODEV at once);
@@ -124,9 +125,20 @@ static int counted_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 static uint32_t forge_imm;
 static int forged;
 
+/* rmca_poll calls of spin_wait so far, and vi_epolls when the last one
+ * began; CQ polls made in the same call right after one that returned
+ * fewer completions than it asked for, in a call that looked at no fd (a
+ * readable channel's callback reads the CQ too, then progress does) */
+static long pass_no, pass_epolls, polls_after_short;
+
 static int forging_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
+	static long short_pass = -1;
 	int got = vi_real_ops(cq->context)->poll_cq(cq, n, wc);
+
+	if (vi_counting && short_pass == pass_no && vi_epolls == pass_epolls)
+		polls_after_short++;
+	short_pass = got > 0 && got < n ? pass_no : -1;
 
 	for (int i = 0; forge_imm && i < got; i++) {
 		if (wc[i].status != IBV_WC_SUCCESS ||
@@ -198,6 +210,8 @@ static void spin_wait(struct api_peer *p, void *ctx, long *polls)
 	long end = api_now_ms() + API_TIMEOUT_MS;
 
 	while (!api_take(ctx, &c)) {
+		pass_no++;
+		pass_epolls = vi_epolls;
 		api_progress(p);
 		(*polls)++;
 		if (!(*polls & 0xfff))
@@ -225,7 +239,7 @@ static void ping_side(struct api_peer *p)
 	for (int i = 0; i < PINGS + WARMUP; i++) {
 		if (i == WARMUP) {
 			cm_reads = vi_cq_event_calls = vi_epolls = 0;
-			polls = 0;
+			polls = polls_after_short = 0;
 			t0 = api_now_ms();
 			vi_counting = true;
 		}
@@ -249,6 +263,16 @@ static void ping_side(struct api_peer *p)
 		      polls);
 	if (!check_spin)
 		goto done;
+	/* A batch shorter than asked for took all the CQ held: the pass
+	 * polls no more (before: once more, which found it empty, after each
+	 * of the two completions of a round trip). A pass that looked at the
+	 * fds is not counted: the channel's callback and progress each read
+	 * the CQ there. */
+	API_CHECK_MSG(polls_after_short <= PINGS / 10,
+		      "%s: %ld CQ polls after a short batch in the same "
+		      "rmca_poll, %d round trips (%ld rmca_poll calls)",
+		      p->is_server ? "server" : "client", polls_after_short,
+		      PINGS, polls);
 	/* The module re-arms its completion channel only after a second
 	 * without a completion (before: one take per completion, and an
 	 * arming after each). A guest starved by a loaded host can stall a

@@ -244,12 +244,17 @@ static void kick(struct rmca_verbs_module *vm)
 	}
 }
 
+/* Until the CQ is found empty, or a batch was short: a short batch took
+ * all the CQ held when it was read, and a poll that would only say so
+ * again costs a ping-pong's every pass the provider's lock and checks
+ * (what came since is found by the next pass, and wakes a sleeper as
+ * ever: the channel is armed or readable). */
 static int drain(struct rmca_verbs_module *vm)
 {
 	struct ibv_wc wc[16];
-	int n, i, total = 0;
+	int n = 16, i, total = 0;
 
-	while ((n = ibv_poll_cq(vm->cq, 16, wc)) > 0) {
+	while (n == 16 && (n = ibv_poll_cq(vm->cq, 16, wc)) > 0) {
 		/* a QP error event explains the flushed completions: read it
 		 * first (a system call, so only when a completion failed) */
 		for (i = 0; i < n; i++)
