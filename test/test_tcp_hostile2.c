@@ -632,7 +632,8 @@ static void holder(struct api_peer *p)
 		if (i & 1)
 			atk_write(fds[i], "\x10", 1);
 	}
-	/* In the backlog until the slots free (RMCA_connect_timeout). */
+	/* The real client takes the oldest one's slot (the rest go at
+	 * RMCA_connect_timeout). */
 	atk_real_client(p, port, NULL);
 	for (int i = 0; i < HOLD; i++) {
 		API_CHECK_MSG(atk_closed(fds[i], API_TIMEOUT_MS),
