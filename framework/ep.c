@@ -1011,31 +1011,43 @@ static bool listener_shed(struct rmca_listener *l, int err)
 }
 
 /*
- * At the handshake bound, the connection that gives way to a new one: the
- * oldest that has not sent its whole hello, read once more first, so that
- * a hello already in its socket is served, not lost. Those past their
- * hello (answered, connecting, ready) are never chosen: only the silent
- * and the slow give way, as sshd's MaxStartups and a SYN backlog let
- * half-open peers go first. NULL: none can, or a slot came free meanwhile
- * (one that was read ended).
+ * At the handshake bound, the connection that gives way to a new one. First
+ * the oldest that has not sent its whole hello: the silent and the slow go
+ * first, as sshd's MaxStartups and a SYN backlog let half-open peers go.
+ * With none of those left, the oldest whose handshake is under way
+ * (answered, its answer, rails reply or transport connections still due):
+ * a peer that sends whole hellos and never makes its data connection would
+ * hold every slot until RMCA_connect_timeout otherwise. The ib and iwarp
+ * modules' connection requests and tcp's waiting data sockets give way the
+ * same way, oldest first. A made endpoint waiting for rmca_accept never
+ * gives way: it did all that was asked, as a connection in the kernel's
+ * accept queue or a CM connect request handed to the application did.
+ * Each candidate is stepped once more first, so that a hello (or the rest
+ * of a handshake) already in its socket is served, not lost. NULL: none
+ * can, or a slot came free meanwhile (one that was stepped ended).
  */
 static struct rmca_incoming *listener_victim(struct rmca_listener *l)
 {
-	struct rmca_incoming *in = l->incoming, *next;
+	for (int silent = 1; silent >= 0; silent--) {
+		struct rmca_incoming *in = l->incoming, *next;
 
-	while (in && l->nincoming >= l->ctx->handshake_max) {
-		int n = l->nincoming;
+		while (in && l->nincoming >= l->ctx->handshake_max) {
+			int n = l->nincoming;
 
-		next = in->next;
-		if (in->state == IN_HELLO) {
-			/* a listener's own: this touches no other entry */
-			incoming_step(in);
-			if (l->nincoming < n)
-				return NULL; /* in is gone */
-			if (in->state == IN_HELLO)
-				return in;
+			next = in->next;
+			if (in->state != IN_READY &&
+			    (in->state == IN_HELLO) == silent) {
+				/* a listener's own: this touches no other
+				 * entry */
+				incoming_step(in);
+				if (l->nincoming < n)
+					return NULL; /* in is gone */
+				if (in->state == IN_HELLO ||
+				    (!silent && in->state != IN_READY))
+					return in;
+			}
+			in = next;
 		}
-		in = next;
 	}
 	return NULL;
 }
@@ -1044,24 +1056,32 @@ static struct rmca_incoming *listener_victim(struct rmca_listener *l)
  * with the other failed handshakes), and its socket closed. */
 static void listener_evict(struct rmca_listener *l, struct rmca_incoming *in)
 {
-	char why[160];
+	char what[64], why[192];
 
+	if (in->state == IN_HELLO)
+		snprintf(what, sizeof(what), "no hello after %zu bytes",
+			 in->have + (in->msg ? sizeof(in->pfx) : 0));
+	else
+		snprintf(what, sizeof(what), "handshake not done (%s)",
+			 in->state == IN_ANSWER ? "its answer not read"
+			 : in->await_rails	? "no reply to the rails"
+						: "no transport connection");
 	snprintf(why, sizeof(why),
-		 "no hello after %zu bytes, closed for a newer connection: "
-		 "all %d handshake slots taken (RMCA_handshake_max)",
-		 in->have + (in->msg ? sizeof(in->pfx) : 0),
-		 l->ctx->handshake_max);
+		 "%s, closed for a newer connection: all %d handshake slots "
+		 "taken (RMCA_handshake_max)",
+		 what, l->ctx->handshake_max);
 	incoming_fail(in, 0, 0, why);
 }
 
 /*
  * New connections, while there is a slot. At the bound, one new connection
  * per call (thus per pass of the event loop) takes the slot of a victim,
- * so that peers that connect and say nothing (or drip their hello) cannot
- * keep everyone else in the backlog until RMCA_connect_timeout: a newcomer
- * outlives handshake_max - 1 later ones before its turn to give way comes,
- * and its hello, if in by then, is read first. Bounded still: never more
- * than handshake_max connections, and one eviction a pass.
+ * so that peers that connect and say nothing, drip their hello or never
+ * finish their handshake cannot keep everyone else in the backlog until
+ * RMCA_connect_timeout: a newcomer outlives handshake_max - 1 later ones
+ * before its turn to give way comes, and its hello, if in by then, is read
+ * first. Bounded still: never more than handshake_max connections, and one
+ * eviction a pass.
  */
 static void listener_cb(void *arg, uint32_t events)
 {

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A listener's handshake slots (RMCA_handshake_max, 4 here) against peers
- * that connect and say nothing, or drip their hello. Full of them, the
- * listener stopped accepting until RMCA_connect_timeout (600 s here) closed
- * them, so that an attacker who kept reconnecting kept everyone out. Now a
- * new connection takes the slot of the oldest that has not sent its whole
- * hello, one per newcomer: a real client (its own timeout far below the
- * listener's) is served, and a peer past its hello keeps its slot.
- * tcp only (the hello is sent by hand as attack_util does).
+ * that connect and say nothing, drip their hello, or send it whole and
+ * never make their data connection. Full of them, the listener stopped
+ * accepting until RMCA_connect_timeout (600 s here) closed them, so that an
+ * attacker who kept reconnecting kept everyone out. Now a new connection
+ * takes the slot of the oldest that has not sent its whole hello, one per
+ * newcomer, and with none of those left the slot of the oldest whose
+ * handshake is not done: a real client (its own timeout far below the
+ * listener's) is served, and a peer past its hello outlives the silent
+ * ones. tcp only (the hello is sent by hand as attack_util does).
  */
 #include <poll.h>
 #include <stdio.h>
@@ -61,7 +63,7 @@ static rmca_ep_t *newcomer(struct api_peer *p, int port)
 	api_host_port(hp, sizeof(hp), api_host(), port);
 	rc = rmca_connect(p->ctx, hp, API_TIMEOUT_MS, &ep);
 	API_CHECK_MSG(rc == RMCA_OK,
-		      "a client behind %d silent peers was not served: %d (%s)",
+		      "a client behind %d full slots was not served: %d (%s)",
 		      SLOTS, rc, api_strerror(rc));
 	api_token(p, 0, STEP);
 	return ep;
@@ -197,7 +199,8 @@ static void test_each_newcomer_closes_one_silent_peer(void **state)
 /*
  * The oldest peer sent its whole hello and was answered (its data
  * connection never comes: it waits in the module's connect): the silent
- * ones behind it give way to newcomers, it does not.
+ * ones behind it give way to newcomers before it does, and it gives way to
+ * the next newcomer (the others' slots hold endpoints, which never do).
  */
 static void answered_client(struct api_peer *p)
 {
@@ -217,6 +220,10 @@ static void answered_client(struct api_peer *p)
 			      "the answered peer was closed for newcomer %d",
 			      k);
 	}
+	(void)newcomer(p, port);
+	API_CHECK_MSG(atk_closed(m, API_TIMEOUT_MS),
+		      "the answered peer is still open after %d newcomers",
+		      SLOTS);
 	for (int i = 0; i < SLOTS - 1; i++)
 		close(fds[i]);
 	close(m);
@@ -230,6 +237,51 @@ static void test_answered_peer_outlives_silent_ones(void **state)
 
 	(void)state;
 	free(run_log(&t));
+}
+
+/*
+ * Every slot held by a peer that sent its whole hello, read the answer and
+ * never makes its data connection (a listener's RMCA_connect_timeout, 10 s
+ * by default, would hold each; an attacker that repeats keeps everyone
+ * out): each newcomer is served, the oldest such peer closed for it and no
+ * other, with a line that says why.
+ */
+static void hello_complete_client(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+	struct rmca_hello answer;
+	int fds[SLOTS];
+
+	(void)api_get_u64(p, 0);
+	for (int i = 0; i < SLOTS; i++) {
+		fds[i] = atk_connect(api_host(), port);
+		API_CHECK(!atk_hello(fds[i], 0x5200 + (uint64_t)i,
+				     RMCA_ROLE_ACTIVE, ATOMIC_CPU, &answer));
+	}
+	for (int k = 1; k <= SLOTS; k++) {
+		(void)newcomer(p, port);
+		check_closed(fds, SLOTS, k);
+	}
+	for (int i = 0; i < SLOTS; i++)
+		close(fds[i]);
+	api_token(p, 0, ATK_DONE);
+}
+
+static void test_hello_complete_peers_give_way(void **state)
+{
+	const struct api_test t = {.server = server,
+				   .client = hello_complete_client,
+				   .manual = true};
+	char *log;
+
+	(void)state;
+	log = run_log(&t);
+	if (!atk_log_says(log, "handshake not done",
+			  "closed for a newer connection"))
+		fail_msg("the listener did not say why it closed an answered "
+			 "peer: %s",
+			 log);
+	free(log);
 }
 
 /*
@@ -292,6 +344,8 @@ int main(void)
 		cmocka_unit_test_teardown(
 			test_hello_completed_with_a_newcomer_is_served,
 			api_log_show),
+		cmocka_unit_test_teardown(test_hello_complete_peers_give_way,
+					  api_log_show),
 	};
 
 	setenv("RMCA_transports", "tcp", 1);

@@ -23,9 +23,9 @@
  *   an answer to a request never made closes that channel;
  * - at the bootstrap listener, hello lengths of 0, one past the limit and
  *   the limit itself (of garbage), and as many silent or one-byte
- *   connections as RMCA_handshake_max: each is closed (the silent ones at
- *   RMCA_connect_timeout), and the peer held in the backlog meanwhile is
- *   served after them.
+ *   connections as RMCA_handshake_max: each is closed, and a real client
+ *   that comes while they hold every slot is served (the oldest of them
+ *   gives way to it, the others go at RMCA_connect_timeout).
  */
 #include <fcntl.h>
 #include <stdio.h>
