@@ -102,7 +102,7 @@ struct job_peer {
 
 /* An incoming job connection whose request is not answered yet. */
 struct job_pending {
-	struct job_pending *next;
+	struct rmca_list link; /* job->pending */
 	struct rmca_job *job;
 	int fd;
 	int64_t deadline;
@@ -120,14 +120,15 @@ struct rmca_job {
 	uint8_t key[JOB_KEYLEN]; /* published: a request to us carries it */
 	int lfd, port;
 	struct job_peer *peers;
-	struct job_pending *pending; /* newest first */
-	unsigned npending;	     /* at most pending_max() */
+	struct rmca_list pending; /* newest first: the oldest is its last */
+	unsigned npending;	  /* at most pending_max() */
 	/* the handshakes of requests served: one per rank at most */
 	struct rmca_listener *hs;
 	int64_t log_window; /* refusal lines: ten a second at most */
-	unsigned log_lines, log_suppressed;
-	/* of log_suppressed, connections closed for newer ones */
-	unsigned log_evicted;
+	unsigned log_lines;
+	/* lines held back this second: refusals, and connections closed
+	 * for newer ones */
+	unsigned log_refused, log_evicted;
 	int64_t active_to; /* rank we ask (dial, await its answer), or -1 */
 };
 
@@ -221,21 +222,27 @@ static void peer_set(struct rmca_job *job, uint32_t r, struct rmca_ep *ep,
 
 /* ---- the listener side ---- */
 
+/* The job's tick runs every pass while it has something to time: waiting
+ * connections, held-back log lines to count. */
+static void tick_update(struct rmca_job *job)
+{
+	bool on = !rmca_list_empty(&job->pending) || job->log_refused ||
+		  job->log_evicted;
+
+	rmca_handshakes_tick(job->hs, on);
+}
+
 static void pending_drop(struct rmca_job *job, struct job_pending *pd,
 			 bool close_fd)
 {
-	struct job_pending **pp;
-
-	for (pp = &job->pending; *pp != pd; pp = &(*pp)->next)
-		;
-	*pp = pd->next;
+	rmca_list_del(&pd->link);
 	job->npending--;
 	ops(job)->fd_del(&job->ctx->core, pd->fd);
 	if (close_fd)
 		close(pd->fd);
 	free(pd);
-	if (!job->pending && !job->log_suppressed)
-		rmca_handshakes_tick(job->hs, false);
+	if (rmca_list_empty(&job->pending))
+		tick_update(job);
 }
 
 /* The end of a served request's handshake (ep.c, from the event loop). */
@@ -330,11 +337,11 @@ static void refusal_log_window(struct rmca_job *job, int64_t now)
 {
 	if (now < job->log_window + 1000)
 		return;
-	if (job->log_suppressed > job->log_evicted)
+	if (job->log_refused)
 		rmca_log(0,
 			 "job: %u more refused connections not logged (ten a "
 			 "second at most)",
-			 job->log_suppressed - job->log_evicted);
+			 job->log_refused);
 	if (job->log_evicted)
 		rmca_log(0,
 			 "job: %u more connections closed for newer ones not "
@@ -342,7 +349,7 @@ static void refusal_log_window(struct rmca_job *job, int64_t now)
 			 job->log_evicted);
 	job->log_window = now;
 	job->log_lines = 0;
-	job->log_suppressed = 0;
+	job->log_refused = 0;
 	job->log_evicted = 0;
 }
 
@@ -355,8 +362,10 @@ static bool refusal_log_allowed(struct rmca_job *job, bool evicted)
 		job->log_lines++;
 		return true;
 	}
-	job->log_suppressed++;
-	job->log_evicted += evicted;
+	if (evicted)
+		job->log_evicted++;
+	else
+		job->log_refused++;
 	rmca_handshakes_tick(job->hs, true); /* says their count in time */
 	return false;
 }
@@ -437,14 +446,18 @@ static void pending_cb(void *arg, uint32_t events)
  * event loop while there are some (the handshake set's tick). */
 static void pending_expire(struct rmca_job *job, int64_t now)
 {
-	/* the count of lines held back is said once their second is over */
-	if (job->log_suppressed)
-		refusal_log_window(job, now);
-	if (!job->pending && !job->log_suppressed)
-		rmca_handshakes_tick(job->hs, false);
+	struct rmca_list *l, *tmp;
 
-	for (struct job_pending *pd = job->pending, *next; pd; pd = next) {
-		next = pd->next;
+	/* the count of lines held back is said once their second is over */
+	if (job->log_refused || job->log_evicted)
+		refusal_log_window(job, now);
+	tick_update(job);
+
+	rmca_list_for_each_safe(l, tmp, &job->pending)
+	{
+		struct job_pending *pd =
+			rmca_list_entry(l, struct job_pending, link);
+
 		if (now >= pd->deadline) {
 			rmca_log(1,
 				 "job: a connection sent no request within %d "
@@ -473,13 +486,12 @@ static unsigned pending_max(const struct rmca_job *job)
  */
 static struct job_pending *pending_victim(struct rmca_job *job)
 {
-	struct job_pending *pd = job->pending;
+	struct job_pending *pd;
 	unsigned n = job->npending;
 
-	if (!pd)
+	if (rmca_list_empty(&job->pending))
 		return NULL;
-	while (pd->next)
-		pd = pd->next;
+	pd = rmca_list_entry(job->pending.prev, struct job_pending, link);
 	pending_cb(pd, EPOLLIN);
 	return job->npending < n ? NULL : pd;
 }
@@ -550,8 +562,7 @@ static void listener_cb(void *arg, uint32_t events)
 			pending_evict(job, victim);
 			evicted = true;
 		}
-		pd->next = job->pending;
-		job->pending = pd;
+		rmca_list_add(&job->pending, &pd->link);
 		job->npending++;
 		rmca_handshakes_tick(job->hs, true);
 	}
@@ -576,16 +587,23 @@ static int job_wait(struct rmca_job *job, int fd, short events,
 {
 	for (;;) {
 		struct pollfd pfd[64];
+		struct rmca_list *l;
 		int n = 0, slice, ready = 0;
 
 		if (fd >= 0)
 			pfd[n++] = (struct pollfd){.fd = fd, .events = events};
 		pfd[n++] = (struct pollfd){.fd = job->lfd, .events = POLLIN};
 		n += rmca_handshakes_pollfds(job->hs, pfd + n, 64 - n);
-		for (struct job_pending *pd = job->pending; pd && n < 64;
-		     pd = pd->next)
+		rmca_list_for_each(l, &job->pending)
+		{
+			struct job_pending *pd =
+				rmca_list_entry(l, struct job_pending, link);
+
+			if (n == 64)
+				break;
 			pfd[n++] =
 				(struct pollfd){.fd = pd->fd, .events = POLLIN};
+		}
 		slice = rmca_ms_left(deadline);
 		poll(pfd, (nfds_t)n,
 		     slice < JOB_SLICE_MS ? slice : JOB_SLICE_MS);
@@ -978,8 +996,11 @@ static void info_make(struct rmca_job *job, char *s, size_t len, bool with_key)
 
 static void job_free(struct rmca_job *job)
 {
-	while (job->pending)
-		pending_drop(job, job->pending, true);
+	while (!rmca_list_empty(&job->pending))
+		pending_drop(job,
+			     rmca_list_first(&job->pending, struct job_pending,
+					     link),
+			     true);
 	if (job->hs)
 		rmca_listener_close(job->hs); /* its handshakes end untold */
 	if (job->lfd >= 0) {
@@ -1013,6 +1034,7 @@ int rmca_job_join(rmca_context_t *ctx, int timeout_ms)
 		return RMCA_ERR_NO_MEMORY;
 	job->ctx = ctx;
 	job->lfd = -1;
+	rmca_list_init(&job->pending);
 	job->active_to = -1;
 	rc = rmca_pmix_open(&job->pmix, job->nspace, sizeof(job->nspace),
 			    &job->rank, &job->size, why, sizeof(why));
