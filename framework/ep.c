@@ -981,32 +981,42 @@ static void incoming_cb(void *arg, uint32_t events)
 	incoming_step(arg);
 }
 
-/* Out of descriptors: shed one peer with the spare, so that nobody hangs
- * and the listener does not spin; without a spare, rest a second. Said
- * once a minute at most. */
-static bool listener_shed(struct rmca_listener *l, int err)
+/* Out of descriptors (err) at the listening socket lfd: one waiting peer
+ * closed with the spare *spare given up for it, so that nobody hangs and
+ * lfd does not stay readable. False: there was no spare, or no peer; the
+ * caller rests. Said (as what) once a minute at most. */
+bool rmca_listen_shed(int lfd, int *spare, int64_t *said, const char *what,
+		      int port, int err)
 {
 	int64_t now = rmca_now_ms();
 	int fd;
 
-	if (now >= l->shed_said) {
+	if (now >= *said) {
 		rmca_log(0,
-			 "listener on port %d: out of file descriptors "
-			 "(%s): closing new connections at once",
-			 l->port, strerror(err));
-		l->shed_said = now + 60000;
+			 "%s on port %d: out of file descriptors (%s): "
+			 "closing new connections at once",
+			 what, port, strerror(err));
+		*said = now + 60000;
 	}
-	if (l->spare_fd >= 0) {
-		close(l->spare_fd);
-		fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd >= 0)
-			close(fd);
-		l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (fd >= 0)
-			return true;
-	}
+	if (*spare < 0)
+		return false;
+	close(*spare);
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	*spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return fd >= 0;
+}
+
+/* Out of descriptors: shed one peer with the spare, so that nobody hangs
+ * and the listener does not spin; without a spare, rest a second. */
+static bool listener_shed(struct rmca_listener *l, int err)
+{
+	if (rmca_listen_shed(l->fd, &l->spare_fd, &l->shed_said, "listener",
+			     l->port, err))
+		return true;
 	listener_arm(l, false);
-	l->rest_until = now + 1000;
+	l->rest_until = rmca_now_ms() + 1000;
 	return false;
 }
 

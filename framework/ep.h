@@ -504,6 +504,12 @@ bool rmca_handshakes_cancel(struct rmca_listener *l, uintptr_t tag);
 struct pollfd;
 int rmca_handshakes_pollfds(const struct rmca_listener *l, struct pollfd *pfd,
 			    int max);
+/* A listening socket out of descriptors (err from accept4): one waiting
+ * peer closed with the spare descriptor *spare; false if none could be
+ * (the caller stops watching lfd for a while). Logged as what, once a
+ * minute at most (*said). */
+bool rmca_listen_shed(int lfd, int *spare, int64_t *said, const char *what,
+		      int port, int err);
 /* The peer closed its end in an orderly way (rmca_ep_close, or its process
  * ended), rather than the connection breaking. */
 bool rmca_ep_peer_closed(const struct rmca_ep *ep);

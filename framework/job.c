@@ -38,6 +38,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
@@ -119,6 +120,9 @@ struct rmca_job {
 	char key_name[32];	 /* what it publishes under (JOB_KEY) */
 	uint8_t key[JOB_KEYLEN]; /* published: a request to us carries it */
 	int lfd, port;
+	int spare_fd;	    /* given up to shed a peer when out of fds */
+	int64_t rest_until; /* out of fds without a spare: lfd unwatched */
+	int64_t shed_said;  /* when that may be logged again */
 	struct job_peer *peers;
 	struct rmca_list pending; /* newest first: the oldest is its last */
 	unsigned npending;	  /* at most pending_max() */
@@ -223,11 +227,11 @@ static void peer_set(struct rmca_job *job, uint32_t r, struct rmca_ep *ep,
 /* ---- the listener side ---- */
 
 /* The job's tick runs every pass while it has something to time: waiting
- * connections, held-back log lines to count. */
+ * connections, held-back log lines to count, a rest to end. */
 static void tick_update(struct rmca_job *job)
 {
 	bool on = !rmca_list_empty(&job->pending) || job->log_refused ||
-		  job->log_evicted;
+		  job->log_evicted || job->rest_until;
 
 	rmca_handshakes_tick(job->hs, on);
 }
@@ -443,7 +447,8 @@ static void pending_cb(void *arg, uint32_t events)
 }
 
 /* Half-sent requests have RMCA_connect_timeout: checked every pass of the
- * event loop while there are some (the handshake set's tick). */
+ * event loop while there are some (the handshake set's tick), as is the
+ * end of a rest. */
 static void pending_expire(struct rmca_job *job, int64_t now)
 {
 	struct rmca_list *l, *tmp;
@@ -451,6 +456,9 @@ static void pending_expire(struct rmca_job *job, int64_t now)
 	/* the count of lines held back is said once their second is over */
 	if (job->log_refused || job->log_evicted)
 		refusal_log_window(job, now);
+	if (job->rest_until && now >= job->rest_until &&
+	    !ops(job)->fd_mod(&job->ctx->core, job->lfd, EPOLLIN))
+		job->rest_until = 0;
 	tick_update(job);
 
 	rmca_list_for_each_safe(l, tmp, &job->pending)
@@ -513,6 +521,21 @@ static void pending_evict(struct rmca_job *job, struct job_pending *pd)
 	pending_drop(job, pd, true);
 }
 
+/* Out of descriptors: shed a waiting peer with the spare (true: try
+ * again), or rest a second with lfd unwatched (ep.c's rmca_listen_shed,
+ * as any listener). */
+static bool job_shed(struct rmca_job *job, int err)
+{
+	if (rmca_listen_shed(job->lfd, &job->spare_fd, &job->shed_said,
+			     "job listener", job->port, err))
+		return true;
+	if (!ops(job)->fd_mod(&job->ctx->core, job->lfd, 0)) {
+		job->rest_until = rmca_now_ms() + 1000;
+		tick_update(job);
+	}
+	return false;
+}
+
 /*
  * New connections, each kept until it sent its request. At the bound, one
  * new connection per call (thus per pass of the event loop) takes the slot
@@ -521,7 +544,10 @@ static void pending_evict(struct rmca_job *job, struct job_pending *pd)
  * newcomer outlives pending_max() - 1 later ones before its turn to give
  * way comes, and its request, if in by then, is read first. Bounded still:
  * never more than pending_max() connections, one eviction a pass; the
- * others wait in the kernel's backlog meanwhile.
+ * others wait in the kernel's backlog meanwhile. Out of descriptors, as a
+ * listener of rmca_listen: each waiting peer is closed with the spare
+ * descriptor given up for it, or without one lfd rests a second, so that
+ * a socket accept4 cannot empty does not keep the event loop spinning.
  */
 static void listener_cb(void *arg, uint32_t events)
 {
@@ -540,8 +566,15 @@ static void listener_cb(void *arg, uint32_t events)
 		}
 		fd = accept4(job->lfd, NULL, NULL,
 			     SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if ((errno == EMFILE || errno == ENFILE ||
+			     errno == ENOBUFS || errno == ENOMEM) &&
+			    job_shed(job, errno))
+				continue;
 			return;
+		}
 		pd = calloc(1, sizeof(*pd));
 		if (!pd) {
 			rmca_log(1, "job: out of memory, a connection refused");
@@ -592,7 +625,10 @@ static int job_wait(struct rmca_job *job, int fd, short events,
 
 		if (fd >= 0)
 			pfd[n++] = (struct pollfd){.fd = fd, .events = events};
-		pfd[n++] = (struct pollfd){.fd = job->lfd, .events = POLLIN};
+		/* resting, lfd is readable and must wait */
+		if (!job->rest_until)
+			pfd[n++] = (struct pollfd){.fd = job->lfd,
+						   .events = POLLIN};
 		n += rmca_handshakes_pollfds(job->hs, pfd + n, 64 - n);
 		rmca_list_for_each(l, &job->pending)
 		{
@@ -1007,6 +1043,8 @@ static void job_free(struct rmca_job *job)
 		ops(job)->fd_del(&job->ctx->core, job->lfd);
 		close(job->lfd);
 	}
+	if (job->spare_fd >= 0)
+		close(job->spare_fd);
 	rmca_pmix_close(job->pmix);
 	free(job->peers);
 	free(job);
@@ -1034,6 +1072,7 @@ int rmca_job_join(rmca_context_t *ctx, int timeout_ms)
 		return RMCA_ERR_NO_MEMORY;
 	job->ctx = ctx;
 	job->lfd = -1;
+	job->spare_fd = -1;
 	rmca_list_init(&job->pending);
 	job->active_to = -1;
 	rc = rmca_pmix_open(&job->pmix, job->nspace, sizeof(job->nspace),
@@ -1062,6 +1101,7 @@ int rmca_job_join(rmca_context_t *ctx, int timeout_ms)
 		job->lfd = -1;
 		goto fail;
 	}
+	job->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	rc = ops(job)->random(job->key, sizeof(job->key));
 	if (rc)
 		goto fail;

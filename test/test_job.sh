@@ -35,7 +35,9 @@ kill_checks="join endpoints fence dies dead-ep dead-ops finalize"
 # "logged" rank 1's), then the job must still work
 attack_cases="garbage another-job posing-as-rank posing-as-itself wrong-rank old-version half-open log-flood flood served-past-flood oldest-give-way stalled-handshake"
 attack_checks="join $attack_cases served-beside-it endpoints sendrecv fence logged finalize"
-runs="all:1 all:2 all:4 all:8 race:2 race:4 race:8 tcp:4 two:4 kill:4 attack:3"
+# test_job_attack_emfile: one rank's job listener out of descriptors
+emfile_checks="join emfile-no-spin emfile-shed emfile-served finalize"
+runs="all:1 all:2 all:4 all:8 race:2 race:4 race:8 tcp:4 two:4 kill:4 attack:3 emfile:1"
 
 checks_of() {
 	case $1 in
@@ -45,6 +47,7 @@ checks_of() {
 	two) echo "$two_checks" ;;
 	kill) echo "$kill_checks" ;;
 	attack) echo "$attack_checks" ;;
+	emfile) echo "$emfile_checks" ;;
 	esac
 }
 
@@ -100,6 +103,7 @@ for run in $runs; do
 	[ "$mode" = tcp ] && extra="-x RMCA_transports=tcp"
 	args="$prog $mode $np"
 	[ "$mode" = attack ] && args=$builddir/test_job_attack
+	[ "$mode" = emfile ] && args=$builddir/test_job_attack_emfile
 	RMCATEST_JOBDIR=$dir timeout -k 10 "$limit" \
 		"$mpirun" $extra -np "$np" $args >"$dir/out" 2>&1
 	rc=$?
