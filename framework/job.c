@@ -491,6 +491,11 @@ static unsigned pending_max(const struct rmca_job *job)
  * the silent and the slow give way, as sshd's MaxStartups and a SYN
  * backlog let half-open peers go first. NULL: a slot came free (the one
  * read was decided, or had closed); so the next one need not be read.
+ * Not shared with ep.c's listener_victim: that one picks among states
+ * (silent first, then half-done handshakes, never endpoints) of its own
+ * entries, stepping each its own way; here there is one kind, and the
+ * oldest is at hand. A common helper would need those as callbacks to
+ * save the three lines this is.
  */
 static struct job_pending *pending_victim(struct rmca_job *job)
 {
