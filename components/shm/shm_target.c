@@ -367,14 +367,24 @@ static void rx_resps(struct shm_conn *c)
 	}
 }
 
+/*
+ * One lap of the ring per pass at most. An honest peer cannot push more
+ * before it sees our head, which moves only at the end of the pass; a peer
+ * that writes stamps right behind the consumer, heedless of the head,
+ * would otherwise keep this loop (and the caller's progress call, and
+ * every other connection) going for as long as it likes. What it wrote
+ * past the lap is served by the next pass.
+ */
 static void rx_reqs(struct shm_conn *c)
 {
 	struct shm_rings *r = &c->r;
+	uint64_t start = r->req_in_head;
 	bool served = false;
 	const uint8_t *e;
 	struct shm_req h;
 
-	while (!c->failed && (e = rmca_shm_req_peek(r, &h))) {
+	while (!c->failed && r->req_in_head - start < SHM_REQ_BYTES &&
+	       (e = rmca_shm_req_peek(r, &h))) {
 		size_t pos = (size_t)(r->req_in_head % SHM_REQ_BYTES);
 		size_t bytes = (size_t)h.units * SHM_UNIT;
 		size_t off = shm_pl_off(h.type);

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A same-host peer against a real shm module whose core is this test: one
+ * that writes the connection's shared segment behind the module's back.
+ * Whatever a peer does, one progress call of ours does a bounded amount of
+ * work and returns, so that the application and its other peers go on;
+ * what the peer sent is served on the next calls, nothing is lost.
+ *
+ * The peer acts from inside the progress call it attacks (from the core's
+ * completion callback), so each case is a count, the same on every run,
+ * not a race.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "shm.h"
+
+#define MAX_FDS 8
+
+struct fake_fd {
+	int fd;
+	uint32_t events;
+	rmca_fd_cb cb;
+	void *arg;
+};
+
+static struct fake_fd fds[MAX_FDS];
+
+/* A request of the fake core: how it completed. */
+struct treq {
+	int done;
+	int status;
+	size_t len;
+	char buf[64];
+	_Alignas(RMCA_REQ_ALIGN) char mine[RMCA_COMPONENT_REQ_MAX];
+};
+
+/* Called inside the module's completion of r: the peer's move. */
+static void (*on_complete)(struct treq *r);
+
+static void t_log(const struct rmca_core *core, int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > RMCA_LOG_ERROR)
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static int t_param_register(const struct rmca_core *core,
+			    const struct rmca_param_def *def)
+{
+	return 0;
+}
+
+static bool t_param_bool(const struct rmca_core *core, const char *name)
+{
+	return false; /* shm_cma=no: every byte through the rings */
+}
+
+static long long t_param_int(const struct rmca_core *core, const char *name)
+{
+	return 0;
+}
+
+static int t_fd_add(const struct rmca_core *core, int fd, uint32_t events,
+		    rmca_fd_cb cb, void *arg)
+{
+	for (int i = 0; i < MAX_FDS; i++)
+		if (!fds[i].cb) {
+			fds[i] = (struct fake_fd){fd, events, cb, arg};
+			return 0;
+		}
+	return RMCA_ERR_NO_MEMORY;
+}
+
+static int t_fd_mod(const struct rmca_core *core, int fd, uint32_t events)
+{
+	return 0;
+}
+
+static void t_fd_del(const struct rmca_core *core, int fd)
+{
+	for (int i = 0; i < MAX_FDS; i++)
+		if (fds[i].cb && fds[i].fd == fd)
+			fds[i] = (struct fake_fd){.fd = -1};
+}
+
+static int t_mem_find(const struct rmca_core *core, const void *addr,
+		      size_t len, struct rmca_mem_info *out)
+{
+	return RMCA_ERR_NOT_FOUND;
+}
+
+static void t_complete(const struct rmca_core *core, void *req, int status,
+		       size_t len, uint64_t revoked)
+{
+	struct treq *r = req;
+
+	r->done++;
+	r->status = status;
+	r->len = len;
+	if (on_complete)
+		on_complete(r);
+}
+
+static void t_conn_failed(const struct rmca_core *core, void *cookie,
+			  int status)
+{
+}
+
+static int t_random(void *buf, size_t len)
+{
+	return getrandom(buf, len, 0) == (ssize_t)len ? 0 : -1;
+}
+
+static const struct rmca_core_ops t_ops = {
+	.complete = t_complete,
+	.conn_failed = t_conn_failed,
+	.fd_add = t_fd_add,
+	.fd_del = t_fd_del,
+	.fd_mod = t_fd_mod,
+	.log = t_log,
+	.mem_find = t_mem_find,
+	.param_bool = t_param_bool,
+	.param_int = t_param_int,
+	.param_register = t_param_register,
+	.random = t_random,
+};
+
+static const struct rmca_core t_core = {
+	.ops = &t_ops,
+	.req_offset = offsetof(struct treq, mine),
+};
+
+static struct shm_module *module(void)
+{
+	struct shm_module *m;
+
+	for (int i = 0; i < MAX_FDS; i++)
+		fds[i] = (struct fake_fd){.fd = -1};
+	assert_int_equal(rmca_shm_module_create(&t_core, &m), 0);
+	return m;
+}
+
+/* ---- a peer that writes requests behind the consumer's back ---- */
+
+/*
+ * The peer is side 0 and owns req[0]: it writes one-unit messages, each
+ * with the stamp of its position, right behind the module's consumer, as
+ * fast as that consumes them, without waiting for the head the module
+ * publishes. An honest peer waits for it, and can push one lap of the
+ * ring per pass of the module at most; this one could keep one pass going
+ * for ever. It stops after LAPS laps, so that the case ends either way.
+ * A progress call makes two passes at most: its poll, and the look at the
+ * rings right after the side arms for wakeups.
+ */
+#define LAPS 8
+
+static struct {
+	struct shm_seg *seg;
+	struct shm_conn *c;
+	uint64_t pos;	 /* of the next request the peer writes */
+	uint64_t served; /* messages received */
+	uint64_t limit;
+	struct treq recv;
+} fl;
+
+static void peer_send(uint64_t pos)
+{
+	uint8_t *e = fl.seg->reqbuf[0] + pos % SHM_REQ_BYTES;
+	struct shm_req q = {.type = SHM_R_SEND,
+			    .flags = SHM_RF_INLINE,
+			    .units = 1,
+			    .len = 8};
+
+	assert_int_equal(shm_units(SHM_R_SEND, 8), 1);
+	memcpy(e, &q, sizeof(q));
+	memcpy(e + shm_pl_off(SHM_R_SEND), &pos, 8);
+	__atomic_store_n((uint32_t *)(void *)e, shm_stamp(pos),
+			 __ATOMIC_RELEASE);
+}
+
+/* A message arrived: another receive, and the next message, now. */
+static void flood_next(struct treq *r)
+{
+	assert_int_equal(r->status, RMCA_OK);
+	fl.served++;
+	if (fl.served >= fl.limit)
+		return;
+	r->done = 0;
+	assert_int_equal(
+		rmca_shm_recv(&fl.c->base, r->buf, sizeof(r->buf), NULL, r), 0);
+	fl.pos += SHM_UNIT;
+	peer_send(fl.pos);
+}
+
+static void test_request_flood_ends_each_pass(void **state)
+{
+	const uint64_t lap = SHM_REQ_BYTES / SHM_UNIT;
+	struct shm_conn_parts parts = {.side = 1, .pidfd = -1};
+	struct shm_module *m = module();
+	uint64_t before;
+	int sv[2];
+
+	(void)state;
+	memset(&fl, 0, sizeof(fl));
+	fl.limit = LAPS * lap;
+	fl.seg = mmap(NULL, sizeof(*fl.seg), PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(fl.seg != MAP_FAILED);
+	fl.seg->magic = SHM_SEG_MAGIC;
+	fl.seg->version = SHM_PROTO_VERSION;
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	parts.seg = fl.seg;
+	assert_int_equal(rmca_shm_conn_create(m, sv[0], &parts, NULL, &fl.c),
+			 0);
+	assert_int_equal(rmca_shm_recv(&fl.c->base, fl.recv.buf,
+				       sizeof(fl.recv.buf), NULL, &fl.recv),
+			 0);
+	on_complete = flood_next;
+	peer_send(0);
+	rmca_shm_progress(&m->base);
+	print_message("# one progress call served %llu messages (%llu a lap)\n",
+		      (unsigned long long)fl.served, (unsigned long long)lap);
+	assert_false(fl.c->failed);
+	assert_true(fl.served > 0);
+	assert_true(fl.served <= 2 * lap);
+	/* The rest is served by the passes that follow, in order. */
+	for (int pass = 0; pass < 2 * LAPS && fl.served < fl.limit; pass++) {
+		before = fl.served;
+		rmca_shm_progress(&m->base);
+		assert_true(fl.served > before &&
+			    fl.served - before <= 2 * lap);
+	}
+	assert_int_equal(fl.served, fl.limit);
+	assert_false(fl.c->failed);
+	on_complete = NULL;
+	rmca_shm_disconnect(&fl.c->base);
+	rmca_shm_reap_zombies(m, true);
+	close(sv[1]);
+	rmca_shm_module_destroy(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_request_flood_ends_each_pass),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
