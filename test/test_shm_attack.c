@@ -1,23 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A same-host peer against a real shm module whose core is this test: one
- * that writes the connection's shared segment behind the module's back.
- * Whatever a peer does, one progress call of ours does a bounded amount of
- * work and returns, so that the application and its other peers go on;
- * what the peer sent is served on the next calls, nothing is lost.
+ * that writes the connection's shared segment behind the module's back,
+ * one that floods the module's socket with connections. Whatever a peer
+ * does, one progress call of ours does a bounded amount of work and
+ * returns, so that the application and its other peers go on; what the
+ * peer sent is served on the next calls, nothing is lost.
  *
  * The peer acts from inside the progress call it attacks (from the core's
- * completion callback), so each case is a count, the same on every run,
- * not a race.
+ * completion callback, from accept4), so each case is a count, the same on
+ * every run, not a race.
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_NEXT */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <stdarg.h>
@@ -258,10 +262,85 @@ static void test_request_flood_ends_each_pass(void **state)
 	rmca_shm_module_destroy(m);
 }
 
+/* ---- a flood of connections on the module's socket ---- */
+
+/*
+ * accept4 of this program: while flooding, each call of the module's
+ * first dials the module's socket once more (and hangs up), so that there
+ * is always one more connection waiting, up to FLOOD of them.
+ */
+#define FLOOD 2000
+
+static struct {
+	bool on;
+	struct sockaddr_un sa;
+	socklen_t sl;
+	int accepts, dialed;
+} cf;
+
+int accept4(int fd, struct sockaddr *sa, socklen_t *sl, int flags)
+{
+	static int (*real)(int, struct sockaddr *, socklen_t *, int);
+
+	if (!real)
+		real = (int (*)(int, struct sockaddr *, socklen_t *, int))dlsym(
+			RTLD_NEXT, "accept4");
+	if (cf.on) {
+		cf.accepts++;
+		if (cf.dialed < FLOOD) {
+			int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+			if (s >= 0 &&
+			    !connect(s, (struct sockaddr *)&cf.sa, cf.sl))
+				cf.dialed++;
+			if (s >= 0)
+				close(s);
+		}
+	}
+	return real(fd, sa, sl, flags);
+}
+
+static void test_connection_flood_ends_each_pass(void **state)
+{
+	struct shm_module *m = module();
+	struct rmca_conn_args a = {.active = 0,
+				   .peer_addr = &m->self,
+				   .peer_addr_len = sizeof(m->self),
+				   .token = 0x5eed,
+				   .timeout_ms = -1};
+	struct rmca_connecting *h;
+	struct fake_fd *lis = NULL;
+	int n;
+
+	(void)state;
+	memset(&cf, 0, sizeof(cf));
+	cf.sa.sun_family = AF_UNIX;
+	n = snprintf(cf.sa.sun_path + 1, sizeof(cf.sa.sun_path) - 1,
+		     "rmca-shm-%016llx", (unsigned long long)m->self.sock_id);
+	cf.sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			    (size_t)n);
+	/* A passive connect: the module's socket is served from now on. */
+	assert_int_equal(rmca_shm_connect_start(&m->base, &a, &h), 0);
+	for (int i = 0; i < MAX_FDS; i++)
+		if (fds[i].cb && fds[i].fd == m->lfd)
+			lis = &fds[i];
+	assert_non_null(lis);
+	cf.on = true;
+	lis->cb(lis->arg, EPOLLIN);
+	cf.on = false;
+	print_message("# one call accepted %d times, %d dialed\n", cf.accepts,
+		      cf.dialed);
+	assert_true(cf.accepts <= 2 * SHM_MAX_PENDING);
+	assert_true(m->npending <= SHM_MAX_PENDING);
+	rmca_shm_connect_abort(h);
+	rmca_shm_module_destroy(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_request_flood_ends_each_pass),
+		cmocka_unit_test(test_connection_flood_ends_each_pass),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -620,15 +620,18 @@ static void pending_expire(struct shm_module *m)
 	}
 }
 
-/* Take every socket waiting on the listening one, and what there is of
- * its hello; never waits. */
+/* Take the sockets waiting on the listening one, and what there is of
+ * their hellos; never waits. At most SHM_MAX_PENDING a call: a process
+ * that dials as fast as we accept would otherwise hold this call, and the
+ * progress call of the whole context, for as long as it dials. The rest
+ * wait in the backlog, the listening socket stays readable. */
 static void accept_all(struct shm_module *m)
 {
 	const struct rmca_core *core = m->base.core;
 	struct shm_pending *p;
 	int fd;
 
-	for (;;) {
+	for (int budget = SHM_MAX_PENDING; budget; budget--) {
 		fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
 			continue;
