@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A same-host peer against a real shm module whose core is this test: one
- * that writes the connection's shared segment behind the module's back,
- * one that floods the module's socket with connections. Whatever a peer
- * does, one progress call of ours does a bounded amount of work and
- * returns, so that the application and its other peers go on; what the
- * peer sent is served on the next calls, nothing is lost.
+ * that writes the connection's shared segment behind the module's back or
+ * lies in it, one that floods the module's socket with connections.
+ * Whatever a peer does, one progress call of ours does a bounded amount of
+ * work and returns, so that the application and its other peers go on;
+ * what the peer sent is served on the next calls, nothing is lost; a lie
+ * ends that connection, and its operations complete with the reason.
  *
  * The peer acts from inside the progress call it attacks (from the core's
  * completion callback, from accept4), so each case is a count, the same on
@@ -262,6 +263,63 @@ static void test_request_flood_ends_each_pass(void **state)
 	rmca_shm_module_destroy(m);
 }
 
+/* ---- a consumer's head past everything we pushed ---- */
+
+/*
+ * The peer, the consumer of our requests, says it took more than we ever
+ * pushed. Whoever reads that head first, the producer looking for room or
+ * the look at the answers, ends the connection with RMCA_ERR_PROTOCOL: no
+ * request of ours passes for served on its word, none waits for room for
+ * ever on a connection that stays up.
+ */
+#define LIE_PUTS 40
+
+static void test_head_past_our_tail_ends_the_connection(void **state)
+{
+	static struct treq puts[LIE_PUTS];
+	static char data[SHM_INLINE_MAX];
+	struct shm_conn_parts parts = {.side = 1, .pidfd = -1};
+	struct shm_module *m = module();
+	struct shm_conn *c;
+	struct shm_seg *seg;
+	int sv[2], ok = 0, proto = 0, open = 0;
+
+	(void)state;
+	memset(puts, 0, sizeof(puts));
+	seg = mmap(NULL, sizeof(*seg), PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(seg != MAP_FAILED);
+	seg->magic = SHM_SEG_MAGIC;
+	seg->version = SHM_PROTO_VERSION;
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	parts.seg = seg;
+	assert_int_equal(rmca_shm_conn_create(m, sv[0], &parts, NULL, &c), 0);
+	/* We are side 1: our requests are req[1], the peer moves its head. */
+	__atomic_store_n(&seg->req[1].head, 4 * SHM_REQ_BYTES,
+			 __ATOMIC_RELEASE);
+	/* More than the ring holds: the producer reads the head for room. */
+	for (int i = 0; i < LIE_PUTS; i++)
+		assert_int_equal(rmca_shm_put(&c->base, data, sizeof(data),
+					      NULL, 0x1000, 0x1, &puts[i]),
+				 0);
+	rmca_shm_progress(&m->base);
+	for (int i = 0; i < LIE_PUTS; i++) {
+		assert_true(puts[i].done <= 1);
+		ok += puts[i].done && puts[i].status == RMCA_OK;
+		proto += puts[i].done && puts[i].status == RMCA_ERR_PROTOCOL;
+		open += !puts[i].done;
+	}
+	print_message("# %d puts: %d ok, %d protocol error, %d outstanding\n",
+		      LIE_PUTS, ok, proto, open);
+	assert_true(c->failed);
+	assert_int_equal(proto, LIE_PUTS);
+	rmca_shm_disconnect(&c->base);
+	rmca_shm_reap_zombies(m, true);
+	close(sv[1]);
+	rmca_shm_module_destroy(m);
+}
+
 /* ---- a flood of connections on the module's socket ---- */
 
 /*
@@ -340,6 +398,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_request_flood_ends_each_pass),
+		cmocka_unit_test(test_head_past_our_tail_ends_the_connection),
 		cmocka_unit_test(test_connection_flood_ends_each_pass),
 	};
 

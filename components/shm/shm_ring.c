@@ -25,16 +25,22 @@ void rmca_shm_rings_init(struct shm_rings *r, struct shm_seg *s, int side)
 }
 
 /* Bytes of the request ring free for us, after reading the consumer's
- * head if the last one read leaves fewer than want; a head past our tail
- * is the peer's lie: no room, ever. */
+ * head if the last one read leaves fewer than want. A head behind the one
+ * seen or past our tail is the peer's lie: no room, and it is not taken
+ * for the head seen, so that the next look at the answers (shm_target.c)
+ * finds it out of range and ends the connection. Taken, it would pass
+ * every request in flight for served, and leave no room for ever. */
 static uint64_t req_room(struct shm_rings *r, uint64_t want)
 {
-	uint64_t used = r->req_tail - r->req_head_seen;
+	uint64_t used = r->req_tail - r->req_head_seen, head;
 
 	if (used <= SHM_REQ_BYTES && SHM_REQ_BYTES - used >= want)
 		return SHM_REQ_BYTES - used;
-	r->req_head_seen = shm_load(&r->req_out->head);
-	used = r->req_tail - r->req_head_seen;
+	head = shm_load(&r->req_out->head);
+	if (head - r->req_head_seen > r->req_tail - r->req_head_seen)
+		return 0;
+	r->req_head_seen = head;
+	used = r->req_tail - head;
 	return used > SHM_REQ_BYTES ? 0 : SHM_REQ_BYTES - used;
 }
 
