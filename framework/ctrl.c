@@ -271,3 +271,8 @@ int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	}
 	return 0;
 }
+
+size_t rmca_ctrl_queued_bytes(const struct rmca_ep *ep)
+{
+	return ep->ctrl ? ctrl_queued(ep->ctrl) : 0;
+}

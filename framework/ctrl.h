@@ -71,5 +71,7 @@ int rmca_ctrl_open(struct rmca_ep *ep, int fd);
 void rmca_ctrl_close(struct rmca_ep *ep);
 /* Queue m for the peer; RMCA_ERR_CONNECTION once the channel is gone. */
 int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
+/* Bytes queued for the peer and not sent yet (0 without a channel). */
+size_t rmca_ctrl_queued_bytes(const struct rmca_ep *ep);
 
 #endif
