@@ -25,11 +25,41 @@ enum rmca_req_kind {
 				  * list of the endpoint */
 };
 
+/*
+ * What the core keeps of a request: the one fact of the request itself
+ * that the inline path of its completion reads (ops.c, req_held). A
+ * request leaves the pool held; the taker makes it plain (listed or
+ * ordered) only when nothing of the core's is on it, and the core takes
+ * it back on through one function (ops.c, req_list_add) before it does
+ * anything with it: holds a send, builds an atomic or has the peer's core
+ * do it, proves a put with a delivery flush, has the peer's core answer a
+ * get. A new case of req_done_slow() for a request the core works on thus
+ * reaches the inline path without a second list of conditions there; what
+ * the completion brings (an error, which a verification may follow, a
+ * second completion) and the endpoint's state (a flush behind it, revokes
+ * noted) are req_held()'s to test.
+ */
+enum rmca_req_held {
+	/* the core holds it or watches it (an internal request, a user's
+	 * flush, one on an endpoint with rails, one the core took on): its
+	 * completion goes through req_done_slow() */
+	RMCA_REQ_HELD,
+	/* a user's request on its list (ep->reqs or ep->recvs), nothing of
+	 * the core's on it: a success is unlinked and queued at once unless
+	 * a flush waits behind it, or, for a receive, revokes are noted */
+	RMCA_REQ_LISTED,
+	/* posted whole to a module that orders its completions (struct
+	 * rmca_mod, ordered), on no list of the endpoint: a success is
+	 * queued at once (a receive's unless revokes are noted) */
+	RMCA_REQ_ORDERED,
+};
+
 struct rmca_req {
 	/* Set by whoever takes the request from the pool (rmca_req_new, a
 	 * rail's part_new): */
 	struct rmca_list link;	  /* ep->reqs or ep->recvs, post order; or on
-				   * neither (ordered, below): linked to itself */
+				   * neither (RMCA_REQ_ORDERED): linked to
+				   * itself */
 	struct rmca_context *ctx; /* its pool: ep may be gone when it is freed */
 	struct rmca_ep *ep;
 	enum rmca_op op;
@@ -41,11 +71,7 @@ struct rmca_req {
 	 * static check below fails the build on a member it does not); the
 	 * union is the path's to set (below). */
 	void *user_ctx;
-	/* Posted whole to a module that orders its completions (struct
-	 * rmca_mod, ordered) and held by nothing of the core's: on no list of
-	 * the endpoint, and its success is reported at once (rmca_req_done).
-	 * Cleared when the core takes it on (ops.c, req_list_add). */
-	bool ordered;
+	uint8_t held; /* enum rmca_req_held (a byte: the span has no padding) */
 	bool done; /* the module completed it */
 	bool needs_flush; /* a DELIVERED put on a module without remote completion */
 	bool flushed; /* its delivery flush completed */
@@ -147,7 +173,7 @@ _Static_assert(offsetof(struct rmca_req, buf) == RMCA_REQ_PATH_OFFSET &&
  * where a memset of the span is a string instruction with its start-up. */
 #define RMCA_REQ_CLEARED(X)                                                    \
 	X(user_ctx)                                                            \
-	X(ordered)                                                             \
+	X(held)                                                                \
 	X(done)                                                                \
 	X(needs_flush)                                                         \
 	X(flushed)                                                             \

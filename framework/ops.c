@@ -25,6 +25,10 @@ static struct rmca_list *req_list(struct rmca_ep *ep, enum rmca_op op)
  * A request taken from the pool for ep; linked on its list unless ordered:
  * then it goes whole to a module that orders its completions, and stays
  * on no list of the endpoint unless the core takes it on (req_list_add).
+ * Plain (enum rmca_req_held) when nothing of the core's can be on it yet:
+ * a user's request, no flush (flushes are ordered against the rest), on
+ * an endpoint without rails (their parts go to other modules; rails are
+ * set up with the endpoint, before any post).
  */
 static inline struct rmca_req *req_take(struct rmca_ep *ep, enum rmca_op op,
 					enum rmca_req_kind kind, void *user_ctx,
@@ -41,10 +45,12 @@ static inline struct rmca_req *req_take(struct rmca_ep *ep, enum rmca_op op,
 	r->post_no = ++ep->nposted;
 	r->user_ctx = user_ctx;
 	if (ordered) {
-		r->ordered = true;
+		r->held = RMCA_REQ_ORDERED;
 		rmca_list_init(&r->link);
 		return r;
 	}
+	if (kind == RMCA_REQ_USER && op != RMCA_OP_FLUSH && !ep->rails)
+		r->held = RMCA_REQ_LISTED;
 	rmca_list_add_tail(req_list(ep, op), &r->link);
 	if (op == RMCA_OP_FLUSH && r->kind == RMCA_REQ_USER)
 		ep->nflushes++;
@@ -59,15 +65,20 @@ struct rmca_req *rmca_req_new(struct rmca_ep *ep, enum rmca_op op,
 
 /*
  * The core takes on r, just posted: it holds it (a held send, an atomic it
- * builds) or orders it (a put it proves with a delivery flush). On its
- * list, last, as a request posted now.
+ * builds or sends to the peer's core, a get the peer's core answers) or
+ * orders it (a put it proves with a delivery flush). On its list, last, as
+ * a request posted now; held from now on, so that its completion takes
+ * req_done_slow(). The one way a request stops being plain: every case
+ * the slow path handles for a user's request starts here (or at the
+ * completion itself: an error, a flush behind it, revokes).
  */
 static void req_list_add(struct rmca_req *r)
 {
-	if (!r->ordered)
-		return;
-	r->ordered = false;
-	rmca_list_add_tail(req_list(r->ep, r->op), &r->link);
+	enum rmca_req_held was = r->held;
+
+	r->held = RMCA_REQ_HELD;
+	if (was == RMCA_REQ_ORDERED)
+		rmca_list_add_tail(req_list(r->ep, r->op), &r->link);
 }
 
 /*
@@ -79,7 +90,7 @@ static void req_list_insert(struct rmca_req *r)
 {
 	struct rmca_list *h = req_list(r->ep, r->op), *l;
 
-	r->ordered = false;
+	r->held = RMCA_REQ_HELD;
 	for (l = h->prev; l != h; l = l->prev)
 		if (rmca_list_entry(l, struct rmca_req, link)->post_no <
 		    r->post_no)
@@ -190,36 +201,48 @@ static void flush_resolve(struct rmca_req *f, int status)
 }
 
 /*
+ * Whether r, completing now with status and revoked_rkey, needs more of
+ * the core than being unlinked and queued: the one test of that, which
+ * req_done_fast() asks and req_done_slow() answers case by case. What the
+ * request carries is in one byte (enum rmca_req_held: the core took it
+ * on, through req_list_add, or it is internal, a flush, on rails); what
+ * the completion and the endpoint add is here: an error or a revoked key,
+ * a second completion, a flush waiting behind it, revokes noted for the
+ * messages to come.
+ */
+static inline bool req_held(const struct rmca_req *r, int status,
+			    uint64_t revoked_rkey)
+{
+	const struct rmca_ep *ep = r->ep;
+
+	if (status || revoked_rkey || r->done)
+		return true;
+	if (r->held == RMCA_REQ_ORDERED)
+		return r->op == RMCA_OP_RECV && ep->revokes;
+	if (r->held != RMCA_REQ_LISTED)
+		return true;
+	return r->op == RMCA_OP_RECV ? ep->revokes != NULL : ep->nflushes != 0;
+}
+
+/*
  * The common cases, inline: a user's request succeeded, and nothing waits
- * for it nor it for anything; it goes on the completion queue. Either it
- * is ordered (on no list, nothing of the core's on it), or it is on its
- * list with no flush behind it to order against, no delivery flush or
- * verification to wait for, no atomic the core builds and no rails: what
- * req_done_slow() would do then is unlink it and emit it at once. True
- * when that is what happened.
+ * for it nor it for anything (req_held); it goes on the completion queue,
+ * as req_done_slow() would put it there. True when that is what happened.
  */
 static inline bool req_done_fast(struct rmca_req *r, int status, size_t len,
 				 uint64_t revoked_rkey)
 {
 	struct rmca_ep *ep = r->ep;
 
-	if (status || revoked_rkey || r->done)
-		return false;
-	if (!r->ordered &&
-	    (r->kind != RMCA_REQ_USER || r->needs_flush || r->verifying ||
-	     r->status || r->path == RMCA_PATH_CAS_LOOP || ep->rails ||
-	     (r->op != RMCA_OP_RECV &&
-	      (r->op == RMCA_OP_FLUSH || ep->nflushes))))
+	if (req_held(r, status, revoked_rkey))
 		return false;
 	if (r->op == RMCA_OP_RECV) {
-		if (ep->revokes)
-			return false;
 		ep->recv_seq++;
 		r->len = len;
 	} else {
 		r->len = 0;
 	}
-	if (!r->ordered)
+	if (r->held == RMCA_REQ_LISTED)
 		req_unlink(r);
 	r->done = true;
 	r->emitted = true;
@@ -227,7 +250,7 @@ static inline bool req_done_fast(struct rmca_req *r, int status, size_t len,
 	return true;
 }
 
-/* Everything but the common case (req_done_fast). */
+/* Everything req_held() says the common case (req_done_fast) is not. */
 static __attribute__((noinline)) void
 req_done_slow(struct rmca_req *r, int status, size_t len, uint64_t revoked_rkey)
 {
@@ -277,12 +300,12 @@ req_done_slow(struct rmca_req *r, int status, size_t len, uint64_t revoked_rkey)
 		flush_resolve(r, status);
 		req_unlink(r);
 		rmca_req_free(r->ctx, r);
-	} else if (r->ordered && !req_ready(r)) {
+	} else if (r->held == RMCA_REQ_ORDERED && !req_ready(r)) {
 		/* Held now (verified): in post order among the rest, for the
 		 * flushes that must wait for it. */
 		req_list_insert(r);
 	} else if (req_ready(r) &&
-		   (r->op == RMCA_OP_RECV || r->ordered ||
+		   (r->op == RMCA_OP_RECV || r->held == RMCA_REQ_ORDERED ||
 		    (!ep->nflushes && r->op != RMCA_OP_FLUSH))) {
 		/* the common case: nothing to order against (an ordered
 		 * request is no flush, and nothing waits for it) */
@@ -299,13 +322,24 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 		req_done_slow(r, status, len, revoked_rkey);
 }
 
+/* The slow path entered with rmca_core_complete's arguments where they
+ * came: the inline path then tests them in place, without first moving
+ * them to req_done_slow's (noipa: not even the unused core dropped). */
+static __attribute__((noipa)) void core_done_slow(const struct rmca_core *core,
+						  struct rmca_req *r,
+						  int status, size_t len,
+						  uint64_t revoked_rkey)
+{
+	(void)core;
+	req_done_slow(r, status, len, revoked_rkey);
+}
+
 /* The core op complete: a module reports the end of the op of req. */
 void rmca_core_complete(const struct rmca_core *core, void *req, int status,
 			size_t len, uint64_t revoked_rkey)
 {
-	(void)core;
 	if (!req_done_fast(req, status, len, revoked_rkey))
-		req_done_slow(req, status, len, revoked_rkey);
+		core_done_slow(core, req, status, len, revoked_rkey);
 }
 
 /* Cover every DELIVERED put not yet covered with one delivery flush. */
