@@ -1209,20 +1209,21 @@ listener_progress(struct rmca_context *ctx, struct rmca_listener *l,
 	}
 }
 
-void rmca_listeners_progress(struct rmca_context *ctx)
+void rmca_listeners_progress(struct rmca_context *ctx,
+			     struct rmca_listener *busy)
 {
 	int64_t now = -1;
-	struct rmca_list *ll, *tmp;
+	struct rmca_list *ll, *tmp = busy->link.next;
 
-	/* This runs every pass: a listener that neither rests nor
-	 * handshakes costs a look, and the clock is read only for one
-	 * that does. A handshake set with nothing left to do leaves the
-	 * list. */
-	rmca_list_for_each_safe(ll, tmp, &ctx->listeners)
-	{
+	/* The pass found busy the first listener with work: the rest are
+	 * asked here, and the clock is read only for one that has some. A
+	 * handshake set with nothing left to do leaves the list. */
+	listener_progress(ctx, busy, &now);
+	for (ll = tmp; ll != &ctx->listeners; ll = tmp) {
 		struct rmca_listener *l =
 			rmca_list_entry(ll, struct rmca_listener, link);
 
+		tmp = ll->next;
 		if (rmca_listener_busy(l))
 			listener_progress(ctx, l, &now);
 	}

@@ -540,8 +540,11 @@ bool rmca_listen_shed(int lfd, int *spare, int64_t *said, const char *what,
  * ended), rather than the connection breaking. */
 bool rmca_ep_peer_closed(const struct rmca_ep *ep);
 /* Handshakes of ctx's listeners: deadlines, module connects (each pass of
- * the event loop). */
-void rmca_listeners_progress(struct rmca_context *ctx);
+ * the event loop, from the first listener that has work: busy, a listener
+ * of ctx->listeners that rmca_listener_busy said has some; those after it
+ * are asked here). */
+void rmca_listeners_progress(struct rmca_context *ctx,
+			     struct rmca_listener *busy);
 /* l rests, handshakes or ticks: rmca_listeners_progress has work for it. */
 static inline bool rmca_listener_busy(const struct rmca_listener *l)
 {

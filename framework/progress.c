@@ -281,21 +281,25 @@ static bool idle_skip(struct rmca_context *ctx)
 	return true;
 }
 
-/* Some listener has work (rmca_listener_busy): asked inline every pass,
- * where a listener that only waits for connections costs a look, not a
- * call. */
-static inline __attribute__((always_inline)) bool
-listeners_busy(struct rmca_context *ctx)
+/* The listeners' work, from the first one that has some
+ * (rmca_listener_busy): asked inline every pass, where a listener that
+ * only waits for connections costs a look, not a call; the one found is
+ * not asked again. */
+static inline __attribute__((always_inline)) void
+listeners_progress(struct rmca_context *ctx)
 {
 	struct rmca_list *l;
 
 	rmca_list_for_each(l, &ctx->listeners)
 	{
-		if (rmca_listener_busy(
-			    rmca_list_entry(l, struct rmca_listener, link)))
-			return true;
+		struct rmca_listener *li =
+			rmca_list_entry(l, struct rmca_listener, link);
+
+		if (rmca_listener_busy(li)) {
+			rmca_listeners_progress(ctx, li);
+			return;
+		}
 	}
-	return false;
 }
 
 /* One pass of the event loop: the core's work, fds ready within
@@ -377,8 +381,7 @@ progress_pass(struct rmca_context *ctx, int timeout_ms)
 	if (!progressed || n > 0)
 		mods_progress(ctx);
 	core_work(ctx);
-	if (listeners_busy(ctx))
-		rmca_listeners_progress(ctx);
+	listeners_progress(ctx);
 	return n < 0 && errno != EINTR ? RMCA_ERR_INVALID : 0;
 }
 
