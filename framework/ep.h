@@ -304,8 +304,10 @@ struct rmca_mr {
 
 /* progress.c: the completion queue, and what the event loop keeps */
 struct rmca_cq {
-	struct rmca_req *head, *tail;
-	size_t count;
+	/* Reported requests in order, through cq_next; tailp is where the
+	 * next one goes (the last one's cq_next, or head when there is none):
+	 * a push takes no branch, and whether any is left is head alone. */
+	struct rmca_req *head, **tailp;
 	int efd;
 	bool signaled;
 	bool polling;	      /* inside rmca_poll: it signals what is left */
@@ -351,12 +353,8 @@ static inline void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r)
 
 	r->cq_next = NULL;
 	r->queued = true;
-	if (cq->tail)
-		cq->tail->cq_next = r;
-	else
-		cq->head = r;
-	cq->tail = r;
-	cq->count++;
+	*cq->tailp = r;
+	cq->tailp = &r->cq_next;
 	cq->pushed++;
 	if (!cq->polling)
 		rmca_cq_signal(cq, true);

@@ -33,6 +33,7 @@
  * a sleep follows (will_sleep).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,7 @@ int rmca_cq_init(struct rmca_context *ctx)
 		free(cq);
 		return RMCA_ERR_NO_MEMORY;
 	}
+	cq->tailp = &cq->head;
 	cq->hot_fd = -1;
 	ctx->cq = cq;
 	return 0;
@@ -393,16 +395,20 @@ int rmca_progress(struct rmca_context *ctx, int timeout_ms)
 int rmca_poll(rmca_context_t *ctx, struct rmca_completion *out, int max)
 {
 	struct rmca_cq *cq;
+	struct rmca_req *r;
 	int n = 0;
 
-	if (!ctx || (max > 0 && !out) || max < 0)
+	/* max within 0..INT_MAX, and 0 without out: one unsigned compare */
+	if (!ctx || (unsigned)max > (out ? (unsigned)INT_MAX : 0))
 		return RMCA_ERR_INVALID;
 	cq = ctx->cq;
 	cq->polling = true;
 	progress_pass(ctx, 0);
 	cq->polling = false;
-	while (n < max && cq->head) {
-		struct rmca_req *r = cq->head;
+	/* Taken off the queue in a register, the queue set once after */
+	for (r = cq->head; r && n < max;) {
+		/* read before the release reuses it */
+		struct rmca_req *next = r->cq_next;
 
 		/* r->ep may be gone: it is only copied, as an identifier */
 		out[n++] = (struct rmca_completion){
@@ -413,14 +419,14 @@ int rmca_poll(rmca_context_t *ctx, struct rmca_completion *out, int max)
 			.ep = r->ep,
 			.revoked_rkey = r->revoked_rkey,
 		};
-		cq->head = r->cq_next;
-		if (!cq->head)
-			cq->tail = NULL;
-		cq->count--;
 		r->queued = false;
 		rmca_req_release(r);
+		r = next;
 	}
-	rmca_cq_signal(cq, cq->count != 0);
+	cq->head = r;
+	if (!r)
+		cq->tailp = &cq->head;
+	rmca_cq_signal(cq, r != NULL);
 	return n;
 }
 

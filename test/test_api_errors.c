@@ -4,6 +4,8 @@
  * or the endpoint closes; a refused call posts nothing; rmca_strerror names
  * every status.
  */
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -249,6 +251,7 @@ static void nopost_client(struct api_peer *p)
 	rmca_listener_t *l = NULL;
 	rmca_ep_t *ep = p->ep, *e2 = NULL;
 	rmca_mr_t *mr, *mres, *m2 = NULL;
+	struct rmca_completion c;
 	void *uc = API_CTX(66);
 
 	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64, RMCA_ACCESS_LOCAL, &mr));
@@ -293,6 +296,14 @@ static void nopost_client(struct api_peer *p)
 	API_CHECK(rmca_listen(p->ctx, "no port here", &l) != RMCA_OK);
 	API_CHECK(rmca_listener_port(NULL) < 0);
 	API_CHECK(rmca_mr_dereg(NULL) == RMCA_ERR_INVALID);
+	/* rmca_poll: no context, no room for what max allows, a negative
+	 * max; nothing to hand out needs no room. */
+	API_CHECK_RC(rmca_poll(NULL, &c, 1), RMCA_ERR_INVALID);
+	API_CHECK_RC(rmca_poll(p->ctx, NULL, 1), RMCA_ERR_INVALID);
+	API_CHECK_RC(rmca_poll(p->ctx, &c, -1), RMCA_ERR_INVALID);
+	API_CHECK_RC(rmca_poll(p->ctx, NULL, -1), RMCA_ERR_INVALID);
+	API_CHECK_RC(rmca_poll(p->ctx, &c, INT_MIN), RMCA_ERR_INVALID);
+	API_CHECK(rmca_poll(p->ctx, NULL, 0) == 0);
 
 	api_progress_for(p, 200);
 	API_CHECK_MSG(api_stashed() == 0,
