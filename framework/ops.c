@@ -431,8 +431,10 @@ local_check(struct rmca_ep *ep, const void *buf, size_t len, struct rmca_mr *mr,
 
 	if (!mr || mr->ctx != ep->ctx)
 		return RMCA_ERR_INVALID;
+	/* A region's address is never NULL (rmca_mr_reg): a NULL buf is
+	 * below it. */
 	base = mr->addr;
-	if (len && (!buf || b < base || len > mr->len ||
+	if (len && (b < base || len > mr->len ||
 		    (size_t)(b - base) > mr->len - len))
 		return RMCA_ERR_INVALID;
 	*mmr = mr->mmr[ep->mod->index];

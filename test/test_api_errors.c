@@ -280,6 +280,20 @@ static void nopost_client(struct api_peer *p)
 	API_CHECK_RC(rmca_atomic(ep, &op, NULL, mres, uc), RMCA_ERR_INVALID);
 	op.kind = (enum rmca_atomic_kind)99;
 	API_CHECK_RC(rmca_atomic(ep, &op, res, mres, uc), RMCA_ERR_INVALID);
+	/* The region's edges: a byte before it, a byte past its end, more
+	 * than it holds, an address far above it. */
+	API_CHECK_RC(rmca_send(ep, (void *)((uintptr_t)buf - 1), 3, mr, uc),
+		     RMCA_ERR_INVALID);
+	API_CHECK_RC(rmca_send(ep, buf + 62, 3, mr, uc), RMCA_ERR_INVALID);
+	API_CHECK_RC(rmca_send(ep, buf, 65, mr, uc), RMCA_ERR_INVALID);
+	API_CHECK_RC(rmca_recv(ep, buf + 64, 1, mr, uc), RMCA_ERR_INVALID);
+	API_CHECK_RC(rmca_recv(ep, (void *)(UINTPTR_MAX - 1), 2, mr, uc),
+		     RMCA_ERR_INVALID);
+	API_CHECK_RC(rmca_put(ep, buf + 1, 64, mr, 4096, 1, 0, uc),
+		     RMCA_ERR_INVALID);
+	API_CHECK_RC(rmca_get(ep, (void *)((uintptr_t)buf - 64), 64, mr, 4096,
+			      1, uc),
+		     RMCA_ERR_INVALID);
 
 	/* Context-level calls. */
 	API_CHECK_RC(rmca_init(NULL), RMCA_ERR_INVALID);
