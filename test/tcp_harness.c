@@ -18,7 +18,7 @@
 
 #include "tcp_harness.h"
 
-#define TH_MAX_FDS 64
+#define TH_MAX_FDS 128 /* a module's 64 pending sockets, and the rest */
 #define TH_ROUNDS  100000
 
 struct th_fd {

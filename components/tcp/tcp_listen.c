@@ -222,11 +222,15 @@ static bool shed_one(struct tcp_lsock *s)
 	return false;
 }
 
+/* At most TCP_MAX_PENDING a call: a peer that dials as fast as we accept
+ * would otherwise hold this call, and the context's progress call, for as
+ * long as it dials. The rest wait in the backlog; the listening socket
+ * stays readable for the next call. */
 static void accept_all(struct tcp_lsock *s)
 {
 	int fd;
 
-	for (;;) {
+	for (int budget = TCP_MAX_PENDING; budget; budget--) {
 		fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
