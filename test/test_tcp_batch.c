@@ -4,8 +4,10 @@
  * connections' own events drive the modules here, never their progress op:
  * that is all a context sleeping on its wait fd gets, so a frame held back
  * for a later write with nothing due to bring the connection back would
- * stall these tests.
+ * stall these tests. The modules' sendmsg() is the test's, which can cut
+ * a write short.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -23,6 +27,37 @@
 #define NRECV	    8
 #define SEND_TAG(i) ((void *)(uintptr_t)(100000 + (i)))
 #define RECV_TAG(i) ((void *)(uintptr_t)(1 + (i)))
+
+/* The next cut_writes sendmsg() calls of the modules take at most
+ * cut_take bytes each; none (EAGAIN, as from a full socket) when 0. */
+static int cut_writes;
+static size_t cut_take;
+
+ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct iovec iov[64];
+	struct msghdr m = *msg;
+	size_t left = cut_take;
+
+	if (cut_writes > 0) {
+		cut_writes--;
+		if (!cut_take) {
+			errno = EAGAIN;
+			return -1;
+		}
+		m.msg_iov = iov;
+		m.msg_iovlen = 0;
+		for (size_t i = 0; i < msg->msg_iovlen && i < 64 && left; i++) {
+			iov[i] = msg->msg_iov[i];
+			if (iov[i].iov_len > left)
+				iov[i].iov_len = left;
+			left -= iov[i].iov_len;
+			m.msg_iovlen++;
+		}
+		msg = &m;
+	}
+	return (ssize_t)syscall(SYS_sendmsg, fd, msg, flags);
+}
 
 static int tag_of(void *req)
 {
@@ -373,6 +408,189 @@ static void answer_rides_on_the_reply_or_goes_alone(void **state)
 	th_module_free(b);
 }
 
+enum cut_post { CUT_SEND, CUT_PUT, CUT_FADD };
+
+#define NO_CUT ((size_t)-1)
+
+/* The module's next write cut after take bytes (NO_CUT: not cut). */
+static void cut_next(size_t take)
+{
+	cut_writes = take != NO_CUT;
+	cut_take = take;
+}
+
+/* After a post cut after take bytes: the rest waits in the queue, for
+ * room; not cut, the frame went whole. */
+static void check_cut(const struct tcp_conn *c, size_t take)
+{
+	assert_int_equal(cut_writes, 0);
+	assert_int_equal(queued(c), take != NO_CUT);
+	assert_int_equal(!!(c->events & EPOLLOUT), take != NO_CUT);
+}
+
+/* Pump until tag has completed n times; every completion is OK. */
+static void pump_until_tag(void *tag, int n)
+{
+	for (int round = 0;; round++) {
+		int seen = 0;
+
+		for (int i = 0; i < th_ndone; i++) {
+			assert_int_equal(th_done[i].status, 0);
+			seen += th_done[i].req == tag;
+		}
+		assert_true(seen <= n);
+		if (seen == n)
+			return;
+		assert_true(th_pump());
+		assert_true(round < 100000);
+	}
+}
+
+/*
+ * A ping-pong of three rounds whose posts are cut after take bytes, a
+ * receive posted ahead and each reposted as it completes: each message and
+ * reply arrives whole and every op completes once, OK. The reply ends the
+ * hold of the counts it carries; from the second round on the message was
+ * read with MSG_PEEK (the fake core lets the application sleep, and the
+ * message carried the counts of the reply before), and the reply drops
+ * what was peeked, cut or not.
+ */
+static void ping_pong_cut(struct tcp_conn *ca, struct tcp_conn *cb, size_t take)
+{
+	static char ping[8] = "request", pong[8] = "answer!", ina[8], inb[8];
+
+	/* a receive posted ahead on each side: a send always has a credit */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(
+			rmca_tcp_recv(&cb->base, inb, 8, NULL, RECV_TAG(1)), 0);
+		assert_int_equal(
+			rmca_tcp_recv(&ca->base, ina, 8, NULL, RECV_TAG(0)), 0);
+	}
+	th_pump_idle(); /* credits */
+	th_ndone = 0;
+	for (int round = 0; round < 3; round++) {
+		memset(inb, 0, sizeof(inb));
+		cut_next(take);
+		assert_int_equal(
+			rmca_tcp_send(&ca->base, ping, 8, NULL, SEND_TAG(0)),
+			0);
+		check_cut(ca, take);
+		pump_until_tag(RECV_TAG(1), round + 1);
+		assert_memory_equal(inb, ping, 8);
+		assert_true(cb->hold);
+		assert_true(round ? cb->peeked > 0 : !cb->peeked);
+		memset(ina, 0, sizeof(ina));
+		cut_next(take);
+		assert_int_equal(
+			rmca_tcp_send(&cb->base, pong, 8, NULL, SEND_TAG(1)),
+			0);
+		check_cut(cb, take);
+		assert_false(cb->hold);
+		assert_int_equal(cb->peeked, 0);
+		assert_int_equal(
+			rmca_tcp_recv(&cb->base, inb, 8, NULL, RECV_TAG(1)), 0);
+		/* the reply, and the send it acknowledges */
+		pump_until_tag(RECV_TAG(0), round + 1);
+		pump_until_tag(SEND_TAG(0), round + 1);
+		assert_memory_equal(ina, pong, 8);
+		assert_int_equal(
+			rmca_tcp_recv(&ca->base, ina, 8, NULL, RECV_TAG(0)), 0);
+	}
+	th_pump_idle();
+	pump_until_tag(SEND_TAG(1), 3);
+	assert_int_equal(th_ndone, 12);
+	/* the receives posted ahead end with the connection */
+}
+
+/*
+ * A post with nothing queued writes its frame at once, without the queue;
+ * a socket that takes none of it (full) or part of it, header or payload,
+ * leaves the rest queued, with EPOLLOUT armed, and it goes from there once
+ * there is room: the frame arrives whole, once, and the op (and the
+ * receive of a send) completes once, OK. Sends (and replies), puts and
+ * fetch-adds, not cut and cut after 0, 1, 37, 80 (the header) and 83
+ * bytes (a fetch-add's frame is a header alone: 0, 1 and 37).
+ */
+static void post_cut_short_is_finished_from_the_queue(void **state)
+{
+	static const size_t cuts[] = {NO_CUT, 0,	   1,
+				      37,     TCP_HDR_LEN, TCP_HDR_LEN + 3};
+	static char src[8] = "request", region[8];
+	static uint64_t word, result;
+
+	for (int kind = CUT_SEND; kind <= CUT_FADD; kind++) {
+		for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
+			struct rmca_module_mr *rmr = NULL, *wmr = NULL;
+			struct rmca_atomic op = {.kind = RMCA_ATOMIC_FADD,
+						 .operand = 5};
+			struct tcp_module *a, *b;
+			struct tcp_conn *ca, *cb;
+			uint64_t rkey;
+			int rc;
+
+			if (kind == CUT_FADD && cuts[k] >= TCP_HDR_LEN &&
+			    cuts[k] != NO_CUT)
+				continue;
+			a = th_module();
+			b = th_module();
+			th_conn_pair(a, b, &ca, &cb);
+			assert_int_equal(
+				rmca_tcp_mr_reg(&b->base, region,
+						sizeof(region),
+						RMCA_ACCESS_REMOTE_WRITE, &rmr),
+				0);
+			assert_int_equal(
+				rmca_tcp_mr_reg(&b->base, &word, sizeof(word),
+						RMCA_ACCESS_REMOTE_ATOMIC,
+						&wmr),
+				0);
+			rkey = rmca_tcp_mr_rkey(rmr, &cb->base);
+			op.raddr = (uintptr_t)&word;
+			op.rkey = rmca_tcp_mr_rkey(wmr, &cb->base);
+			word = 10;
+			memset(region, 0, sizeof(region));
+			th_ndone = 0;
+
+			if (kind == CUT_SEND) {
+				ping_pong_cut(ca, cb, cuts[k]);
+			} else {
+				cut_next(cuts[k]);
+				if (kind == CUT_PUT)
+					rc = rmca_tcp_put(&ca->base, src, 8,
+							  NULL,
+							  (uintptr_t)region,
+							  rkey, SEND_TAG(0));
+				else
+					rc = rmca_tcp_atomic(&ca->base, &op,
+							     &result, NULL,
+							     SEND_TAG(0));
+				assert_int_equal(rc, 0);
+				check_cut(ca, cuts[k]);
+				pump_until_done(1);
+				th_pump_idle();
+				assert_int_equal(th_ndone, 1);
+				assert_ptr_equal(th_done[0].req, SEND_TAG(0));
+				assert_int_equal(th_done[0].status, 0);
+				if (kind == CUT_PUT)
+					assert_memory_equal(region, src, 8);
+				else
+					assert_true(result == 10 && word == 15);
+			}
+			assert_int_equal(queued(ca), 0);
+			assert_int_equal(queued(cb), 0);
+			assert_false(ca->events & EPOLLOUT);
+			assert_int_equal(th_nfailed, 0);
+
+			rmca_tcp_conn_destroy(ca);
+			rmca_tcp_conn_destroy(cb);
+			assert_int_equal(rmca_tcp_mr_dereg(rmr), 0);
+			assert_int_equal(rmca_tcp_mr_dereg(wmr), 0);
+			th_module_free(a);
+			th_module_free(b);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +599,7 @@ int main(void)
 		cmocka_unit_test(truncation_reaches_the_sender_in_a_batch),
 		cmocka_unit_test(frames_cut_anywhere_are_read_whole),
 		cmocka_unit_test(answer_rides_on_the_reply_or_goes_alone),
+		cmocka_unit_test(post_cut_short_is_finished_from_the_queue),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -322,6 +322,9 @@ void rmca_tcp_conn_fail(struct tcp_conn *c, int status, struct tcp_out *final);
 void rmca_tcp_out_free(struct tcp_module *m, struct tcp_out *o);
 void rmca_tcp_spares_free(struct tcp_module *m);
 void rmca_tcp_out_flush(struct tcp_conn *c);
+/* Write a post's frame o, not queued, on a connection with nothing queued:
+ * see rmca_tcp_out_post(). */
+void rmca_tcp_out_direct(struct tcp_conn *c, struct tcp_out *o);
 /* The module's progress op: held-back frames, then parked sockets. */
 int rmca_tcp_progress(struct rmca_module *mod);
 /* The flushes now at the head of c->ops end: all before them have. */
@@ -464,6 +467,25 @@ static inline void rmca_tcp_out_kick(struct tcp_conn *c, bool defer)
 		rmca_tcp_dirty_add(c);
 	else
 		rmca_tcp_out_flush(c);
+}
+
+/*
+ * A post's frame o, not queued yet. With nothing queued before it and
+ * nothing due to bring the context back (!defer), it is written at once,
+ * without going through the queue; a
+ * socket that takes only part of it, or none, leaves the rest queued
+ * (rmca_tcp_out_direct). Otherwise it is queued, and written now or at the
+ * next pass, as rmca_tcp_out_kick() says.
+ */
+static inline void rmca_tcp_out_post(struct tcp_conn *c, struct tcp_out *o,
+				     bool defer)
+{
+	if (!defer && rmca_list_empty(&c->outq) && c->fd >= 0 && !c->failed) {
+		rmca_tcp_out_direct(c, o);
+		return;
+	}
+	rmca_tcp_out_queue(c, o);
+	rmca_tcp_out_kick(c, defer);
 }
 
 /* The live key rkey as seen from c, or NULL. */

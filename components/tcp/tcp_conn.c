@@ -448,6 +448,37 @@ static void peeked_drop(struct tcp_conn *c)
 	}
 }
 
+/* A write failed (errno): c fails, or closes once it has failed. */
+static __attribute__((noinline)) void out_error(struct tcp_conn *c)
+{
+	if (c->failed) {
+		conn_close_fd(c);
+		return;
+	}
+	tcp_log(c->mod, RMCA_LOG_INFO, "connection to %s: %s", c->peer,
+		strerror(errno));
+	rmca_tcp_conn_fail(c, RMCA_ERR_CONNECTION, NULL);
+}
+
+/* After the writes: what was peeked goes, a closing connection half-closes
+ * once its final frame is out, and the events follow the queue. */
+static void out_after(struct tcp_conn *c)
+{
+	peeked_drop(c);
+	if (c->closing && rmca_list_empty(&c->outq)) {
+		/* The final frame is out: half-close, then read until the
+		 * peer closes so that no reset overtakes it. */
+		shutdown(c->fd, SHUT_WR);
+		c->closing = false;
+	}
+	set_events(c, (rmca_tcp_rx_held(c) ? 0 : EPOLLIN) |
+			      (rmca_list_empty(&c->outq) ? 0 : EPOLLOUT));
+	/* Reading again, with whole frames buffered: the socket may stay
+	 * silent, so the next pass goes on with them. */
+	if (rmca_tcp_rx_ready(c))
+		dirty_add(c);
+}
+
 void rmca_tcp_out_flush(struct tcp_conn *c)
 {
 	struct iovec iov[TCP_IOV_MAX];
@@ -476,13 +507,7 @@ void rmca_tcp_out_flush(struct tcp_conn *c)
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
 		if (n < 0) {
-			if (c->failed) {
-				conn_close_fd(c);
-				return;
-			}
-			tcp_log(c->mod, RMCA_LOG_INFO, "connection to %s: %s",
-				c->peer, strerror(errno));
-			rmca_tcp_conn_fail(c, RMCA_ERR_CONNECTION, NULL);
+			out_error(c);
 			return;
 		}
 		if (o && (size_t)n == TCP_HDR_LEN + o->len)
@@ -490,21 +515,50 @@ void rmca_tcp_out_flush(struct tcp_conn *c)
 		else
 			out_advance(c, (size_t)n);
 	}
-	if (c->fd < 0)
-		return;
-	peeked_drop(c);
-	if (c->closing && rmca_list_empty(&c->outq)) {
-		/* The final frame is out: half-close, then read until the
-		 * peer closes so that no reset overtakes it. */
-		shutdown(c->fd, SHUT_WR);
-		c->closing = false;
+	if (c->fd >= 0)
+		out_after(c);
+}
+
+/*
+ * rmca_tcp_out_flush() of a post's frame o on a connection with nothing
+ * queued (rmca_tcp_out_post), without the queue: o is written from the
+ * post, and queued only if the socket does not take all of it, with the
+ * part it took; the rest goes once there is room (EPOLLOUT), as from the
+ * queue. A reply's post ends the hold of the counts it carries, and the
+ * message peeked for that hold is dropped after it, as the flush does.
+ */
+void rmca_tcp_out_direct(struct tcp_conn *c, struct tcp_out *o)
+{
+	struct iovec iov[2];
+	struct msghdr msg = {.msg_iov = iov};
+	ssize_t n;
+
+	if (c->hold) {
+		c->hold = false;
+		held_del(c);
+		c->peek = may_sleep(c);
+	} else if (c->peeked) {
+		c->peek = false; /* peeked for a hold that did not come */
 	}
-	set_events(c, (rmca_tcp_rx_held(c) ? 0 : EPOLLIN) |
-			      (rmca_list_empty(&c->outq) ? 0 : EPOLLOUT));
-	/* Reading again, with whole frames buffered: the socket may stay
-	 * silent, so the next pass goes on with them. */
-	if (rmca_tcp_rx_ready(c))
-		dirty_add(c);
+	msg.msg_iovlen = out_lone_iov(c, o, iov);
+	do {
+		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)(TCP_HDR_LEN + o->len)) {
+		if (o->by_count)
+			c->by_count_out++;
+		if (c->peeked)
+			peeked_drop(c);
+		set_events(c, rmca_tcp_rx_held(c) ? 0 : EPOLLIN);
+		return;
+	}
+	o->off = n > 0 ? (size_t)n : 0;
+	rmca_tcp_out_queue(c, o);
+	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+		out_error(c);
+		return;
+	}
+	out_after(c);
 }
 
 

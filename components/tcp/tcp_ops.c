@@ -25,9 +25,9 @@
 #include "tcp.h"
 
 /* Inline in every post: its frame's type is known there, and with it the
- * queue the op waits on. */
+ * queue the op waits on. The frame itself is not queued yet. */
 static inline __attribute__((always_inline)) void
-op_queue(struct tcp_conn *c, struct tcp_op *op, const struct tcp_frame *f,
+op_frame(struct tcp_conn *c, struct tcp_op *op, const struct tcp_frame *f,
 	 const void *pl, size_t len)
 {
 	bool by_count = f->type == TCP_F_SEND || f->type == TCP_F_PUT;
@@ -38,12 +38,11 @@ op_queue(struct tcp_conn *c, struct tcp_op *op, const struct tcp_frame *f,
 	op->out.off = 0;
 	op->out.owned = false;
 	op->out.by_count = by_count;
-	rmca_tcp_out_queue(c, &op->out);
 	rmca_list_add_tail(by_count ? &c->unacked : &c->inflight, &op->qlink);
 }
 
-/* A send the peer has a credit for: its frame queued. */
-static inline void send_queue(struct tcp_conn *c, struct tcp_op *op)
+/* The frame of a send the peer has a credit for. */
+static inline void send_frame(struct tcp_conn *c, struct tcp_op *op)
 {
 	struct tcp_frame f = {
 		.type = TCP_F_SEND,
@@ -56,7 +55,7 @@ static inline void send_queue(struct tcp_conn *c, struct tcp_op *op)
 		f.rkey = op->inv_rkey;
 	}
 	c->msgs_out++;
-	op_queue(c, op, &f, op->buf, op->len);
+	op_frame(c, op, &f, op->buf, op->len);
 }
 
 void rmca_tcp_pump_sends(struct tcp_conn *c)
@@ -66,7 +65,8 @@ void rmca_tcp_pump_sends(struct tcp_conn *c)
 	while (c->credits != c->msgs_out &&
 	       (op = rmca_list_first(&c->sendq, struct tcp_op, qlink))) {
 		rmca_list_del(&op->qlink);
-		send_queue(c, op);
+		send_frame(c, op);
+		rmca_tcp_out_queue(c, &op->out);
 	}
 }
 
@@ -100,7 +100,7 @@ op_new(struct tcp_conn *c, enum tcp_op_kind kind, void *req, int *err)
 	}
 	/* The op's record is the request's (component.h, req_size), not
 	 * cleared: every field the op's path reads is set here or by that
-	 * path (the request frame's by op_queue). */
+	 * path (the request frame's by op_frame). */
 	op = tcp_op_of(c->mod, req);
 	op->kind = kind;
 	op->req = req;
@@ -137,10 +137,12 @@ post_send(struct tcp_conn *c, const void *buf, size_t len,
 	op->inv_rkey = rkey;
 	/* Sends go in post order: past those waiting for a credit, or at
 	 * once with one. */
-	if (rmca_list_empty(&c->sendq) && c->credits != c->msgs_out)
-		send_queue(c, op);
-	else
-		rmca_list_add_tail(&c->sendq, &op->qlink);
+	if (rmca_list_empty(&c->sendq) && c->credits != c->msgs_out) {
+		send_frame(c, op);
+		rmca_tcp_out_post(c, &op->out, defer);
+		return 0;
+	}
+	rmca_list_add_tail(&c->sendq, &op->qlink);
 	rmca_tcp_out_kick(c, defer);
 	return 0;
 }
@@ -213,9 +215,9 @@ post_rdma(struct tcp_conn *c, enum tcp_op_kind kind, void *buf, size_t len,
 	op->len = len;
 	op->mr = mr;
 	f.id = op->id;
-	op_queue(c, op, &f, kind == TCP_OP_PUT ? buf : NULL,
+	op_frame(c, op, &f, kind == TCP_OP_PUT ? buf : NULL,
 		 kind == TCP_OP_PUT ? len : 0);
-	rmca_tcp_out_kick(c, defer);
+	rmca_tcp_out_post(c, &op->out, defer);
 	return 0;
 }
 
@@ -274,8 +276,8 @@ int rmca_tcp_atomic(struct rmca_conn *conn, const struct rmca_atomic *a,
 	op->result = result;
 	op->mr = tcp_mr_from_base(mr);
 	f.id = op->id;
-	op_queue(c, op, &f, NULL, 0);
-	rmca_tcp_out_kick(c, defer);
+	op_frame(c, op, &f, NULL, 0);
+	rmca_tcp_out_post(c, &op->out, defer);
 	return 0;
 }
 
