@@ -408,7 +408,7 @@ static void answer_rides_on_the_reply_or_goes_alone(void **state)
 	th_module_free(b);
 }
 
-enum cut_post { CUT_SEND, CUT_PUT, CUT_FADD };
+enum cut_post { CUT_SEND, CUT_PUT, CUT_FADD, CUT_PUT_ACK };
 
 #define NO_CUT ((size_t)-1)
 
@@ -509,7 +509,9 @@ static void ping_pong_cut(struct tcp_conn *ca, struct tcp_conn *cb, size_t take)
  * there is room: the frame arrives whole, once, and the op (and the
  * receive of a send) completes once, OK. Sends (and replies), puts and
  * fetch-adds, not cut and cut after 0, 1, 37, 80 (the header) and 83
- * bytes (a fetch-add's frame is a header alone: 0, 1 and 37).
+ * bytes (a fetch-add's frame is a header alone: 0, 1 and 37); and the
+ * counts a put's target writes alone, at once as well, cut the same way
+ * (0, 1 and 37 bytes).
  */
 static void post_cut_short_is_finished_from_the_queue(void **state)
 {
@@ -518,7 +520,7 @@ static void post_cut_short_is_finished_from_the_queue(void **state)
 	static char src[8] = "request", region[8];
 	static uint64_t word, result;
 
-	for (int kind = CUT_SEND; kind <= CUT_FADD; kind++) {
+	for (int kind = CUT_SEND; kind <= CUT_PUT_ACK; kind++) {
 		for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
 			struct rmca_module_mr *rmr = NULL, *wmr = NULL;
 			struct rmca_atomic op = {.kind = RMCA_ATOMIC_FADD,
@@ -528,8 +530,8 @@ static void post_cut_short_is_finished_from_the_queue(void **state)
 			uint64_t rkey;
 			int rc;
 
-			if (kind == CUT_FADD && cuts[k] >= TCP_HDR_LEN &&
-			    cuts[k] != NO_CUT)
+			if ((kind == CUT_FADD || kind == CUT_PUT_ACK) &&
+			    cuts[k] >= TCP_HDR_LEN && cuts[k] != NO_CUT)
 				continue;
 			a = th_module();
 			b = th_module();
@@ -553,6 +555,26 @@ static void post_cut_short_is_finished_from_the_queue(void **state)
 
 			if (kind == CUT_SEND) {
 				ping_pong_cut(ca, cb, cuts[k]);
+			} else if (kind == CUT_PUT_ACK) {
+				assert_int_equal(
+					rmca_tcp_put(&ca->base, src, 8, NULL,
+						     (uintptr_t)region, rkey,
+						     SEND_TAG(0)),
+					0);
+				assert_int_equal(queued(ca), 0);
+				/* the target's next write, its counts */
+				cut_next(cuts[k]);
+				for (int i = 0; cut_writes; i++) {
+					assert_true(th_pump());
+					assert_true(i < 100000);
+				}
+				check_cut(cb, cuts[k]);
+				pump_until_done(1);
+				th_pump_idle();
+				assert_int_equal(th_ndone, 1);
+				assert_ptr_equal(th_done[0].req, SEND_TAG(0));
+				assert_int_equal(th_done[0].status, 0);
+				assert_memory_equal(region, src, 8);
 			} else {
 				cut_next(cuts[k]);
 				if (kind == CUT_PUT)

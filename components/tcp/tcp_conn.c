@@ -141,6 +141,24 @@ static bool out_idle(const struct tcp_conn *c)
 	       !c->closing && c->events == (rmca_tcp_rx_held(c) ? 0u : EPOLLIN);
 }
 
+/*
+ * counts_out() of a wakeup: with nothing held or peeked (the answer to a
+ * put placed) the counts alone are written as a post's frame is, without
+ * the queue, and then true: nothing is left for rmca_tcp_out_flush().
+ */
+static inline bool counts_alone(struct tcp_conn *c)
+{
+	if (c->failed || !rmca_list_empty(&c->outq) || !rmca_tcp_counts_due(c))
+		return false;
+	if (c->hold || c->peeked) {
+		rmca_tcp_ack_queue(c);
+		return false;
+	}
+	c->ack.off = 0;
+	rmca_tcp_out_direct(c, &c->ack);
+	return true;
+}
+
 /* Read what there is, then write what that queued, once; go on with
  * frames left buffered while the connection held off reading if the
  * write let it read again. */
@@ -149,11 +167,9 @@ static void conn_serve(struct tcp_conn *c, bool readable)
 	for (int i = 0; i < 2 && c->fd >= 0; i++) {
 		if (readable || rmca_tcp_rx_ready(c))
 			rmca_tcp_rx(c);
-		if (c->fd >= 0 && !hold_answers(c)) {
-			counts_out(c);
-			if (c->fd >= 0 && !out_idle(c))
-				rmca_tcp_out_flush(c);
-		}
+		if (c->fd >= 0 && !hold_answers(c) && !counts_alone(c) &&
+		    c->fd >= 0 && !out_idle(c))
+			rmca_tcp_out_flush(c);
 		if (!rmca_tcp_rx_ready(c))
 			return;
 		readable = false;
@@ -461,8 +477,9 @@ static __attribute__((noinline)) void out_error(struct tcp_conn *c)
 }
 
 /* After the writes: what was peeked goes, a closing connection half-closes
- * once its final frame is out, and the events follow the queue. */
-static void out_after(struct tcp_conn *c)
+ * once its final frame is out, and the events follow the queue. Inline:
+ * every flush ends with it. */
+static inline __attribute__((always_inline)) void out_after(struct tcp_conn *c)
 {
 	peeked_drop(c);
 	if (c->closing && rmca_list_empty(&c->outq)) {
@@ -520,12 +537,13 @@ void rmca_tcp_out_flush(struct tcp_conn *c)
 }
 
 /*
- * rmca_tcp_out_flush() of a post's frame o on a connection with nothing
- * queued (rmca_tcp_out_post), without the queue: o is written from the
- * post, and queued only if the socket does not take all of it, with the
- * part it took; the rest goes once there is room (EPOLLOUT), as from the
- * queue. A reply's post ends the hold of the counts it carries, and the
- * message peeked for that hold is dropped after it, as the flush does.
+ * rmca_tcp_out_flush() of a post's frame o, or of the counts alone
+ * (conn_serve), on a connection with nothing queued (rmca_tcp_out_post),
+ * without the queue: o is written at once, and queued only if the socket
+ * does not take all of it, with the part it took; the rest goes once
+ * there is room (EPOLLOUT), as from the queue. A reply's post ends the
+ * hold of the counts it carries, and the message peeked for that hold is
+ * dropped after it, as the flush does.
  */
 void rmca_tcp_out_direct(struct tcp_conn *c, struct tcp_out *o)
 {
