@@ -318,6 +318,7 @@ struct rmca_cq {
 	int hot_fd;	      /* eager fd found ready last, or -1 */
 	unsigned eager_run;   /* passes in a row done by reading hot_fd */
 	unsigned idle_run;    /* of those, passes that found nothing */
+	bool served;	      /* the last pass's eager read served a request */
 	/* Spinning without system calls (rmca_progress). */
 	uint32_t polled;      /* modules that said RMCA_PROGRESS_POLLED */
 	bool eps_polled;      /* every endpoint is on such a module */

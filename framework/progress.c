@@ -52,6 +52,9 @@
 /* Eager reads that found nothing and stood for the look at the fds, at
  * most this many between two epoll_wait() calls (see idle_skip). */
 #define EAGER_IDLE_MAX 8
+/* From this many on, the look is owed, and a spinner's first pass after a
+ * post or a served request takes it (see quiet_look). */
+#define EAGER_IDLE_OWED (EAGER_IDLE_MAX / 2)
 
 void rmca_core_work_due(struct rmca_context *ctx)
 {
@@ -259,6 +262,7 @@ eager_read(struct rmca_context *ctx, bool *progressed)
 		*progressed = true;
 		if (!mods_progress(ctx))
 			return false;
+		cq->served = true;
 	}
 	cq->eager_run++;
 	return true;
@@ -281,6 +285,25 @@ static bool idle_skip(struct rmca_context *ctx)
 	cq->idle_run++;
 	cq->eager_run++;
 	return true;
+}
+
+/*
+ * The look that idle eager reads stood for is taken, once owed, where the
+ * hot fd is least likely to hold the next message: in the first pass after
+ * a post, which reads nothing (the connection just written to cannot hold
+ * the answer yet), or after an eager read that served a peer's request
+ * (just answered: the peer's next one comes after it took the answer).
+ * Taken later, in a pass whose eager read found nothing, its epoll_wait()
+ * finds the message about every other time, when that arrives while the
+ * pass is in it: one more system call between the message's arrival and
+ * its read. Only for a context whose wait fd was never handed out: one
+ * that may sleep on it spends no system call in the pass after a post.
+ * The bound stays EAGER_IDLE_MAX idle eager reads.
+ */
+static inline __attribute__((always_inline)) bool
+quiet_look(const struct rmca_cq *cq)
+{
+	return !cq->fd_out && cq->idle_run >= EAGER_IDLE_OWED;
 }
 
 /* The listeners' work, from the first one that has some
@@ -320,6 +343,8 @@ progress_pass(struct rmca_context *ctx, int timeout_ms)
 	bool look = true;
 	bool ctrl_hot = false;
 	bool progressed = false;
+	bool epoll_now = false;
+	bool served = cq->served;
 	int n = 0;
 
 	if (cq->ctrl_hot && !timeout_ms) {
@@ -335,6 +360,7 @@ progress_pass(struct rmca_context *ctx, int timeout_ms)
 	}
 	ctx->posted = false;
 	cq->looked = false;
+	cq->served = false;
 	core_work(ctx);
 	if (timeout_ms) {
 		/* The core is about to sleep in the set: what the modules
@@ -345,21 +371,26 @@ progress_pass(struct rmca_context *ctx, int timeout_ms)
 		cq->will_sleep = false;
 		progressed = true;
 	}
-	if (!fresh_post && look) {
+	if ((fresh_post || served) && look && quiet_look(cq)) {
+		/* no eager read: straight to the look */
 		cq->looked = true;
-		if ((timeout_ms || !eager_read(ctx, &progressed)) &&
-		    (timeout_ms || !progressed || ctrl_hot ||
-		     !idle_skip(ctx))) {
-			cq->eager_run = 0;
-			cq->idle_run = 0;
-			n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
-			/* A hot pass reads no clock (a system call in
-			 * some guests) and walks no endpoints: the first
-			 * pass after the window looks and does both. */
-			if (cq->polled && !ctrl_hot) {
-				cq->last_epoll = now ? now : rmca_now_ns();
-				cq->eps_polled = eps_polled(ctx);
-			}
+		epoll_now = true;
+	} else if (!fresh_post && look) {
+		cq->looked = true;
+		epoll_now = (timeout_ms || !eager_read(ctx, &progressed)) &&
+			    (timeout_ms || !progressed || ctrl_hot ||
+			     !idle_skip(ctx));
+	}
+	if (epoll_now) {
+		cq->eager_run = 0;
+		cq->idle_run = 0;
+		n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
+		/* A hot pass reads no clock (a system call in some guests)
+		 * and walks no endpoints: the first pass after the window
+		 * looks and does both. */
+		if (cq->polled && !ctrl_hot) {
+			cq->last_epoll = now ? now : rmca_now_ns();
+			cq->eps_polled = eps_polled(ctx);
 		}
 	}
 	for (int i = 0; i < n; i++) {
