@@ -451,9 +451,42 @@ int rmca_verbs_submit(struct rmca_verbs_conn *c, struct rmca_verbs_op *op);
 int rmca_verbs_post(struct rmca_verbs_conn *c, struct rmca_verbs_op *op);
 void rmca_verbs_op_done(struct rmca_verbs_op *op, int status, size_t len,
 			uint64_t revoked);
-void rmca_verbs_op_free(struct rmca_verbs_op *op);
-uint64_t rmca_verbs_wr_id(const struct rmca_verbs_op *op);
-struct rmca_verbs_op *rmca_verbs_op_of(uint64_t wr_id);
+
+/*
+ * Op memory is never given back to malloc while the module lives: a device
+ * may name an op in a completion after the op is done (siw flushes a READ
+ * that is queued but not yet sent twice, from the ORQ and as the WQE in
+ * progress: siw_sq_flush()). The wr_id carries a generation besides the
+ * address, so such a completion is recognised and dropped (verbs_cq.c).
+ * These three run for every operation, from several files: inline here.
+ */
+#define WR_ID_ADDR_BITS 48
+
+static inline void rmca_verbs_op_free(struct rmca_verbs_op *op)
+{
+	struct rmca_verbs_module *vm = op->mod;
+
+	op->posted = false;
+	op->conn = NULL;
+	op->next = vm->op_pool;
+	vm->op_pool = op;
+}
+
+static inline uint64_t rmca_verbs_wr_id(const struct rmca_verbs_op *op)
+{
+	return (uintptr_t)op | (uint64_t)op->gen << WR_ID_ADDR_BITS;
+}
+
+/* The op a completion names, or NULL if it names none now. */
+static inline struct rmca_verbs_op *rmca_verbs_op_of(uint64_t wr_id)
+{
+	struct rmca_verbs_op *op =
+		(void *)(uintptr_t)(wr_id & ((1ull << WR_ID_ADDR_BITS) - 1));
+
+	if (!op->posted || op->gen != wr_id >> WR_ID_ADDR_BITS)
+		return NULL;
+	return op;
+}
 void rmca_verbs_op_pool_fini(struct rmca_verbs_module *vm);
 void rmca_verbs_pending_run(struct rmca_verbs_conn *c);
 void rmca_verbs_credit_read(struct rmca_verbs_conn *c);
