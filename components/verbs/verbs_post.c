@@ -346,31 +346,30 @@ static uint32_t wr_bytes(const struct rmca_verbs_conn *c,
 	return op->sge.length + (with_hdr(c, op) ? sizeof(*c->hdr) : 0);
 }
 
-static bool can_inline(const struct rmca_verbs_conn *c,
-		       const struct rmca_verbs_op *op)
+/*
+ * slot: the send queue position the WR takes (its header slot). The WR is
+ * not cleared first (a rep stos of 16 words per WR): the fields every
+ * provider reads (wr_id to imm_data) are written here, and those of the
+ * unions each opcode's own case writes; the next pointer is the caller's.
+ */
+static inline __attribute__((always_inline)) void
+fill_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
+	  struct ibv_send_wr *wr, struct ibv_sge *sg, uint64_t slot)
 {
-	uint32_t len = wr_bytes(c, op);
+	bool hdr = with_hdr(c, op);
+	uint32_t len = op->sge.length + (hdr ? sizeof(*c->hdr) : 0);
+	/* the payload copied at post time (see INLINE_WANT) */
+	bool inl = len && len <= c->max_inline &&
+		   (is_msg(op) || op->kind == RMCA_VOP_PUT ||
+		    op->kind == RMCA_VOP_HELLO_SEND);
 
-	switch (op->kind) {
-	case RMCA_VOP_SEND:
-	case RMCA_VOP_SEND_INV:
-	case RMCA_VOP_PUT:
-	case RMCA_VOP_HELLO_SEND:
-		return len && len <= c->max_inline;
-	default:
-		return false;
-	}
-}
-
-/* slot: the send queue position the WR takes (its header slot). */
-static void fill_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
-		      struct ibv_send_wr *wr, struct ibv_sge *sg, uint64_t slot)
-{
 	wr->wr_id = rmca_verbs_wr_id(op);
-	wr->send_flags = can_inline(c, op) ? IBV_SEND_INLINE : 0;
+	wr->send_flags = (inl ? IBV_SEND_INLINE : 0) |
+			 (op->signalled ? IBV_SEND_SIGNALED : 0);
+	wr->imm_data = 0;
 	wr->sg_list = &op->sge;
 	wr->num_sge = op->sge.length ? 1 : 0;
-	if (with_hdr(c, op)) {
+	if (hdr) {
 		uint64_t *h = &c->hdr[c->hdr_nr + slot % RMCA_VERBS_SQ_RING];
 
 		*h = c->taken;
@@ -479,26 +478,29 @@ static int sq_cap(const struct rmca_verbs_conn *c)
 						 RMCA_VERBS_SQ_RING;
 }
 
-static bool want_signal(const struct rmca_verbs_conn *c,
-			const struct rmca_verbs_op *op, bool chained)
+/* op goes as the WR `at` of a chain (0: the first), with a signalled WR
+ * behind it in the chain if chained; cap is sq_cap(c). */
+static inline __attribute__((always_inline)) bool
+want_signal(const struct rmca_verbs_conn *c, const struct rmca_verbs_op *op,
+	    bool chained, int at, int cap)
 {
-	int every = sq_cap(c) / 4 < SIGNAL_EVERY ? sq_cap(c) / 4 :
-						   SIGNAL_EVERY;
+	int every = cap / 4 < SIGNAL_EVERY ? cap / 4 : SIGNAL_EVERY;
+	int used = c->sq_used + at;
 
 	if (op->kind != RMCA_VOP_PUT && !is_msg(op))
 		return true;
-	if (c->sq_used + 2 > sq_cap(c))
+	if (used + 2 > cap)
 		return true;
 	if (c->mod->sig_from && wr_bytes(c, op) >= c->mod->sig_from)
 		return true;
 	/* the READ that confirms held sends retires them */
 	if (rmca_verbs_flavour(c->mod)->confirm_sends && is_msg(op))
 		return false;
-	if (c->unsig + 1 >= every)
+	if (c->unsig + at + 1 >= every)
 		return true;
 	if (chained)
 		return false;
-	return !c->sig_out || c->sq_used < UNSIG_MIN_OUT;
+	return !c->sig_out || used < UNSIG_MIN_OUT;
 }
 
 /* Whether an unsignalled op's completion must come from the CQ (iWARP
@@ -555,7 +557,8 @@ static void held_append(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 }
 
 /* Book-keeping of a WR the device took. */
-static void posted_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
+static inline __attribute__((always_inline)) void
+posted_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 {
 	c->sq_ring[c->sq_tail % RMCA_VERBS_SQ_RING] = rmca_verbs_wr_id(op);
 	c->sq_tail++;
@@ -592,16 +595,13 @@ static void posted_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 
 /* Test-only (verbs_fault.c): what ibv_post_send returns instead of posting
  * (0: post). Looked up only in a process started with RMCATEST_FAIL set:
- * posting costs nothing more otherwise. */
-static int post_fault(struct rmca_verbs_conn *c)
+ * posting costs nothing more otherwise. The knobs themselves stay out of
+ * line: inlined, the clearing of their ibv_qp_attr (a rep stos of 17
+ * words) went ahead of the check, into every post. */
+static __attribute__((noinline)) int post_fault_knobs(struct rmca_verbs_conn *c)
 {
-	static int knobs = -1;
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
 
-	if (knobs < 0)
-		knobs = getenv("RMCATEST_FAIL") != NULL;
-	if (!knobs)
-		return 0;
 	if (rmca_verbs_fault("verbs_post_refused"))
 		return -ENOTCONN; /* siw, the QP out of RTS */
 	if (rmca_verbs_fault("verbs_post_full"))
@@ -615,6 +615,15 @@ static int post_fault(struct rmca_verbs_conn *c)
 		return EINVAL;
 	}
 	return 0;
+}
+
+static int post_fault(struct rmca_verbs_conn *c)
+{
+	static int knobs = -1;
+
+	if (knobs < 0)
+		knobs = getenv("RMCATEST_FAIL") != NULL;
+	return knobs ? post_fault_knobs(c) : 0;
 }
 
 /*
@@ -662,14 +671,17 @@ static int refusal(const struct rmca_verbs_op *op, int err)
 }
 
 /* Post ops[0..n) as one chain. Returns how many the device took (in
- * order); *err says why the next one was not. */
-static int post_list(struct rmca_verbs_conn *c, struct rmca_verbs_op **ops,
-		     int n, int *err)
+ * order); *err says why the next one was not. Inlined into post_list and
+ * post_one: most posts are of one WR, and with n known the loops and the
+ * chain's book-keeping fold away. */
+static inline __attribute__((always_inline)) int
+post_chain(struct rmca_verbs_conn *c, struct rmca_verbs_op **ops, int n,
+	   int *err)
 {
 	struct ibv_send_wr wr[POST_MAX], *bad = NULL;
 	struct ibv_sge sg[POST_MAX][2];
-	int i, ret, room = sq_cap(c) - c->sq_used, unsig = c->unsig;
-	int used = c->sq_used;
+	int i, ret, cap = sq_cap(c), room = cap - c->sq_used;
+	bool later = false;
 
 	*err = 0;
 	if (!c->qp) { /* destroyed: a closing connection's last poll */
@@ -687,24 +699,12 @@ static int post_list(struct rmca_verbs_conn *c, struct rmca_verbs_op **ops,
 	/* decide from the last: a WR is chained when a later one of the
 	 * list is signalled */
 	for (i = n - 1; i >= 0; i--) {
-		bool later = false;
-		int j;
-
-		for (j = i + 1; j < n; j++)
-			later |= ops[j]->signalled;
-		c->unsig = unsig + i;
-		c->sq_used = used + i;
-		ops[i]->signalled = want_signal(c, ops[i], later);
+		ops[i]->signalled = want_signal(c, ops[i], later, i, cap);
+		later |= ops[i]->signalled;
 	}
-	c->unsig = unsig;
-	c->sq_used = used;
 	for (i = 0; i < n; i++) {
-		memset(&wr[i], 0, sizeof(wr[i]));
 		fill_send(c, ops[i], &wr[i], sg[i], c->sq_tail + (uint64_t)i);
-		if (ops[i]->signalled)
-			wr[i].send_flags |= IBV_SEND_SIGNALED;
-		if (i)
-			wr[i - 1].next = &wr[i];
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
 	}
 	/* non-zero is failure: siw returns negative errnos */
 	ret = post_fault(c);
@@ -722,6 +722,18 @@ static int post_list(struct rmca_verbs_conn *c, struct rmca_verbs_op **ops,
 	for (i = 0; i < n; i++)
 		posted_send(c, ops[i]);
 	return n;
+}
+
+static int post_list(struct rmca_verbs_conn *c, struct rmca_verbs_op **ops,
+		     int n, int *err)
+{
+	return post_chain(c, ops, n, err);
+}
+
+static int post_one(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
+		    int *err)
+{
+	return post_chain(c, &op, 1, err);
 }
 
 /*
@@ -760,7 +772,7 @@ int rmca_verbs_post(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 
 	if (op->kind == RMCA_VOP_RECV || op->kind == RMCA_VOP_HELLO_RECV)
 		return post_recv(c, op);
-	return post_list(c, &op, 1, &err) ? 0 : err;
+	return post_one(c, op, &err) ? 0 : err;
 }
 
 /* Would op, posted after `ahead` more sends, find no receive at the peer? */
@@ -1178,8 +1190,9 @@ int rmca_verbs_submit(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 		return 0;
 	}
 	/* an iWARP send and the READ that confirms it: one doorbell */
-	ops[1] = confirm_read(c, is_msg(op));
-	posted = post_list(c, ops, ops[1] ? 2 : 1, &ret);
+	if (is_msg(op) && rmca_verbs_flavour(c->mod)->confirm_sends)
+		ops[1] = confirm_read(c, 1);
+	posted = ops[1] ? post_list(c, ops, 2, &ret) : post_one(c, op, &ret);
 	if (ops[1] && posted < 2)
 		rmca_verbs_op_free(ops[1]);
 	if (posted && is_msg(op))
