@@ -235,7 +235,7 @@ void rmca_verbs_recv_flush(struct rmca_verbs_conn *c)
 	struct ibv_sge sg[RECV_BATCH][2];
 	struct rmca_verbs_op *op;
 	int n = 0, i, posted, user = 0, ret;
-	bool hdr = c->hdr && rmca_verbs_flavour(c->mod)->ack_header;
+	bool hdr = c->hdr; /* only flavours with ack_header have them */
 
 	while (c->nrbatch && c->state != RMCA_VCONN_FAILED && c->qp) {
 		for (op = c->rbatch, n = 0;
@@ -279,12 +279,12 @@ void rmca_verbs_recv_flush(struct rmca_verbs_conn *c)
 		for (i = 0; i < posted; i++) {
 			op = c->rbatch;
 			c->rbatch = op->next;
-			c->nrbatch--;
-			c->mod->rbatch_total--;
-			c->rq_used++;
 			link_out(c, op);
 			user += op->kind == RMCA_VOP_RECV;
 		}
+		c->nrbatch -= posted;
+		c->mod->rbatch_total -= posted;
+		c->rq_used += posted;
 		if (!c->rbatch)
 			c->rbatch_tail = NULL;
 		c->rposted += (uint64_t)user;
@@ -1176,7 +1176,7 @@ int rmca_verbs_submit(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 		return 0;
 	}
 	if (op->kind == RMCA_VOP_RECV) {
-		ret = rmca_verbs_post(c, op);
+		ret = post_recv(c, op);
 		if (ret)
 			rmca_verbs_op_free(op);
 		return ret;
