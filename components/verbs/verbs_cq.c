@@ -162,7 +162,7 @@ static void finish(struct rmca_verbs_module *vm, struct rmca_verbs_conn *c,
 			rmca_verbs_conn_fail(c, status);
 		return;
 	}
-	status = rmca_verbs_wc_status(wc, op);
+	status = wc->status ? rmca_verbs_wc_status(wc, op) : 0;
 	if (wc->status)
 		vm->m.core->ops->log(vm->m.core, RMCA_LOG_DEBUG,
 				     "%s: op %d: %s -> %d", vm->m.device,
@@ -170,7 +170,7 @@ static void finish(struct rmca_verbs_module *vm, struct rmca_verbs_conn *c,
 				     status);
 	if (!status)
 		on_success(c, op, wc, &len, &revoked);
-	if (!status && op->kind == RMCA_VOP_RECV)
+	if (!status && op->kind == RMCA_VOP_RECV && c->hdr)
 		status = rmca_verbs_taken(c, op, &len);
 	/* a held send completes when confirmed, or with the connection's
 	 * failure (rmca_verbs_release_held) */
@@ -234,10 +234,14 @@ static void kick(struct rmca_verbs_module *vm)
 	struct rmca_verbs_conn *c;
 
 	for (c = vm->conns; c; c = c->next) {
+		/* each call only when it has something to do: a
+		 * ping-pong's every completion comes here */
 		if (c->kick) {
 			c->kick = false;
-			rmca_verbs_confirm_soon(c);
-			rmca_verbs_pending_run(c);
+			if (c->held)
+				rmca_verbs_confirm_soon(c);
+			if (c->pending || c->state == RMCA_VCONN_FAILED)
+				rmca_verbs_pending_run(c);
 		}
 		if (c->nrbatch)
 			rmca_verbs_recv_flush(c);
