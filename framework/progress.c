@@ -344,7 +344,6 @@ progress_pass(struct rmca_context *ctx, int timeout_ms)
 	bool ctrl_hot = false;
 	bool progressed = false;
 	bool epoll_now = false;
-	bool served = cq->served;
 	int n = 0;
 
 	if (cq->ctrl_hot && !timeout_ms) {
@@ -360,7 +359,6 @@ progress_pass(struct rmca_context *ctx, int timeout_ms)
 	}
 	ctx->posted = false;
 	cq->looked = false;
-	cq->served = false;
 	core_work(ctx);
 	if (timeout_ms) {
 		/* The core is about to sleep in the set: what the modules
@@ -371,15 +369,20 @@ progress_pass(struct rmca_context *ctx, int timeout_ms)
 		cq->will_sleep = false;
 		progressed = true;
 	}
-	if ((fresh_post || served) && look && quiet_look(cq)) {
-		/* no eager read: straight to the look */
-		cq->looked = true;
-		epoll_now = true;
-	} else if (!fresh_post && look) {
-		cq->looked = true;
-		epoll_now = (timeout_ms || !eager_read(ctx, &progressed)) &&
-			    (timeout_ms || !progressed || ctrl_hot ||
-			     !idle_skip(ctx));
+	if (look) {
+		bool served = cq->served;
+
+		cq->served = false;
+		if ((fresh_post || served) && quiet_look(cq)) {
+			/* no eager read: straight to the look */
+			cq->looked = true;
+			epoll_now = true;
+		} else if (!fresh_post) {
+			cq->looked = true;
+			epoll_now = timeout_ms || !eager_read(ctx, &progressed);
+			epoll_now = epoll_now && (timeout_ms || !progressed ||
+						  ctrl_hot || !idle_skip(ctx));
+		}
 	}
 	if (epoll_now) {
 		cq->eager_run = 0;
