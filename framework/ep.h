@@ -369,14 +369,21 @@ static inline void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r)
 struct rmca_req *rmca_req_alloc_new(struct rmca_context *ctx);
 
 /* Requests come from, and go back to, the context's pool (inline: every
- * operation takes one and gives it back). */
-static inline struct rmca_req *rmca_req_alloc(struct rmca_context *ctx)
+ * operation takes one and gives it back). user_ctx is stored where the
+ * common state is cleared: a store of zero the taker then overwrote was
+ * not left out by the compiler (the pool's pointers in between). */
+static inline struct rmca_req *rmca_req_alloc_for(struct rmca_context *ctx,
+						  void *user_ctx)
 {
 	struct rmca_req *r = ctx->req_spare;
 
 	ctx->posted = true;
-	if (!r)
-		return rmca_req_alloc_new(ctx);
+	if (!r) {
+		r = rmca_req_alloc_new(ctx);
+		if (r)
+			r->user_ctx = user_ctx;
+		return r;
+	}
 	ctx->req_spare = r->cq_next;
 	ctx->req_nspare--;
 	/* Only the common state: the taker sets the fields before it, the
@@ -384,7 +391,13 @@ static inline struct rmca_req *rmca_req_alloc(struct rmca_context *ctx)
 #define RMCA_REQ_CLEAR_(m) r->m = 0;
 	RMCA_REQ_CLEARED(RMCA_REQ_CLEAR_)
 #undef RMCA_REQ_CLEAR_
+	r->user_ctx = user_ctx;
 	return r;
+}
+
+static inline struct rmca_req *rmca_req_alloc(struct rmca_context *ctx)
+{
+	return rmca_req_alloc_for(ctx, NULL);
 }
 
 static inline void rmca_req_free(struct rmca_context *ctx, struct rmca_req *r)

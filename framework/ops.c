@@ -34,7 +34,7 @@ static inline struct rmca_req *req_take(struct rmca_ep *ep, enum rmca_op op,
 					enum rmca_req_kind kind, void *user_ctx,
 					bool ordered)
 {
-	struct rmca_req *r = rmca_req_alloc(ep->ctx);
+	struct rmca_req *r = rmca_req_alloc_for(ep->ctx, user_ctx);
 
 	if (!r)
 		return NULL;
@@ -43,7 +43,6 @@ static inline struct rmca_req *req_take(struct rmca_ep *ep, enum rmca_op op,
 	r->op = op;
 	r->kind = kind;
 	r->post_no = ++ep->nposted;
-	r->user_ctx = user_ctx;
 	if (ordered) {
 		r->held = RMCA_REQ_ORDERED;
 		rmca_list_init(&r->link);
