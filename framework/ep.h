@@ -65,6 +65,12 @@ struct rmca_req {
 	enum rmca_op op;
 	enum rmca_req_kind kind;
 	unsigned long post_no; /* ep->nposted when it was posted */
+	/* Its control message (an atomic or get the peer's core answers, a
+	 * verification): set by the path that sends it, before the request
+	 * goes on the one list where the answer looks for it (ep->am_wait,
+	 * ep->get_wait, ep->verify_wait), and read nowhere else: not
+	 * cleared. */
+	uint64_t am_id;
 
 	/* From here to the per-path union, zero when it leaves the pool
 	 * (rmca_req_alloc clears each member RMCA_REQ_CLEARED lists, and a
@@ -94,8 +100,6 @@ struct rmca_req {
 	 * first error among them */
 	unsigned rail_parts;
 	int rail_status;
-
-	uint64_t am_id; /* its control message: atomic, get, or verification */
 
 	/* What one kind of operation needs, apart: an operation is of one
 	 * kind, so the paths share the space. Not cleared by the pool: the
@@ -190,8 +194,7 @@ _Static_assert(offsetof(struct rmca_req, buf) == RMCA_REQ_PATH_OFFSET &&
 	X(covers)                                                              \
 	X(flush)                                                               \
 	X(rail_parts)                                                          \
-	X(rail_status)                                                         \
-	X(am_id)
+	X(rail_status)
 
 /* Every byte from user_ctx to the union is a member the list names: a
  * member added to the span and not to the list makes the span longer than
