@@ -310,6 +310,11 @@ static void accept_server(struct api_peer *p)
 	API_CHECK_OK(rmca_recv(ep2, buf + 32, 8, mr, API_CTX(5)));
 	api_token(p, 0, TOKEN_SLEEP);
 	spin_wait(p, API_CTX(5));
+	/* not before the client's send completed: on iWARP its completion
+	 * waits for the READ that confirms it, which a closed endpoint
+	 * leaves unanswered (the send then completes as on a lost
+	 * connection, delivered or not) */
+	api_expect_token(p, 0, TOKEN_DONE);
 	rmca_ep_close(ep2);
 	API_CHECK_OK(rmca_mr_dereg(mr));
 	finish(p);
@@ -331,6 +336,7 @@ static void accept_client(struct api_peer *p)
 	api_expect_token_deaf(p, 0, TOKEN_SLEEP);
 	API_CHECK_OK(rmca_send(ep2, buf, 8, mr, API_CTX(6)));
 	spin_wait(p, API_CTX(6));
+	api_token(p, 0, TOKEN_DONE);
 	rmca_ep_close(ep2);
 	API_CHECK_OK(rmca_mr_dereg(mr));
 	finish(p);
