@@ -533,18 +533,14 @@ void rmca_verbs_sq_close(struct rmca_verbs_conn *c)
  * ping-pong's reply takes milliseconds, and a fixed wait of 1 ms made
  * nearly every send of siw0's send_lat take a READ.
  */
-static void held_append(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
+static void held_append(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
+			long long post_ns)
 {
-	bool first = !c->held;
-	long long now = 0;
-
-	if (c->hdr && (first || !c->timed_seq))
-		now = rmca_now_ns();
-	if (c->hdr && first)
-		c->held_ns = now;
+	if (c->hdr && !c->held)
+		c->held_ns = post_ns;
 	if (c->hdr && !c->timed_seq) {
 		c->timed_seq = op->seq;
-		c->timed_ns = now;
+		c->timed_ns = post_ns;
 	}
 	op->hnext = NULL;
 	if (c->held_tail)
@@ -556,9 +552,11 @@ static void held_append(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 	c->nheld++;
 }
 
-/* Book-keeping of a WR the device took. */
+/* Book-keeping of a WR the device took; post_ns: when its chain was
+ * posted, if a held send's clock starts with it (see post_chain). */
 static inline __attribute__((always_inline)) void
-posted_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
+posted_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
+	    long long post_ns)
 {
 	c->sq_ring[c->sq_tail % RMCA_VERBS_SQ_RING] = rmca_verbs_wr_id(op);
 	c->sq_tail++;
@@ -576,7 +574,7 @@ posted_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 		op->seq = ++c->send_seq;
 		/* its completion is the peer's confirmation */
 		if (rmca_verbs_flavour(c->mod)->confirm_sends)
-			held_append(c, op);
+			held_append(c, op, post_ns);
 	} else if (op->kind == RMCA_VOP_FLUSH || op->kind == RMCA_VOP_CREDIT) {
 		op->seq = c->send_seq; /* the sends this READ confirms */
 		if (op->kind == RMCA_VOP_CREDIT)
@@ -682,6 +680,7 @@ post_chain(struct rmca_verbs_conn *c, struct rmca_verbs_op **ops, int n,
 	struct ibv_sge sg[POST_MAX][2];
 	int i, ret, cap = sq_cap(c), room = cap - c->sq_used;
 	bool later = false;
+	long long post_ns = 0;
 
 	*err = 0;
 	if (!c->qp) { /* destroyed: a closing connection's last poll */
@@ -706,6 +705,18 @@ post_chain(struct rmca_verbs_conn *c, struct rmca_verbs_op **ops, int n,
 		fill_send(c, ops[i], &wr[i], sg[i], c->sq_tail + (uint64_t)i);
 		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
 	}
+	/*
+	 * A reply is timed from before the post, not after it: a post that
+	 * took long (siw's doorbell is a system call; a descheduled guest)
+	 * may return after the reply came, and a reply timed from there
+	 * looked nearly instant, so the next sends' replies were given
+	 * 1 ms and a READ went behind each one that took longer.
+	 */
+	if (c->hdr && (!c->held || !c->timed_seq) &&
+	    rmca_verbs_flavour(c->mod)->confirm_sends)
+		for (i = 0; i < n && !post_ns; i++)
+			if (is_msg(ops[i]))
+				post_ns = rmca_now_ns();
 	/* non-zero is failure: siw returns negative errnos */
 	ret = post_fault(c);
 	if (!ret)
@@ -720,7 +731,7 @@ post_chain(struct rmca_verbs_conn *c, struct rmca_verbs_op **ops, int n,
 		}
 	}
 	for (i = 0; i < n; i++)
-		posted_send(c, ops[i]);
+		posted_send(c, ops[i], post_ns);
 	return n;
 }
 
