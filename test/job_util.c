@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdarg.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "job_util.h"
 
@@ -24,3 +28,18 @@ void verdict(int ok, const char *name, const char *fmt, ...)
 	fflush(out);
 }
 
+
+int job_dial(int port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}

@@ -19,6 +19,10 @@ extern int failures;
 void verdict(int ok, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* A blocking TCP connection to 127.0.0.1:port, as an attacker that found
+ * a rank's port makes it: the descriptor, or -1 when refused. */
+int job_dial(int port);
+
 /* A check that stops the rank: what follows would only add noise. */
 #define REQUIRE(cond, name, ...)                                               \
 	do {                                                                   \

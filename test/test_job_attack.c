@@ -79,21 +79,6 @@ static uint32_t me, n;
 
 /* ---- the raw client ---- */
 
-static int dial(int port)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* Read up to len bytes until the peer closes or WAIT_MS pass: how many
  * arrived (the peer closed: *closed). */
 static size_t read_until_closed(int fd, uint8_t *buf, size_t len, int *closed)
@@ -166,7 +151,7 @@ static void refused_quietly(int port, const void *bytes, size_t len,
 			    const char *name)
 {
 	uint8_t ans[8];
-	int fd = dial(port), closed;
+	int fd = job_dial(port), closed;
 	size_t got;
 
 	REQUIRE(fd >= 0, name, "cannot connect to rank 1's job listener");
@@ -257,10 +242,10 @@ static void attack(int port, int *held, int *nheld)
 	refused(port, req, sizeof(req), "old-version");
 
 	/* silent, and half a request: held open while the job works */
-	fd = dial(port);
+	fd = job_dial(port);
 	REQUIRE(fd >= 0, "half-open", "connect");
 	held[(*nheld)++] = fd;
-	fd = dial(port);
+	fd = job_dial(port);
 	REQUIRE(fd >= 0, "half-open", "connect");
 	request(req, J_VERSION, 0, 1, ns);
 	REQUIRE(send(fd, req, 100, MSG_NOSIGNAL) == 100, "half-open", "send");
@@ -274,7 +259,7 @@ static void attack(int port, int *held, int *nheld)
 static void flood_open(int port, int *fds)
 {
 	for (int i = 0; i < FLOOD; i++) {
-		fds[i] = dial(port);
+		fds[i] = job_dial(port);
 		REQUIRE(fds[i] >= 0, "flood", "connect %d: %s", i,
 			strerror(errno));
 	}
@@ -324,7 +309,7 @@ static void give_way(rmca_context_t *ctx, int port, int *fds, int *nfds)
 	int rc;
 
 	for (int i = 0; i < nflood; i++) {
-		fds[i] = dial(port);
+		fds[i] = job_dial(port);
 		REQUIRE(fds[i] >= 0, "served-past-flood", "connect %d: %s", i,
 			strerror(errno));
 		*nfds = i + 1;
@@ -389,7 +374,7 @@ static int stall_start(const char *dir)
 		"rank 1 published no port and key");
 	request(req, J_VERSION, 0, 1, ns);
 	memcpy(req + 16, key, J_KEYLEN);
-	fd = dial(port);
+	fd = job_dial(port);
 	REQUIRE(fd >= 0, "stalled-handshake", "connect: %s", strerror(errno));
 	REQUIRE(send(fd, req, sizeof(req), MSG_NOSIGNAL) ==
 			(ssize_t)sizeof(req),

@@ -59,21 +59,6 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	return (int)syscall(SYS_accept4, fd, addr, len, flags);
 }
 
-static int dial(int port)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* The port rank r published, as test_job_attack reads it. */
 static int published(uint32_t r)
 {
@@ -169,7 +154,7 @@ int main(int argc, char **argv)
 	/* Peers in the backlog, not accepted yet: no rmca call runs until
 	 * the limit is lowered. */
 	for (int i = 0; i < NPEERS; i++) {
-		peers[i] = dial(port);
+		peers[i] = job_dial(port);
 		REQUIRE(peers[i] >= 0, "emfile-no-spin", "connect: %s",
 			strerror(errno));
 	}
@@ -233,7 +218,7 @@ int main(int argc, char **argv)
 	REQUIRE(!setrlimit(RLIMIT_NOFILE, &old), "emfile-served",
 		"setrlimit: %s", strerror(errno));
 	memset(junk, 0x3c, sizeof(junk));
-	fd = dial(port);
+	fd = job_dial(port);
 	REQUIRE(fd >= 0, "emfile-served", "connect: %s", strerror(errno));
 	REQUIRE(send(fd, junk, sizeof(junk), MSG_NOSIGNAL) ==
 			(ssize_t)sizeof(junk),
