@@ -86,6 +86,21 @@ static void check_closed(const int *fds, int n, int closed)
 	}
 }
 
+/* SLOTS newcomers, each served and each closing the oldest of the
+ * holders fds[0..SLOTS) still open; then the holders go and the server
+ * is told. */
+static void newcomers_close_in_order(struct api_peer *p, int port,
+				     const int *fds)
+{
+	for (int k = 1; k <= SLOTS; k++) {
+		(void)newcomer(p, port);
+		check_closed(fds, SLOTS, k);
+	}
+	for (int i = 0; i < SLOTS; i++)
+		close(fds[i]);
+	api_token(p, 0, ATK_DONE);
+}
+
 /* A length-prefixed hello as atk_hello sends it, into buf: its length. */
 static size_t hello_bytes(uint64_t token, uint8_t *buf, size_t cap)
 {
@@ -177,13 +192,7 @@ static void one_per_newcomer_client(struct api_peer *p)
 	/* The second drips its hello: the prefix and one byte of it. */
 	(void)hello_bytes(0x5107, hello, sizeof(hello));
 	atk_write(fds[1], hello, 5);
-	for (int k = 1; k <= SLOTS; k++) {
-		(void)newcomer(p, port);
-		check_closed(fds, SLOTS, k);
-	}
-	for (int i = 0; i < SLOTS; i++)
-		close(fds[i]);
-	api_token(p, 0, ATK_DONE);
+	newcomers_close_in_order(p, port, fds);
 }
 
 static void test_each_newcomer_closes_one_silent_peer(void **state)
@@ -258,13 +267,7 @@ static void hello_complete_client(struct api_peer *p)
 		API_CHECK(!atk_hello(fds[i], 0x5200 + (uint64_t)i,
 				     RMCA_ROLE_ACTIVE, ATOMIC_CPU, &answer));
 	}
-	for (int k = 1; k <= SLOTS; k++) {
-		(void)newcomer(p, port);
-		check_closed(fds, SLOTS, k);
-	}
-	for (int i = 0; i < SLOTS; i++)
-		close(fds[i]);
-	api_token(p, 0, ATK_DONE);
+	newcomers_close_in_order(p, port, fds);
 }
 
 static void test_hello_complete_peers_give_way(void **state)
