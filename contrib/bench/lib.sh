@@ -29,14 +29,17 @@ bench_iters_for() { # iters size lat|bw
 
 # Ratio table of file $1 against file $2, on the rows both have for the
 # units given. Message rates are shown only for the *_rate tests: elsewhere
-# the latency or the bandwidth already says it.
+# the latency or the bandwidth already says it. With bench_record set, each
+# ratio is also appended to that file as
+# "$bench_run,name_a/name_b,test,bytes,unit,ratio".
 bench_ratios() { # a.csv b.csv name_a name_b title units...
 	local a=$1 b=$2 an=$3 bn=$4 title=$5
 	shift 5
 	echo
 	echo "== $title"
 	[ -s "$a" ] && [ -s "$b" ] || { echo "(no results to compare)"; return 0; }
-	awk -F, -v units="$*" -v an="$an" -v bn="$bn" '
+	awk -F, -v units="$*" -v an="$an" -v bn="$bn" \
+		-v rec="${bench_record:-}" -v run="${bench_run:-1}" '
 		BEGIN { n = split(units, u, " "); for (i = 1; i <= n; i++) want[u[i]] = 1 }
 		FNR == NR { if (want[$5]) v[$1 "," $2 "," $5] = $4; next }
 		$5 == "Mops" && $1 !~ /rate$/ { next }
@@ -44,8 +47,49 @@ bench_ratios() { # a.csv b.csv name_a name_b title units...
 			k = $1 "," $2 "," $5
 			if (!hdr++) printf "%-12s %8s %-10s %12s %12s %8s\n", "test", "bytes", "unit", an, bn, "ratio"
 			printf "%-12s %8s %-10s %12.4g %12.4g %8.2f\n", $1, $2, $5, v[k], $4, ($4 > 0 ? v[k] / $4 : 0)
+			if (rec != "" && $4 > 0)
+				printf "%s,%s/%s,%s,%s,%s,%.4f\n", run, an, bn, $1, $2, $5, v[k] / $4 >>rec
 		}
 		END { if (!hdr) print "(no common rows)" }' "$a" "$b"
+}
+
+# The ratios of repeated runs (run.sh --runs, the "run,comparison,test,
+# bytes,unit,ratio" lines of each DIR/ratios.csv): for each comparison,
+# test, size and unit, in the order they first came, the ratios in run
+# order, their median and quartiles (linear between the two nearest of the
+# sorted values: the median of an even count is the mean of the middle
+# two). Runs are numbered on through the directories, in the order given.
+bench_runs_summary() { # dir...
+	local d
+	for d in "$@"; do
+		[ -f "$d/ratios.csv" ] || { echo "run.sh: no $d/ratios.csv" >&2; return 1; }
+	done
+	for d in "$@"; do cat "$d/ratios.csv"; echo "--"; done | awk -F, '
+		function q(p,   x, i) { x = 1 + (m - 1) * p; i = int(x)
+			return i >= m ? s[m] : s[i] + (x - i) * (s[i + 1] - s[i]) }
+		$0 == "--" { base = last; next }
+		NF == 6 {
+			r = base + $1; if (r > last) last = r
+			k = $2 "," $3 "," $4 "," $5
+			if (!(k in v)) key[++n] = k
+			v[k] = v[k] " " sprintf("%.2f", $6); x[k] = x[k] " " $6
+		}
+		END {
+			printf "== ratios over %d runs: median, quartiles, then each run'"'"'s in run order\n", last
+			for (j = 1; j <= n; j++) {
+				split(key[j], f, ",")
+				if (f[1] != cmp) {
+					cmp = f[1]
+					printf "\n-- %s\n%-12s %8s %-10s %3s %7s %7s %7s  %s\n", cmp,
+						"test", "bytes", "unit", "n", "median", "q1", "q3", "per run"
+				}
+				m = split(substr(x[key[j]], 2), s, " ")
+				for (a = 1; a <= m; a++) for (b = a + 1; b <= m; b++)
+					if (s[b] + 0 < s[a] + 0) { t = s[a]; s[a] = s[b]; s[b] = t }
+				printf "%-12s %8s %-10s %3d %7.2f %7.2f %7.2f %s\n", f[2], f[3], f[4], m,
+					q(0.5), q(0.25), q(0.75), v[key[j]]
+			}
+		}'
 }
 
 # Medians over runs: csv lines that differ only in field $1 (the value of

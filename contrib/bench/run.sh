@@ -5,7 +5,8 @@
 # says what each test measures and how to read the numbers.
 #
 #   contrib/bench/run.sh [--build DIR] [--install] [--mode MODE] [-n ITERS]
-#                        [-S SIZES] [-t TESTS] [--out DIR]
+#                        [-S SIZES] [-t TESTS] [--out DIR] [--pin] [--runs N]
+#   contrib/bench/run.sh --summary DIR...
 #
 #   --build DIR  use this build tree (default: build one in $TMPDIR)
 #   --install    apt-get install ucx-utils and libfabric-bin if missing
@@ -18,6 +19,12 @@
 #   -t TESTS     rmca_perf tests (default all)
 #   --out DIR    keep the raw outputs there (default: a temporary directory)
 #   --pin        server on CPU 0, client on CPU 1 (taskset), every tool
+#   --runs N     the whole comparison N times in a row (rmca, the raw socket,
+#                UCX, libfabric, in that order each time; DIR/run-01 ...),
+#                then each ratio's N values in run order, their median and
+#                quartiles (the ratios also go to DIR/ratios.csv)
+#   --summary DIR...  that summary again from earlier runs' DIR/ratios.csv,
+#                the runs in the order given (say, two builds alternated)
 #
 # With gnuplot installed, DIR/tcp.svg plots latency and bandwidth against
 # message size (contrib/bench/plot.sh).
@@ -27,7 +34,7 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/contrib/bench/lib.sh"
-build= install=0 mode=both iters=5000 sizes= tests=all out= pin=0
+build= install=0 mode=both iters=5000 sizes= tests=all out= pin=0 runs=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2; shift ;;
@@ -38,12 +45,15 @@ while [ $# -gt 0 ]; do
 	-t) tests=$2; shift ;;
 	--out) out=$2; shift ;;
 	--pin) pin=1 ;;
-	-h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--runs) runs=$2; shift ;;
+	--summary) shift; bench_runs_summary "$@"; exit ;;
+	-h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
 done
 
+case $runs in ''|*[!0-9]*|0) echo "run.sh: --runs N, N >= 1" >&2; exit 2 ;; esac
 build=$(bench_build "$build")
 perf=$build/tools/rmca_perf
 [ -x "$perf" ] || { echo "run.sh: no $perf (build first)" >&2; exit 1; }
@@ -59,6 +69,10 @@ fi
 
 [ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/rmca-bench.XXXXXX")
 mkdir -p "$out"
+top_out=$out
+# every ratio printed, as "run,comparison,test,bytes,unit,ratio"
+export bench_record=$out/ratios.csv bench_run=1
+: >"$bench_record"
 case $mode in wait|spin|both) ;; *) echo "run.sh: --mode wait|spin|both" >&2; exit 2 ;; esac
 spin=
 popt=(-n "$iters" -t "$tests"); [ -n "$sizes" ] && popt+=(-S "$sizes")
@@ -127,9 +141,6 @@ ratios() { # a b title units...
 	bench_ratios "$out/$a.csv" "$out/$b.csv" "$a" "$b" "$@"
 }
 
-echo "# $(bench_host)"
-echo "# rmca $(bench_rev); progress mode: $mode; results in $out"
-
 # rmca's whole round trips of up to 16 B (put_lat, get_lat, atomic_lat)
 # against the raw socket's 16 B request/response: twice its send_lat half
 # round trip at 16 B, measured in the same run (issue 10's goal for
@@ -137,7 +148,7 @@ echo "# rmca $(bench_rev); progress mode: $mode; results in $out"
 round_trips() { # a b mode
 	echo
 	echo "== rmca round trip / raw TCP socket 16 B request-response (2 x its send_lat at 16 B), $3 mode, medians"
-	awk -F, '
+	awk -F, -v rec="${bench_record:-}" -v run="${bench_run:-1}" -v cmp="$1/$2-16B-rt" '
 		FNR == NR { if ($1 == "send_lat" && $2 == 16 && $5 == "us_median") rt = 2 * $4; next }
 		$1 ~ /^(put|get|atomic)_lat$/ && $2 <= 16 && $5 == "us_median" { row[++n] = $0 }
 		END {
@@ -147,6 +158,8 @@ round_trips() { # a b mode
 			for (i = 1; i <= n; i++) {
 				split(row[i], f, ",")
 				printf "%-12s %8s %12.4g %12.4g %8.2f\n", f[1], f[2], f[4], rt, f[4] / rt
+				if (rec != "")
+					printf "%s,%s,%s,%s,%s,%.4f\n", run, cmp, f[1], f[2], f[5], f[4] / rt >>rec
 			}
 		}' "$out/$2.csv" "$out/$1.csv"
 }
@@ -162,44 +175,64 @@ pair() { # wait|spin
 	round_trips "rmca-$1" "raw-$1" "$1"
 }
 
-[ "$mode" = spin ] || pair wait
-[ "$mode" = wait ] || pair spin
+echo "# $(bench_host)"
+echo "# rmca $(bench_rev); progress mode: $mode; results in $out"
 
-if [ "$mode" != wait ]; then
-	: >"$out/ucx.csv"
-	if command -v ucx_perftest >/dev/null; then
-		ucxver=$(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p' | head -1)
-		for m in send_lat:tag_lat send_bw:tag_bw put_bw:ucp_put_bw \
-			 get_bw:ucp_get atomic_rate:ucp_fadd; do
-			t=${m%%:*} u=${m#*:}
-			for s in $(sizes_of "$t"); do
-				case $t in *_lat) k=lat ;; *) k=bw ;; esac
-				n=$(iters_for "$s" $k)
-				# UCX's get and fadd over tcp wait on its ~1 ms
-				# progress timer: fewer of them keep the run short
-				case $u in ucp_get|ucp_fadd) [ "$n" -gt 500 ] && n=500 ;; esac
-				run_ucx "$t" "$u" "$s" "$n" >>"$out/ucx.csv"
+# One comparison: rmca and the raw socket, then UCX and libfabric.
+one_run() {
+	[ "$mode" = spin ] || pair wait
+	[ "$mode" = wait ] || pair spin
+
+	if [ "$mode" != wait ]; then
+		: >"$out/ucx.csv"
+		if command -v ucx_perftest >/dev/null; then
+			ucxver=$(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p' | head -1)
+			for m in send_lat:tag_lat send_bw:tag_bw put_bw:ucp_put_bw \
+				 get_bw:ucp_get atomic_rate:ucp_fadd; do
+				t=${m%%:*} u=${m#*:}
+				for s in $(sizes_of "$t"); do
+					case $t in *_lat) k=lat ;; *) k=bw ;; esac
+					n=$(iters_for "$s" $k)
+					# UCX's get and fadd over tcp wait on its ~1 ms
+					# progress timer: fewer of them keep the run short
+					case $u in ucp_get|ucp_fadd) [ "$n" -gt 500 ] && n=500 ;; esac
+					run_ucx "$t" "$u" "$s" "$n" >>"$out/ucx.csv"
+				done
 			done
-		done
-		ratios rmca-spin ucx "rmca (tcp) / UCX ${ucxver:-?} ucx_perftest (UCX_TLS=tcp): tag_lat, tag_bw, ucp_put_bw, ucp_get, ucp_fadd" \
-			us_median MB/s Mops
-	else
-		echo; echo "== UCX: ucx_perftest not installed (apt-get install ucx-utils, or --install)"
-	fi
+			ratios rmca-spin ucx "rmca (tcp) / UCX ${ucxver:-?} ucx_perftest (UCX_TLS=tcp): tag_lat, tag_bw, ucp_put_bw, ucp_get, ucp_fadd" \
+				us_median MB/s Mops
+		else
+			echo; echo "== UCX: ucx_perftest not installed (apt-get install ucx-utils, or --install)"
+		fi
 
-	: >"$out/fi.csv"
-	if command -v fi_pingpong >/dev/null; then
-		for s in $(sizes_of send_lat); do
-			run_fi "$s" "$(iters_for "$s" lat)" >>"$out/fi.csv"
-		done
-		ratios rmca-spin fi "rmca (tcp) / libfabric $(fi_info --version 2>/dev/null | sed -n 's/^libfabric: //p') fi_pingpong (tcp, msg ep): mean half round trip" \
-			us_mean
+		: >"$out/fi.csv"
+		if command -v fi_pingpong >/dev/null; then
+			for s in $(sizes_of send_lat); do
+				run_fi "$s" "$(iters_for "$s" lat)" >>"$out/fi.csv"
+			done
+			ratios rmca-spin fi "rmca (tcp) / libfabric $(fi_info --version 2>/dev/null | sed -n 's/^libfabric: //p') fi_pingpong (tcp, msg ep): mean half round trip" \
+				us_mean
+		else
+			echo; echo "== libfabric: fi_pingpong not installed (apt-get install libfabric-bin, or --install)"
+		fi
 	else
-		echo; echo "== libfabric: fi_pingpong not installed (apt-get install libfabric-bin, or --install)"
+		echo
+		echo "== UCX and libfabric left out: their tools spin; run with --mode spin or both"
 	fi
-else
+}
+
+for bench_run in $(seq "$runs"); do
+	if [ "$runs" -gt 1 ]; then
+		out=$top_out/run-$(printf %02d "$bench_run")
+		mkdir -p "$out"
+		echo
+		echo "### run $bench_run of $runs, load average: $(bench_load)"
+	fi
+	one_run
+done
+if [ "$runs" -gt 1 ]; then
 	echo
-	echo "== UCX and libfabric left out: their tools spin; run with --mode spin or both"
+	bench_runs_summary "$top_out"
 fi
 if command -v gnuplot >/dev/null; then
 	echo
