@@ -371,22 +371,17 @@ static inline void rmca_cq_push(struct rmca_context *ctx, struct rmca_req *r)
 /* A request the pool had none of; NULL without memory. */
 struct rmca_req *rmca_req_alloc_new(struct rmca_context *ctx);
 
-/* Requests come from, and go back to, the context's pool (inline: every
- * operation takes one and gives it back). user_ctx is stored where the
- * common state is cleared: a store of zero the taker then overwrote was
- * not left out by the compiler (the pool's pointers in between). */
-static inline struct rmca_req *rmca_req_alloc_for(struct rmca_context *ctx,
-						  void *user_ctx)
+/* The pool's first spare (ctx->req_spare, which the caller saw is not
+ * NULL), taken: the common state cleared, user_ctx stored where it is
+ * (a store of zero the taker then overwrote was not left out by the
+ * compiler, the pool's pointers in between). Inline: every operation takes
+ * one; a post that saw the spare itself calls nothing before its module. */
+static inline struct rmca_req *rmca_req_spare_take(struct rmca_context *ctx,
+						   void *user_ctx)
 {
 	struct rmca_req *r = ctx->req_spare;
 
 	ctx->posted = true;
-	if (!r) {
-		r = rmca_req_alloc_new(ctx);
-		if (r)
-			r->user_ctx = user_ctx;
-		return r;
-	}
 	ctx->req_spare = r->cq_next;
 	ctx->req_nspare--;
 	/* Only the common state: the taker sets the fields before it, the
@@ -396,6 +391,23 @@ static inline struct rmca_req *rmca_req_alloc_for(struct rmca_context *ctx,
 #undef RMCA_REQ_CLEAR_
 	r->user_ctx = user_ctx;
 	return r;
+}
+
+/* Requests come from, and go back to, the context's pool (inline: every
+ * operation takes one and gives it back). */
+static inline struct rmca_req *rmca_req_alloc_for(struct rmca_context *ctx,
+						  void *user_ctx)
+{
+	struct rmca_req *r;
+
+	if (!ctx->req_spare) {
+		ctx->posted = true;
+		r = rmca_req_alloc_new(ctx);
+		if (r)
+			r->user_ctx = user_ctx;
+		return r;
+	}
+	return rmca_req_spare_take(ctx, user_ctx);
 }
 
 static inline struct rmca_req *rmca_req_alloc(struct rmca_context *ctx)

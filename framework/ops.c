@@ -22,14 +22,38 @@ static struct rmca_list *req_list(struct rmca_ep *ep, enum rmca_op op)
 }
 
 /*
- * A request taken from the pool for ep; linked on its list unless ordered:
- * then it goes whole to a module that orders its completions, and stays
- * on no list of the endpoint unless the core takes it on (req_list_add).
- * Plain (enum rmca_req_held) when nothing of the core's can be on it yet:
- * a user's request, no flush (flushes are ordered against the rest), on
- * an endpoint without rails (their parts go to other modules; rails are
- * set up with the endpoint, before any post).
+ * r, just taken from the pool, made ep's; linked on its list unless
+ * ordered: then it goes whole to a module that orders its completions,
+ * and stays on no list of the endpoint unless the core takes it on
+ * (req_list_add). Plain (enum rmca_req_held) when nothing of the core's
+ * can be on it yet: a user's request, no flush (flushes are ordered
+ * against the rest), on an endpoint without rails (their parts go to other
+ * modules; rails are set up with the endpoint, before any post). A
+ * receive gets no post_no: only req_list_insert() reads one, for a put or
+ * get put back among ep->reqs, where receives never are.
  */
+static inline __attribute__((always_inline)) struct rmca_req *
+req_fill(struct rmca_ep *ep, struct rmca_req *r, enum rmca_op op,
+	 enum rmca_req_kind kind, bool ordered, bool plain)
+{
+	r->ctx = ep->ctx;
+	r->ep = ep;
+	r->op = op;
+	r->kind = kind;
+	if (op != RMCA_OP_RECV)
+		r->post_no = ++ep->nposted;
+	if (ordered) {
+		r->held = RMCA_REQ_ORDERED;
+		rmca_list_init(&r->link);
+		return r;
+	}
+	if (plain)
+		r->held = RMCA_REQ_LISTED;
+	rmca_list_add_tail(req_list(ep, op), &r->link);
+	return r;
+}
+
+/* A request taken from the pool for ep (req_fill). */
 static inline struct rmca_req *req_take(struct rmca_ep *ep, enum rmca_op op,
 					enum rmca_req_kind kind, void *user_ctx,
 					bool ordered)
@@ -38,20 +62,9 @@ static inline struct rmca_req *req_take(struct rmca_ep *ep, enum rmca_op op,
 
 	if (!r)
 		return NULL;
-	r->ctx = ep->ctx;
-	r->ep = ep;
-	r->op = op;
-	r->kind = kind;
-	r->post_no = ++ep->nposted;
-	if (ordered) {
-		r->held = RMCA_REQ_ORDERED;
-		rmca_list_init(&r->link);
-		return r;
-	}
-	if (kind == RMCA_REQ_USER && op != RMCA_OP_FLUSH && !ep->rails)
-		r->held = RMCA_REQ_LISTED;
-	rmca_list_add_tail(req_list(ep, op), &r->link);
-	if (op == RMCA_OP_FLUSH && r->kind == RMCA_REQ_USER)
+	req_fill(ep, r, op, kind, ordered,
+		 kind == RMCA_REQ_USER && op != RMCA_OP_FLUSH && !ep->rails);
+	if (op == RMCA_OP_FLUSH && kind == RMCA_REQ_USER && !ordered)
 		ep->nflushes++;
 	return r;
 }
@@ -536,8 +549,36 @@ static int op_end(struct rmca_req *r, int rc)
 	return rc;
 }
 
-int rmca_send(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
-	      void *user_ctx)
+/*
+ * A post that needs nothing of the core but a request, told apart inline
+ * before anything is taken: ep and mr given, the buffer within mr, mr
+ * registered with ep's module, ep not failed and on no rails (whose parts
+ * and holds the core keeps), and a request spare in the pool (a new one
+ * is a call). Every other post, and every argument error, goes the whole
+ * way (op_begin, from the entry point's *_slow twin), which checks all of
+ * it again: the codes returned are that path's. A fast post calls nothing
+ * before its module, so its arguments go straight on to the module's op.
+ */
+static inline __attribute__((always_inline)) bool
+post_fast(struct rmca_ep *ep, const void *buf, size_t len, struct rmca_mr *mr,
+	  struct rmca_module_mr **mmr)
+{
+	return ep && !local_check(ep, buf, len, mr, mmr) && !ep->failed &&
+	       !ep->rails && ep->ctx->req_spare;
+}
+
+/* A fast post's request (post_fast): a spare, ordered on a module that
+ * orders its completions, else plain on its list. */
+static inline __attribute__((always_inline)) struct rmca_req *
+req_take_fast(struct rmca_ep *ep, enum rmca_op op, void *user_ctx)
+{
+	return req_fill(ep, rmca_req_spare_take(ep->ctx, user_ctx), op,
+			RMCA_REQ_USER, ep->mod->ordered, true);
+}
+
+static __attribute__((noinline)) int send_slow(rmca_ep_t *ep, const void *buf,
+					       size_t len, rmca_mr_t *mr,
+					       void *user_ctx)
 {
 	struct rmca_module_mr *mmr;
 	struct rmca_req *r;
@@ -552,6 +593,24 @@ int rmca_send(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 	if (!rc)
 		ep->send_seq++;
 	return rc;
+}
+
+int rmca_send(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
+	      void *user_ctx)
+{
+	struct rmca_module_mr *mmr;
+	struct rmca_req *r;
+	int rc;
+
+	if (!post_fast(ep, buf, len, mr, &mmr) ||
+	    !rmca_list_empty(&ep->deferred))
+		return send_slow(ep, buf, len, mr, user_ctx);
+	r = req_take_fast(ep, RMCA_OP_SEND, user_ctx);
+	rc = ep_ops(ep)->send(ep->conn, buf, len, mmr, r);
+	if (rc)
+		return op_end(r, rc);
+	ep->send_seq++;
+	return 0;
 }
 
 int rmca_send_inv(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
@@ -587,8 +646,8 @@ int rmca_send_inv(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 	return rc;
 }
 
-int rmca_recv(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
-	      void *user_ctx)
+static __attribute__((noinline)) int
+recv_slow(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr, void *user_ctx)
 {
 	struct rmca_module_mr *mmr;
 	struct rmca_req *r;
@@ -599,8 +658,24 @@ int rmca_recv(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
 	return op_end(r, ep_ops(ep)->recv(ep->conn, buf, len, mmr, r));
 }
 
-int rmca_put(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
-	     uint64_t raddr, uint64_t rkey, unsigned flags, void *user_ctx)
+int rmca_recv(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
+	      void *user_ctx)
+{
+	struct rmca_module_mr *mmr;
+	struct rmca_req *r;
+	int rc;
+
+	if (!post_fast(ep, buf, len, mr, &mmr))
+		return recv_slow(ep, buf, len, mr, user_ctx);
+	r = req_take_fast(ep, RMCA_OP_RECV, user_ctx);
+	rc = ep_ops(ep)->recv(ep->conn, buf, len, mmr, r);
+	return rc ? op_end(r, rc) : 0;
+}
+
+static __attribute__((noinline)) int put_slow(rmca_ep_t *ep, const void *buf,
+					      size_t len, rmca_mr_t *mr,
+					      uint64_t raddr, uint64_t rkey,
+					      unsigned flags, void *user_ctx)
 {
 	struct rmca_module_mr *mmr;
 	struct rmca_req *r;
@@ -633,6 +708,26 @@ int rmca_put(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
 	return op_end(r, rc);
 }
 
+/* A put without rails (rmca_rails_rma says 1 then) and, if DELIVERED, on
+ * a module with remote completion: the core proves nothing of it. */
+int rmca_put(rmca_ep_t *ep, const void *buf, size_t len, rmca_mr_t *mr,
+	     uint64_t raddr, uint64_t rkey, unsigned flags, void *user_ctx)
+{
+	struct rmca_module_mr *mmr;
+	struct rmca_req *r;
+
+	if ((flags & ~(unsigned)RMCA_DELIVERED) ||
+	    !post_fast(ep, buf, len, mr, &mmr) ||
+	    ((flags & RMCA_DELIVERED) &&
+	     !(ep->mod->caps & RMCA_CAP_REMOTE_COMPLETION)))
+		return put_slow(ep, buf, len, mr, raddr, rkey, flags, user_ctx);
+	r = req_take_fast(ep, RMCA_OP_PUT, user_ctx);
+	rma_path_init(r, raddr, rkey, len);
+	return op_end(r, rma_count(ep, len,
+				   ep_ops(ep)->put(ep->conn, buf, len, mmr,
+						   raddr, rkey, r)));
+}
+
 int rmca_get(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
 	     uint64_t raddr, uint64_t rkey, void *user_ctx)
 {
@@ -655,16 +750,16 @@ int rmca_get(rmca_ep_t *ep, void *buf, size_t len, rmca_mr_t *mr,
 	return op_end(r, rc);
 }
 
-int rmca_atomic(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
-		rmca_mr_t *result_mr, void *user_ctx)
+static __attribute__((noinline)) int
+atomic_slow(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
+	    rmca_mr_t *result_mr, void *user_ctx)
 {
 	struct rmca_module_mr *mmr;
 	enum rmca_path path;
 	struct rmca_req *r;
 	int rc;
 
-	if (!ep || !op || !result || ((uintptr_t)result & 7) ||
-	    (op->raddr & 7))
+	if (!ep || !op || !result || ((uintptr_t)result & 7) || (op->raddr & 7))
 		return RMCA_ERR_INVALID;
 	switch (op->kind) {
 	case RMCA_ATOMIC_FADD:
@@ -705,6 +800,27 @@ int rmca_atomic(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
 		break;
 	}
 	return op_end(r, rc);
+}
+
+/* A fetch-add or compare-and-swap on an endpoint whose module does it
+ * (RMCA_PATH_NATIVE): the core builds nothing. */
+int rmca_atomic(rmca_ep_t *ep, const struct rmca_atomic *op, uint64_t *result,
+		rmca_mr_t *result_mr, void *user_ctx)
+{
+	struct rmca_module_mr *mmr;
+	struct rmca_req *r;
+
+	if (!op || !result || ((uintptr_t)result & 7) || (op->raddr & 7) ||
+	    (op->kind != RMCA_ATOMIC_FADD && op->kind != RMCA_ATOMIC_CSWAP) ||
+	    !post_fast(ep, result, sizeof(*result), result_mr, &mmr) ||
+	    ep->attr.atomic != RMCA_PATH_NATIVE)
+		return atomic_slow(ep, op, result, result_mr, user_ctx);
+	r = req_take_fast(ep, RMCA_OP_ATOMIC, user_ctx);
+	r->aop = *op;
+	r->result = result;
+	r->result_mmr = mmr;
+	r->cas_guess = 0;
+	return op_end(r, ep_ops(ep)->atomic(ep->conn, op, result, mmr, r));
 }
 
 int rmca_flush(rmca_ep_t *ep, void *user_ctx)
