@@ -248,11 +248,11 @@ static inline bool req_done_fast(struct rmca_req *r, int status, size_t len,
 
 	if (req_held(r, status, revoked_rkey))
 		return false;
+	/* Any other op's len is the pool's zero: only req_done_slow() and
+	 * req_emit() set it, and a request they saw is done or held. */
 	if (r->op == RMCA_OP_RECV) {
 		ep->recv_seq++;
 		r->len = len;
-	} else {
-		r->len = 0;
 	}
 	if (r->held == RMCA_REQ_LISTED)
 		req_unlink(r);

@@ -439,8 +439,14 @@ int rmca_poll(rmca_context_t *ctx, struct rmca_completion *out, int max)
 	cq->polling = true;
 	progress_pass(ctx, 0);
 	cq->polling = false;
+	r = cq->head;
+	if (!r) {
+		/* a pass that found nothing: no queue to set */
+		rmca_cq_signal(cq, false);
+		return 0;
+	}
 	/* Taken off the queue in a register, the queue set once after */
-	for (r = cq->head; r && n < max;) {
+	while (n < max) {
 		/* read before the release reuses it */
 		struct rmca_req *next = r->cq_next;
 
@@ -453,14 +459,22 @@ int rmca_poll(rmca_context_t *ctx, struct rmca_completion *out, int max)
 			.ep = r->ep,
 			.revoked_rkey = r->revoked_rkey,
 		};
-		r->queued = false;
-		rmca_req_release(r);
+		/* rmca_req_release(): every request queued was emitted
+		 * first, and one freed needs no flag cleared */
+		if (!r->flush && !r->uncovered)
+			rmca_req_free(ctx, r);
+		else
+			r->queued = false;
 		r = next;
+		if (!r) {
+			cq->head = NULL;
+			cq->tailp = &cq->head;
+			rmca_cq_signal(cq, false);
+			return n;
+		}
 	}
 	cq->head = r;
-	if (!r)
-		cq->tailp = &cq->head;
-	rmca_cq_signal(cq, r != NULL);
+	rmca_cq_signal(cq, true);
 	return n;
 }
 
