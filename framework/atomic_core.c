@@ -64,7 +64,7 @@ void rmca_atomic_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req)
 	} else {
 		resp.old = rmca_atomic_cpu((uint64_t *)(uintptr_t)a, &req->op);
 	}
-	rmca_ctrl_send(ep, &resp);
+	rmca_ctrl_send_owed(ep, &resp);
 }
 
 /* The answer is for the oldest atomic: the peer's core answers in order. */

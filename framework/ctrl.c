@@ -38,6 +38,12 @@ struct rmca_ctrl {
 	size_t tx_len, tx_off, tx_cap;
 	bool want_out;
 	bool deaf; /* not reading: too much queued for the peer */
+	/* A message the peer is owed that could not be queued
+	 * (rmca_ctrl_send_owed): the status the channel fails with, from
+	 * the parse of the message being answered or the next event, and
+	 * the type of the message lost. */
+	int owed_lost;
+	uint8_t owed_type;
 };
 
 static size_t ctrl_queued(const struct rmca_ctrl *c)
@@ -52,7 +58,7 @@ static void ctrl_lost(struct rmca_ep *ep, int status, const char *why)
 
 	if (!c)
 		return;
-	if (status == RMCA_ERR_PROTOCOL)
+	if (status != RMCA_ERR_CONNECTION)
 		rmca_log(0, "%s: control channel closed: %s", ep->peer, why);
 	else
 		rmca_log(2, "%s: control channel closed: %s", ep->peer, why);
@@ -107,6 +113,16 @@ static int ctrl_flush_tx(struct rmca_ep *ep)
 	return 0;
 }
 
+/* A message owed to the peer was not queued: the status the channel
+ * fails with, and why. */
+static int owed_lost(const struct rmca_ctrl *c, char *why, size_t why_len)
+{
+	snprintf(why, why_len, "control message %u to the peer not queued%s",
+		 c->owed_type,
+		 c->owed_lost == RMCA_ERR_NO_MEMORY ? ": out of memory" : "");
+	return c->owed_lost;
+}
+
 /* Parse every complete frame in rx; returns 0 or a status with why. */
 static int ctrl_parse(struct rmca_ep *ep, char *why, size_t why_len)
 {
@@ -141,6 +157,8 @@ static int ctrl_parse(struct rmca_ep *ep, char *why, size_t why_len)
 			return rc;
 		}
 		c = ep->ctrl;
+		if (c && c->owed_lost)
+			return owed_lost(c, why, why_len);
 	}
 	return 0;
 }
@@ -151,6 +169,12 @@ static void ctrl_event(void *arg, uint32_t events)
 	char why[160] = "";
 	int rc;
 
+	if (ep->ctrl->owed_lost) {
+		/* lost outside a parse (rmca_ctrl_send_owed) */
+		rc = owed_lost(ep->ctrl, why, sizeof(why));
+		ctrl_lost(ep, rc, why);
+		return;
+	}
 	if (events & EPOLLOUT) {
 		if (ctrl_flush_tx(ep)) {
 			ctrl_lost(ep, RMCA_ERR_CONNECTION, "send failed");
@@ -239,7 +263,7 @@ int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	struct rmca_ctrl *c = ep->ctrl;
 	int n;
 
-	if (!c)
+	if (!c || c->owed_lost) /* gone, or about to go */
 		return RMCA_ERR_CONNECTION;
 	if (c->tx_cap - c->tx_len < 4 + RMCA_CTRL_MAX && c->tx_off &&
 	    c->tx_off >= ctrl_queued(c)) {
@@ -270,6 +294,22 @@ int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 		ctrl_want_out(ep, true);
 	}
 	return 0;
+}
+
+int rmca_ctrl_send_owed(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+{
+	struct rmca_ctrl *c = ep->ctrl;
+	int rc = rmca_ctrl_send(ep, m);
+
+	if (!rc || !c || c->owed_lost)
+		return rc;
+	/* RMCA_ERR_AGAIN: the buffer could not grow */
+	c->owed_lost = rc == RMCA_ERR_AGAIN ? RMCA_ERR_NO_MEMORY : rc;
+	c->owed_type = m->type;
+	/* the parse under way fails the channel after the message it
+	 * answers; outside one, the next event (EPOLLOUT comes at once) */
+	ctrl_want_out(ep, true);
+	return c->owed_lost;
 }
 
 size_t rmca_ctrl_queued_bytes(const struct rmca_ep *ep)

@@ -71,6 +71,14 @@ int rmca_ctrl_open(struct rmca_ep *ep, int fd);
 void rmca_ctrl_close(struct rmca_ep *ep);
 /* Queue m for the peer; RMCA_ERR_CONNECTION once the channel is gone. */
 int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
+/*
+ * Queue m, a message the peer is owed (an answer it waits for, a key
+ * withdrawn): when it cannot be queued, the channel fails (status
+ * RMCA_ERR_NO_MEMORY when out of memory) once the message being parsed
+ * is done, or at the next event outside a parse, so that the peer sees
+ * it close and ends what waited on it, as this side does.
+ */
+int rmca_ctrl_send_owed(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
 /* Bytes queued for the peer and not sent yet (0 without a channel). */
 size_t rmca_ctrl_queued_bytes(const struct rmca_ep *ep);
 

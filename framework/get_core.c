@@ -175,7 +175,7 @@ void rmca_get_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req)
 		resp.len = req->len;
 		memcpy(resp.data, (const void *)(uintptr_t)a, (size_t)req->len);
 	}
-	rmca_ctrl_send(ep, &resp);
+	rmca_ctrl_send_owed(ep, &resp);
 }
 
 /* The answer is for the oldest get sent: the peer's core answers in order. */

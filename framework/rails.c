@@ -418,8 +418,10 @@ int rmca_rails_rma(struct rmca_ep *ep, struct rmca_req *r, const void *buf,
 	size_t chunk, off;
 	int rc;
 
+	/* Keys learnt over a channel that is gone are kept current by no
+	 * one (a withdrawal comes over it): none is used then. */
 	if (!rs || len < ep->ctx->rail_min_size || (rkey & RMCA_KEY_USE_ONCE) ||
-	    rs->pending)
+	    rs->pending || !ep->ctrl)
 		return 1;
 	k = peer_keys_find(rs, rkey);
 	if (!k || raddr < k->addr || len > k->len ||
@@ -581,7 +583,9 @@ void rmca_rails_mr_gone(struct rmca_mr *mr)
 			struct rmca_ctrl_msg m = {.type = RMCA_CTRL_RAIL_KEY,
 						  .id = s->key};
 
-			rmca_ctrl_send(ep, &m);
+			/* not queued: the channel goes, and the peer stops
+			 * using every key it announced */
+			rmca_ctrl_send_owed(ep, &m);
 		}
 		free(s);
 	}
@@ -611,7 +615,9 @@ static int rail_key(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 		k->len = m->len;
 	}
 	k->k[m->access - 1] = m->rkey;
-	rmca_ctrl_send(ep, &ack);
+	/* the peer holds its sends until then: not queued, the channel
+	 * goes (and with it that hold) */
+	rmca_ctrl_send_owed(ep, &ack);
 	return 0;
 }
 

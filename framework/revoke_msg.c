@@ -114,7 +114,7 @@ void rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 			free(n);
 		}
 	}
-	rmca_ctrl_send(ep, &ack);
+	rmca_ctrl_send_owed(ep, &ack);
 }
 
 /* The peer answers REVOKEs in the order it read them: an ack is for the

@@ -46,7 +46,7 @@ void rmca_verify_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	if (!mr || !(mr->access & m->access) ||
 	    !rmca_range_inside(base, mr->len, m->raddr, m->len))
 		resp.status = RMCA_ERR_REMOTE_ACCESS;
-	rmca_ctrl_send(ep, &resp);
+	rmca_ctrl_send_owed(ep, &resp);
 }
 
 /* r's verification is over: status is the refusal, or stays as it was. */
