@@ -64,6 +64,10 @@ static void held_release(struct rmca_ep *ep)
 		if (!rc)
 			rc = r->op == RMCA_OP_ATOMIC ? rmca_atomic_send(ep, r)
 						     : get_send(ep, r);
+		/* RMCA_ERR_AGAIN, which a post returns, is no status for a
+		 * completion: it is the channel's buffer that could not grow */
+		if (rc == RMCA_ERR_AGAIN)
+			rc = RMCA_ERR_NO_MEMORY;
 		if (rc)
 			get_end(ep, r, rc);
 	}

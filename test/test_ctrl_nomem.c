@@ -8,7 +8,10 @@
  *   its operation completes RMCA_ERR_CONNECTION, instead of waiting for an
  *   answer that never comes; at the target, what waited on the channel
  *   (here a get of its own, held behind a flush) completes
- *   RMCA_ERR_NO_MEMORY.
+ *   RMCA_ERR_NO_MEMORY;
+ * - a get held behind a flush whose request cannot be queued once the
+ *   flush completed ends RMCA_ERR_NO_MEMORY (RMCA_ERR_AGAIN is what a post
+ *   returns, not a completion's status).
  *
  * Every path is the emulated one (capabilities masked). Allocations fail
  * in one process while a flag is set (malloc is interposed, as in
@@ -224,6 +227,67 @@ static void test_revoke_unacked_for_want_of_memory_fails_channel(void **state)
 	run_ask(ASK_SEND_INV);
 }
 
+/* ---- a held request that cannot be queued ---- */
+
+static void held_getter(struct api_peer *p)
+{
+	char *mine = api_alloc(LEN);
+	struct rmca_completion c;
+	struct api_region r;
+	rmca_mr_t *lmr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, mine, LEN, RMCA_ACCESS_LOCAL, &lmr));
+	api_get_region(p, 0, &r);
+	/* The client is deaf: the get waits behind the put's flush. */
+	API_CHECK_OK(rmca_put(p->ep, mine, 8, lmr, r.addr, r.rkey, 0, CTX_PUT));
+	API_CHECK_OK(rmca_get(p->ep, mine + 8, 8, lmr, r.addr + 8, r.rkey,
+			      CTX_MINE));
+	no_memory = 1;
+	api_token(p, 0, T_HELD); /* the client serves the put now */
+	/* The flush completes; the get's request finds no memory. */
+	if (!wait_passes(p, CTX_MINE, &c)) {
+		no_memory = 0;
+		API_CHECK_MSG(0, "the held get never completed");
+	}
+	no_memory = 0;
+	API_CHECK_MSG(c.status == RMCA_ERR_NO_MEMORY,
+		      "the held get completed %s (%d)", api_strerror(c.status),
+		      c.status);
+	API_CHECK_MSG(wait_passes(p, CTX_PUT, &c), "the put never completed");
+	once(p, CTX_MINE);
+	api_token(p, 0, API_TOKEN_GO);
+	API_CHECK_OK(rmca_mr_dereg(lmr));
+}
+
+static void held_target(struct api_peer *p)
+{
+	char *theirs = api_alloc(LEN);
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(
+		p->ctx, theirs, LEN,
+		RMCA_ACCESS_REMOTE_READ | RMCA_ACCESS_REMOTE_WRITE, &mr));
+	api_put_region(p, 0, theirs, LEN, mr, p->ep);
+	api_expect_token_deaf(p, 0, T_HELD);
+	api_expect_token(p, 0, API_TOKEN_GO); /* serves meanwhile */
+	API_CHECK_OK(rmca_mr_dereg(mr));
+}
+
+static void test_held_get_unsent_for_want_of_memory_ends_no_memory(void **state)
+{
+	/* the client gets; the server (a target) only serves */
+	const struct api_test t = {.server = held_target,
+				   .client = held_getter};
+
+	(void)state;
+#ifdef __SANITIZE_ADDRESS__
+	TAP_SKIP("malloc cannot be interposed under AddressSanitizer");
+#endif
+	set_caps();
+	api_run(&t);
+	api_caps_mask_pop();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +297,8 @@ int main(void)
 			test_get_unanswered_for_want_of_memory_fails_channel),
 		cmocka_unit_test(
 			test_revoke_unacked_for_want_of_memory_fails_channel),
+		cmocka_unit_test(
+			test_held_get_unsent_for_want_of_memory_ends_no_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
