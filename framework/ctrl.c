@@ -44,6 +44,9 @@ struct rmca_ctrl {
 	 * the type of the message lost. */
 	int owed_lost;
 	uint8_t owed_type;
+	/* VERIFYs sent, answered, and answered after their deadline */
+	uint64_t verify_sent, verify_answered;
+	unsigned long verify_late;
 };
 
 static size_t ctrl_queued(const struct rmca_ctrl *c)
@@ -310,6 +313,33 @@ int rmca_ctrl_send_owed(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	 * answers; outside one, the next event (EPOLLOUT comes at once) */
 	ctrl_want_out(ep, true);
 	return c->owed_lost;
+}
+
+int rmca_ctrl_send_verify(struct rmca_ep *ep, struct rmca_ctrl_msg *m)
+{
+	int rc;
+
+	if (!ep->ctrl)
+		return RMCA_ERR_CONNECTION;
+	m->id = ep->ctrl->verify_sent + 1;
+	rc = rmca_ctrl_send(ep, m);
+	if (!rc)
+		ep->ctrl->verify_sent++;
+	return rc;
+}
+
+long rmca_ctrl_verify_answer(struct rmca_ep *ep, uint64_t id, bool late)
+{
+	struct rmca_ctrl *c = ep->ctrl;
+
+	/* the peer answers them in the order it read them */
+	if (!c || c->verify_answered == c->verify_sent ||
+	    id != c->verify_answered + 1)
+		return RMCA_ERR_PROTOCOL;
+	c->verify_answered++;
+	if (late)
+		c->verify_late++;
+	return (long)c->verify_late;
 }
 
 size_t rmca_ctrl_queued_bytes(const struct rmca_ep *ep)

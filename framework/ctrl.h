@@ -23,6 +23,7 @@
 #ifndef RMCA_CTRL_H
 #define RMCA_CTRL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,6 +80,17 @@ int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
  * it close and ends what waited on it, as this side does.
  */
 int rmca_ctrl_send_owed(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
+/*
+ * VERIFYs (verify.c) are numbered on their channel, 1, 2, ... in the order
+ * sent, and the peer answers them in that order: an answer is for the
+ * oldest not answered yet, whether this side still waits for it or gave
+ * up on it (late: its deadline passed), or the peer breaks the protocol.
+ */
+/* Send m, a VERIFY, with the next number as its id; as rmca_ctrl_send. */
+int rmca_ctrl_send_verify(struct rmca_ep *ep, struct rmca_ctrl_msg *m);
+/* Take an answer to VERIFY id: RMCA_ERR_PROTOCOL when it is not the one
+ * owed, else the number of late answers on the channel so far. */
+long rmca_ctrl_verify_answer(struct rmca_ep *ep, uint64_t id, bool late);
 /* Bytes queued for the peer and not sent yet (0 without a channel). */
 size_t rmca_ctrl_queued_bytes(const struct rmca_ep *ep);
 

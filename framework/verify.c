@@ -18,7 +18,6 @@
 bool rmca_verify_start(struct rmca_ep *ep, struct rmca_req *r)
 {
 	struct rmca_ctrl_msg m = { .type = RMCA_CTRL_VERIFY,
-				   .id = ++ep->am_next_id,
 				   .rkey = r->rkey,
 				   .raddr = r->raddr,
 				   .len = r->rlen,
@@ -26,7 +25,7 @@ bool rmca_verify_start(struct rmca_ep *ep, struct rmca_req *r)
 						     RMCA_ACCESS_REMOTE_WRITE :
 						     RMCA_ACCESS_REMOTE_READ };
 
-	if (rmca_ctrl_send(ep, &m))
+	if (rmca_ctrl_send_verify(ep, &m))
 		return false;
 	r->am_id = m.id;
 	r->verify_deadline = rmca_now_ms() + RMCA_VERIFY_MS;
@@ -65,14 +64,34 @@ static void verify_end(struct rmca_ep *ep, struct rmca_req *r, int status)
 		r->status = status;
 }
 
+/*
+ * An answer is for the oldest verification not answered yet (ctrl.h); one
+ * that is no longer waited for came after its deadline: the access's status
+ * stood then, and the answer is dropped. Any other breaks the protocol.
+ */
 int rmca_verify_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 {
 	struct rmca_req *r;
+	long late;
 
 	for (r = ep->verify_wait; r && r->am_id != m->id; r = r->verify_next)
 		;
-	if (!r)
+	late = rmca_ctrl_verify_answer(ep, m->id, !r);
+	if (late < 0) {
+		rmca_log(0,
+			 "%s: answer to verification %llu, which is not the "
+			 "oldest unanswered",
+			 ep->peer, (unsigned long long)m->id);
 		return RMCA_ERR_PROTOCOL;
+	}
+	if (!r) {
+		rmca_log(2,
+			 "%s: answer to verification %llu after %d ms, dropped "
+			 "(%ld so late)",
+			 ep->peer, (unsigned long long)m->id, RMCA_VERIFY_MS,
+			 late);
+		return 0;
+	}
 	verify_end(ep, r, m->status);
 	rmca_ep_advance(ep);
 	return 0;
