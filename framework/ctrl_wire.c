@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /* Control message encoding; the decoder trusts nothing. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -114,9 +115,26 @@ int rmca_ctrl_encode(const struct rmca_ctrl_msg *m, uint8_t *buf, size_t len)
 	return (int)(p - buf);
 }
 
-static int status_ok(int st)
+/*
+ * The statuses an answer may carry: those its sender's core can give
+ * (atomic_core.c, get_core.c, verify.c: the access refused or not; a rail
+ * key's ack: none; a revoke's ack: the revoke's error). The status becomes
+ * the completion of an operation here: never RMCA_ERR_AGAIN (a post's
+ * answer) nor RMCA_ERR_CANCELED (this side's own cancel, which leaves the
+ * endpoint up).
+ */
+static bool status_ok(uint8_t type, int st)
 {
-	return st <= 0 && st >= RMCA_ERR_TIMEOUT;
+	switch (type) {
+	case RMCA_CTRL_ATOMIC_RESP:
+	case RMCA_CTRL_GET_RESP:
+	case RMCA_CTRL_VERIFY_RESP:
+		return !st || st == RMCA_ERR_REMOTE_ACCESS;
+	case RMCA_CTRL_REVOKE_ACK:
+		return st <= 0 && st >= RMCA_ERR_TIMEOUT &&
+		       st != RMCA_ERR_AGAIN && st != RMCA_ERR_CANCELED;
+	}
+	return !st;
 }
 
 int rmca_ctrl_decode(const uint8_t *buf, size_t len, struct rmca_ctrl_msg *m,
@@ -217,8 +235,9 @@ int rmca_ctrl_decode(const uint8_t *buf, size_t len, struct rmca_ctrl_msg *m,
 		memcpy(m->data, p, (size_t)m->len);
 		break;
 	}
-	if (!status_ok(m->status)) {
-		snprintf(why, why_len, "unknown status %d", m->status);
+	if (!status_ok(m->type, m->status)) {
+		snprintf(why, why_len, "control message %u with status %d",
+			 m->type, m->status);
 		return RMCA_ERR_PROTOCOL;
 	}
 	return 0;
