@@ -93,9 +93,11 @@ void rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	/*
 	 * Only a use-once key may be revoked. One that names nothing here
 	 * (already revoked, deregistered) is as revoked as it gets, but this
-	 * message revoked nothing, so its receive reports 0.
+	 * message revoked nothing, so its receive reports 0. The message it
+	 * rides on is posted after the ack: one already received is a lie,
+	 * and its note would wait for no receive, for the endpoint's life.
 	 */
-	if (!(m->rkey & RMCA_KEY_USE_ONCE) ||
+	if (!(m->rkey & RMCA_KEY_USE_ONCE) || m->id <= ep->recv_seq ||
 	    (mr && !(mr->access & RMCA_MR_USE_ONCE))) {
 		ack.status = RMCA_ERR_INVALID;
 	} else if (mr) {
