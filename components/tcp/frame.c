@@ -9,26 +9,6 @@
 
 #include "frame.h"
 
-enum {
-	FLD_ID = 1 << 0,
-	FLD_LEN = 1 << 1,
-	FLD_RADDR = 1 << 2,
-	FLD_RKEY = 1 << 3,
-	FLD_OPERAND = 1 << 4,
-	FLD_COMPARE = 1 << 5,
-	FLD_MASK1 = 1 << 6,
-	FLD_MASK2 = 1 << 7,
-};
-
-/* The fields each type may set. */
-#define HELLO_FIELDS (FLD_ID | FLD_OPERAND)
-#define SEND_FIELDS  (FLD_ID | FLD_LEN | FLD_RKEY)
-#define RMA_FIELDS   (FLD_ID | FLD_LEN | FLD_RADDR | FLD_RKEY)
-#define ATOMIC_FIELDS                                                          \
-	(FLD_ID | FLD_LEN | FLD_RADDR | FLD_RKEY | FLD_OPERAND | FLD_COMPARE | \
-	 FLD_MASK1 | FLD_MASK2)
-#define RESP_FIELDS (FLD_ID | FLD_LEN | FLD_OPERAND)
-
 struct type_rule {
 	const char *name;
 	unsigned fields; /* fields that may be non-zero */
@@ -36,56 +16,23 @@ struct type_rule {
 };
 
 static const struct type_rule rules[TCP_F_MAX] = {
-	[TCP_F_HELLO] = {"HELLO", HELLO_FIELDS, 0},
-	[TCP_F_HELLO_ACK] = {"HELLO_ACK", HELLO_FIELDS, 0},
+	[TCP_F_HELLO] = {"HELLO", TCP_HELLO_FIELDS, 0},
+	[TCP_F_HELLO_ACK] = {"HELLO_ACK", TCP_HELLO_FIELDS, 0},
 	[TCP_F_ACK] = {"ACK", 0, 0},
-	[TCP_F_SEND] = {"SEND", SEND_FIELDS, TCP_FF_INV},
-	[TCP_F_PUT] = {"PUT", RMA_FIELDS, 0},
-	[TCP_F_GET] = {"GET", RMA_FIELDS, 0},
-	[TCP_F_ATOMIC] = {"ATOMIC", ATOMIC_FIELDS, 0},
-	[TCP_F_RESP] = {"RESP", RESP_FIELDS, 0},
-};
-
-/*
- * The same rules as the bits each of the header's ten 64-bit words may
- * have set (read little-endian): every frame is checked against them with
- * ten ANDs, and only one that fails goes through the checks one by one,
- * which name its first problem. Word 0 holds type, flags, akind, the
- * reserved byte and status; word 1 the counts, which every type carries
- * (a hello's are checked apart); words 2 to 9 one field each.
- */
-#define W_FIELD(fields, fld) (((fields) & (fld)) ? UINT64_MAX : 0)
-#define W_RULE(fields, flags, akind, status)                                   \
-	{                                                                      \
-		0xffull | (uint64_t)(flags) << 8 |                             \
-			((akind) ? 0xffull << 16 : 0) |                        \
-			((status) ? 0xffffffffull << 32 : 0),                  \
-			UINT64_MAX, W_FIELD(fields, FLD_ID),                   \
-			W_FIELD(fields, FLD_LEN), W_FIELD(fields, FLD_RADDR),  \
-			W_FIELD(fields, FLD_RKEY),                             \
-			W_FIELD(fields, FLD_OPERAND),                          \
-			W_FIELD(fields, FLD_COMPARE),                          \
-			W_FIELD(fields, FLD_MASK1),                            \
-			W_FIELD(fields, FLD_MASK2),                            \
-	}
-
-const uint64_t rmca_tcp_frame_may_set[TCP_F_MAX][TCP_HDR_LEN / 8] = {
-	[TCP_F_HELLO] = W_RULE(HELLO_FIELDS, 0, 0, 0),
-	[TCP_F_HELLO_ACK] = W_RULE(HELLO_FIELDS, 0, 0, 0),
-	[TCP_F_ACK] = W_RULE(0, 0, 0, 0),
-	[TCP_F_SEND] = W_RULE(SEND_FIELDS, TCP_FF_INV, 0, 0),
-	[TCP_F_PUT] = W_RULE(RMA_FIELDS, 0, 0, 0),
-	[TCP_F_GET] = W_RULE(RMA_FIELDS, 0, 0, 0),
-	[TCP_F_ATOMIC] = W_RULE(ATOMIC_FIELDS, 0, 1, 0),
-	[TCP_F_RESP] = W_RULE(RESP_FIELDS, 0, 0, 1),
+	[TCP_F_SEND] = {"SEND", TCP_SEND_FIELDS, TCP_FF_INV},
+	[TCP_F_PUT] = {"PUT", TCP_RMA_FIELDS, 0},
+	[TCP_F_GET] = {"GET", TCP_RMA_FIELDS, 0},
+	[TCP_F_ATOMIC] = {"ATOMIC", TCP_ATOMIC_FIELDS, 0},
+	[TCP_F_RESP] = {"RESP", TCP_RESP_FIELDS, 0},
 };
 
 /* Which of compare, mask1, mask2 each atomic kind uses. */
 static const unsigned atomic_fields[] = {
 	[RMCA_ATOMIC_FADD] = 0,
-	[RMCA_ATOMIC_CSWAP] = FLD_COMPARE,
-	[RMCA_ATOMIC_MASKED_FADD] = FLD_MASK1,
-	[RMCA_ATOMIC_MASKED_CSWAP] = FLD_COMPARE | FLD_MASK1 | FLD_MASK2,
+	[RMCA_ATOMIC_CSWAP] = TCP_FLD_COMPARE,
+	[RMCA_ATOMIC_MASKED_FADD] = TCP_FLD_MASK1,
+	[RMCA_ATOMIC_MASKED_CSWAP] =
+		TCP_FLD_COMPARE | TCP_FLD_MASK1 | TCP_FLD_MASK2,
 };
 
 const char *rmca_tcp_frame_name(unsigned type)
@@ -97,11 +44,11 @@ const char *rmca_tcp_frame_name(unsigned type)
 
 static unsigned present_fields(const struct tcp_frame *f)
 {
-	return (f->id ? FLD_ID : 0) | (f->len ? FLD_LEN : 0) |
-	       (f->raddr ? FLD_RADDR : 0) | (f->rkey ? FLD_RKEY : 0) |
-	       (f->operand ? FLD_OPERAND : 0) |
-	       (f->compare ? FLD_COMPARE : 0) | (f->mask1 ? FLD_MASK1 : 0) |
-	       (f->mask2 ? FLD_MASK2 : 0);
+	return (f->id ? TCP_FLD_ID : 0) | (f->len ? TCP_FLD_LEN : 0) |
+	       (f->raddr ? TCP_FLD_RADDR : 0) | (f->rkey ? TCP_FLD_RKEY : 0) |
+	       (f->operand ? TCP_FLD_OPERAND : 0) |
+	       (f->compare ? TCP_FLD_COMPARE : 0) |
+	       (f->mask1 ? TCP_FLD_MASK1 : 0) | (f->mask2 ? TCP_FLD_MASK2 : 0);
 }
 
 static int check_type(const struct tcp_frame *f, const char **why)
@@ -138,7 +85,7 @@ static int check_type(const struct tcp_frame *f, const char **why)
 			return RMCA_ERR_PROTOCOL;
 		}
 		if (present_fields(f) & ~atomic_fields[f->akind] &
-		    (FLD_COMPARE | FLD_MASK1 | FLD_MASK2)) {
+		    (TCP_FLD_COMPARE | TCP_FLD_MASK1 | TCP_FLD_MASK2)) {
 			*why = "atomic operand its kind does not use";
 			return RMCA_ERR_PROTOCOL;
 		}
@@ -211,7 +158,7 @@ int rmca_tcp_frame_decode_full(const uint8_t *buf, size_t len,
 		*why = "length too large";
 		return RMCA_ERR_PROTOCOL;
 	}
-	if ((rules[f->type].fields & FLD_ID) && !f->id) {
+	if ((rules[f->type].fields & TCP_FLD_ID) && !f->id) {
 		*why = "zero operation id";
 		return RMCA_ERR_PROTOCOL;
 	}

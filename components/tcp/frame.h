@@ -123,9 +123,62 @@ static inline void rmca_tcp_frame_encode(const struct tcp_frame *f,
 	rmca_tcp_put64(buf + 72, f->mask2);
 }
 
-/* The bits each of the header's ten 64-bit words may have set, read
- * little-endian, by type (frame.c). */
-extern const uint64_t rmca_tcp_frame_may_set[TCP_F_MAX][TCP_HDR_LEN / 8];
+enum {
+	TCP_FLD_ID = 1 << 0,
+	TCP_FLD_LEN = 1 << 1,
+	TCP_FLD_RADDR = 1 << 2,
+	TCP_FLD_RKEY = 1 << 3,
+	TCP_FLD_OPERAND = 1 << 4,
+	TCP_FLD_COMPARE = 1 << 5,
+	TCP_FLD_MASK1 = 1 << 6,
+	TCP_FLD_MASK2 = 1 << 7,
+};
+
+/* The fields each type may set. */
+#define TCP_HELLO_FIELDS (TCP_FLD_ID | TCP_FLD_OPERAND)
+#define TCP_SEND_FIELDS	 (TCP_FLD_ID | TCP_FLD_LEN | TCP_FLD_RKEY)
+#define TCP_RMA_FIELDS	 (TCP_FLD_ID | TCP_FLD_LEN | TCP_FLD_RADDR | TCP_FLD_RKEY)
+#define TCP_ATOMIC_FIELDS                                                      \
+	(TCP_FLD_ID | TCP_FLD_LEN | TCP_FLD_RADDR | TCP_FLD_RKEY |             \
+	 TCP_FLD_OPERAND | TCP_FLD_COMPARE | TCP_FLD_MASK1 | TCP_FLD_MASK2)
+#define TCP_RESP_FIELDS (TCP_FLD_ID | TCP_FLD_LEN | TCP_FLD_OPERAND)
+
+/*
+ * The rules of each type as the bits each of the header's ten 64-bit words
+ * may have set (read little-endian): every frame is checked against them
+ * with ten ANDs, and only one that fails goes through the checks one by
+ * one, which name its first problem. Word 0 holds type, flags, akind, the
+ * reserved byte and status; word 1 the counts, which every type carries
+ * (a hello's are checked apart); words 2 to 9 one field each. Here, not
+ * in frame.c: where the type is known, the compiler folds its words, and
+ * the checks of the words that may hold anything go.
+ */
+#define TCP_W_FIELD(fields, fld) (((fields) & (fld)) ? UINT64_MAX : 0)
+#define TCP_W_RULE(fields, flags, akind, status)                               \
+	{                                                                      \
+		0xffull | (uint64_t)(flags) << 8 |                             \
+			((akind) ? 0xffull << 16 : 0) |                        \
+			((status) ? 0xffffffffull << 32 : 0),                  \
+			UINT64_MAX, TCP_W_FIELD(fields, TCP_FLD_ID),           \
+			TCP_W_FIELD(fields, TCP_FLD_LEN),                      \
+			TCP_W_FIELD(fields, TCP_FLD_RADDR),                    \
+			TCP_W_FIELD(fields, TCP_FLD_RKEY),                     \
+			TCP_W_FIELD(fields, TCP_FLD_OPERAND),                  \
+			TCP_W_FIELD(fields, TCP_FLD_COMPARE),                  \
+			TCP_W_FIELD(fields, TCP_FLD_MASK1),                    \
+			TCP_W_FIELD(fields, TCP_FLD_MASK2),                    \
+	}
+
+static const uint64_t rmca_tcp_frame_may_set[TCP_F_MAX][TCP_HDR_LEN / 8] = {
+	[TCP_F_HELLO] = TCP_W_RULE(TCP_HELLO_FIELDS, 0, 0, 0),
+	[TCP_F_HELLO_ACK] = TCP_W_RULE(TCP_HELLO_FIELDS, 0, 0, 0),
+	[TCP_F_ACK] = TCP_W_RULE(0, 0, 0, 0),
+	[TCP_F_SEND] = TCP_W_RULE(TCP_SEND_FIELDS, TCP_FF_INV, 0, 0),
+	[TCP_F_PUT] = TCP_W_RULE(TCP_RMA_FIELDS, 0, 0, 0),
+	[TCP_F_GET] = TCP_W_RULE(TCP_RMA_FIELDS, 0, 0, 0),
+	[TCP_F_ATOMIC] = TCP_W_RULE(TCP_ATOMIC_FIELDS, 0, 1, 0),
+	[TCP_F_RESP] = TCP_W_RULE(TCP_RESP_FIELDS, 0, 0, 1),
+};
 
 /* rmca_tcp_frame_decode() with every check made one by one. */
 int rmca_tcp_frame_decode_full(const uint8_t *buf, size_t len,
@@ -163,50 +216,86 @@ static inline void rmca_tcp_frame_load(struct tcp_frame *f, const uint8_t *buf)
 #endif
 }
 
-/*
- * 0, or RMCA_ERR_PROTOCOL with *why naming the first problem found.
- * Inline, as every frame read goes through it: the frames of the data
- * path (ACK, SEND, PUT, GET, a fetch-add, a RESP of success) that set no
- * bit their type may not, and need nothing else but an id, a length in
- * bounds and a SEND's key with its flag, are taken here; every other
- * frame goes through rmca_tcp_frame_decode_full(), which accepts the
- * same frames and names the first problem of the rest.
- */
-static inline int rmca_tcp_frame_decode(const uint8_t *buf, size_t len,
-					struct tcp_frame *f, const char **why)
+/* The words of buf that type t's rules forbid bits of, or-ed: 0 when it
+ * sets none. Written out word by word rather than as a loop, so that
+ * where t is a constant each word its type may fill with anything costs
+ * nothing. */
+static inline __attribute__((always_inline)) uint64_t
+rmca_tcp_frame_bad_bits(const uint8_t *buf, unsigned t)
 {
-	unsigned t = len >= TCP_HDR_LEN ? buf[0] : 0;
-	const uint64_t *allowed;
-	uint64_t bad = 0;
+	const uint64_t *a = rmca_tcp_frame_may_set[t];
 
-	if (t < TCP_F_ACK || t >= TCP_F_MAX)
-		return rmca_tcp_frame_decode_full(buf, len, f, why);
-	allowed = rmca_tcp_frame_may_set[t];
-	for (size_t i = 0; i < TCP_HDR_LEN / 8; i++)
-		bad |= rmca_tcp_get64(buf + 8 * i) & ~allowed[i];
-	if (bad)
-		return rmca_tcp_frame_decode_full(buf, len, f, why);
+#define TCP_W_BAD(i) (rmca_tcp_get64(buf + 8 * (i)) & ~a[i])
+	return TCP_W_BAD(0) | TCP_W_BAD(1) | TCP_W_BAD(2) | TCP_W_BAD(3) |
+	       TCP_W_BAD(4) | TCP_W_BAD(5) | TCP_W_BAD(6) | TCP_W_BAD(7) |
+	       TCP_W_BAD(8) | TCP_W_BAD(9);
+#undef TCP_W_BAD
+}
+
+/* rmca_tcp_frame_decode() of a header of type t (a constant where it is
+ * inlined): the data path's frames that set no bit their type may not,
+ * and need nothing else but an id, a length in bounds and a SEND's key
+ * with its flag, are taken here; the rest goes through
+ * rmca_tcp_frame_decode_full(), which accepts the same frames and names
+ * the first problem of the others. */
+static inline __attribute__((always_inline)) int
+rmca_tcp_frame_decode_as(const uint8_t *buf, struct tcp_frame *f,
+			 const char **why, unsigned t)
+{
+	if (rmca_tcp_frame_bad_bits(buf, t))
+		return rmca_tcp_frame_decode_full(buf, TCP_HDR_LEN, f, why);
 	rmca_tcp_frame_load(f, buf);
 	if (f->len > TCP_MAX_PAYLOAD || (!f->id && t != TCP_F_ACK))
-		return rmca_tcp_frame_decode_full(buf, len, f, why);
+		return rmca_tcp_frame_decode_full(buf, TCP_HDR_LEN, f, why);
 	switch (t) {
 	case TCP_F_SEND:
 		if (!(f->flags & TCP_FF_INV) != !f->rkey)
-			return rmca_tcp_frame_decode_full(buf, len, f, why);
+			return rmca_tcp_frame_decode_full(buf, TCP_HDR_LEN, f,
+							  why);
 		break;
 	case TCP_F_ATOMIC:
 		if (f->akind || f->len != 8 || f->compare || f->mask1 ||
 		    f->mask2)
-			return rmca_tcp_frame_decode_full(buf, len, f, why);
+			return rmca_tcp_frame_decode_full(buf, TCP_HDR_LEN, f,
+							  why);
 		break;
 	case TCP_F_RESP:
 		if (f->status)
-			return rmca_tcp_frame_decode_full(buf, len, f, why);
+			return rmca_tcp_frame_decode_full(buf, TCP_HDR_LEN, f,
+							  why);
 		break;
 	default:
 		break;
 	}
 	return 0;
+}
+
+/*
+ * 0, or RMCA_ERR_PROTOCOL with *why naming the first problem found.
+ * Inline, as every frame read goes through it, with one copy of the
+ * checks for each type of the data path (ACK, SEND, PUT, GET, ATOMIC, a
+ * RESP), its rules folded in: rmca_tcp_frame_decode_as(). Every other
+ * frame goes through rmca_tcp_frame_decode_full().
+ */
+static inline int rmca_tcp_frame_decode(const uint8_t *buf, size_t len,
+					struct tcp_frame *f, const char **why)
+{
+	switch (len >= TCP_HDR_LEN ? buf[0] : 0) {
+	case TCP_F_SEND:
+		return rmca_tcp_frame_decode_as(buf, f, why, TCP_F_SEND);
+	case TCP_F_ACK:
+		return rmca_tcp_frame_decode_as(buf, f, why, TCP_F_ACK);
+	case TCP_F_PUT:
+		return rmca_tcp_frame_decode_as(buf, f, why, TCP_F_PUT);
+	case TCP_F_GET:
+		return rmca_tcp_frame_decode_as(buf, f, why, TCP_F_GET);
+	case TCP_F_ATOMIC:
+		return rmca_tcp_frame_decode_as(buf, f, why, TCP_F_ATOMIC);
+	case TCP_F_RESP:
+		return rmca_tcp_frame_decode_as(buf, f, why, TCP_F_RESP);
+	default:
+		return rmca_tcp_frame_decode_full(buf, len, f, why);
+	}
 }
 const char *rmca_tcp_frame_name(unsigned type);
 
