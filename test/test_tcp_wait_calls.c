@@ -93,14 +93,24 @@ ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 /* reads when a write first found the socket full (-1: not yet) */
 static long full_at = -1;
 
-ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+static ssize_t counted_write(ssize_t n)
 {
-	ssize_t n = (ssize_t)syscall(SYS_sendmsg, fd, msg, flags);
-
 	writes++;
 	if (n < 0 && errno == EAGAIN && full_at < 0)
 		full_at = reads;
 	return n;
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	return counted_write((ssize_t)syscall(SYS_sendmsg, fd, msg, flags));
+}
+
+/* A small frame is copied whole and written with send(). */
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	return counted_write(
+		(ssize_t)syscall(SYS_sendto, fd, buf, len, flags, NULL, 0));
 }
 
 /* The fds were looked at: epoll_wait(), or the eager read of the

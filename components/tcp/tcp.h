@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 
 #include <rmca/component.h>
@@ -36,6 +37,11 @@
 #define TCP_RX_BUF 32768
 #define TCP_RX_DIRECT 16384
 #define TCP_SPARE_MAX 1024
+/* A frame with at most this much payload is copied whole and written with
+ * send() rather than sendmsg() from header and payload (tcp_conn.c). */
+#define TCP_TX_COPY 1024
+_Static_assert(TCP_HDR_LEN + TCP_TX_COPY <= TCP_SCRATCH_LEN,
+	       "a frame copied whole fits the scratch buffer");
 /* Least RMCA_tcp_max_pending_responses: a connection holds off reading only
  * with every one of a peer's outstanding requests (at most TCP_MAX_OPS)
  * read and unanswered, so nothing of the peer's waits in the socket and
@@ -370,6 +376,22 @@ void rmca_tcp_disconnect(struct rmca_conn *c);
 static inline void rmca_tcp_out_queue(struct tcp_conn *c, struct tcp_out *o)
 {
 	rmca_list_add_tail(&c->outq, &o->link);
+}
+
+/* n bytes from s to d: a payload of 8 to 16 bytes, the common small
+ * message, as two words that overlap unless n is 16, without a call. */
+static inline void rmca_tcp_copy(char *d, const char *s, size_t n)
+{
+	uint64_t a, b;
+
+	if (n < 8 || n > 16) {
+		memcpy(d, s, n);
+		return;
+	}
+	memcpy(&a, s, 8);
+	memcpy(&b, s + n - 8, 8);
+	memcpy(d, &a, 8);
+	memcpy(d + n - 8, &b, 8);
 }
 
 /* A frame of f and its payload pl, from the spares or allocated; NULL

@@ -113,7 +113,8 @@ static void on_send(struct tcp_conn *c, const struct tcp_frame *f)
 	 * at once, as finish_frame() would once the payload is in. */
 	if (f->len <= c->rx.end - c->rx.start && !(f->flags & TCP_FF_INV)) {
 		if (f->len) /* a receive of no bytes may have no buffer */
-			memcpy(r->buf, c->rx.buf + c->rx.start, (size_t)f->len);
+			rmca_tcp_copy(r->buf, c->rx.buf + c->rx.start,
+				      (size_t)f->len);
 		c->rx.start += (size_t)f->len;
 		c->rx.op = NULL;
 		rmca_tcp_op_done(c, r, RMCA_OK, (size_t)f->len, 0);
@@ -258,8 +259,8 @@ static void start_frame(struct tcp_conn *c)
 		} else if (f->len <= c->rx.end - c->rx.start) {
 			/* All of it read already: placed at once. */
 			if (f->len)
-				memcpy(p, c->rx.buf + c->rx.start,
-				       (size_t)f->len);
+				rmca_tcp_copy(p, c->rx.buf + c->rx.start,
+					      (size_t)f->len);
 			c->rx.start += (size_t)f->len;
 			c->done_in++;
 		} else {

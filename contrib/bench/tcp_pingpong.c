@@ -20,6 +20,12 @@
  *   idle   one rmca_poll that finds nothing, on a connected endpoint
  *   raw    SIZE bytes and a reply of SIZE bytes over a plain TCP socket
  *          (TCP_NODELAY, non-blocking recv(), rmca_perf --raw --spin)
+ *   rawiov the same with an 80-byte header before each message, written
+ *          as tcp used to write a frame: sendmsg() of two iovecs, header
+ *          and payload; each side reads with recv() into a 32 KiB buffer
+ *   rawcopy the same frames copied whole and written with send(), as tcp
+ *          writes a frame of up to TCP_TX_COPY bytes: with rawiov, what
+ *          the kernel's share of the two ways costs (timed: ns printed)
  *
  * Prints "TEST,SIZE,N,NS,ns_per_round_trip" (one CPU: no cache line moves
  * between cores, so the time is not the two-process latency).
@@ -28,6 +34,7 @@
 #include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define PINGPONG_NAME "tcp_pingpong"
@@ -95,9 +102,52 @@ static int raw_pair(int *a, int *b)
 	return 0;
 }
 
-static void run_raw(long warmup, long n, size_t size)
+/* A frame of an 80-byte header and size bytes out on fd: with sendmsg()
+ * from two iovecs (iov), or copied whole and with send(). */
+static void frame_out(int fd, const char *hdr, const char *pl, size_t size,
+		      int iov)
 {
-	static char buf[2][4096];
+	static char whole[80 + 4096];
+	struct iovec v[2] = {{(void *)hdr, 80}, {(void *)pl, size}};
+	struct msghdr m = {.msg_iov = v, .msg_iovlen = 2};
+	ssize_t n;
+
+	if (iov) {
+		n = sendmsg(fd, &m, MSG_NOSIGNAL);
+	} else {
+		memcpy(whole, hdr, 80);
+		memcpy(whole + 80, pl, size);
+		n = send(fd, whole, 80 + size, MSG_NOSIGNAL);
+	}
+	if (n != (ssize_t)(80 + size)) {
+		perror("tcp_pingpong: frame write");
+		exit(1);
+	}
+}
+
+/* A frame in from fd, read as tcp reads: into a 32 KiB buffer. */
+static void frame_in(int fd, size_t size)
+{
+	static char rb[32768];
+
+	for (size_t got = 0; got < 80 + size;) {
+		ssize_t n = recv(fd, rb, sizeof(rb), MSG_DONTWAIT);
+
+		if (n > 0) {
+			got += (size_t)n;
+		} else if (n == 0) {
+			perror("tcp_pingpong: frame read");
+			exit(1);
+		}
+	}
+}
+
+/* framed: 0 plain messages, 1 frames by sendmsg() of two iovecs, 2 frames
+ * copied and written with send(). */
+static void run_raw(long warmup, long n, size_t size, int framed)
+{
+	static const char *name[] = {"raw", "rawiov", "rawcopy"};
+	static char buf[2][4096], hdr[80];
 	double t0 = 0;
 	int a, b;
 
@@ -108,12 +158,19 @@ static void run_raw(long warmup, long n, size_t size)
 	for (long i = 0; i < warmup + n; i++) {
 		if (i == warmup)
 			t0 = now_ns();
+		if (framed) {
+			frame_out(a, hdr, buf[0], size, framed == 1);
+			frame_in(b, size);
+			frame_out(b, hdr, buf[1], size, framed == 1);
+			frame_in(a, size);
+			continue;
+		}
 		xfer(a, buf[0], size, 1);
 		xfer(b, buf[1], size, 0);
 		xfer(b, buf[1], size, 1);
 		xfer(a, buf[0], size, 0);
 	}
-	printf("raw,%zu,%ld,%.1f,ns_per_round_trip\n", size, n,
+	printf("%s,%zu,%ld,%.1f,ns_per_round_trip\n", name[framed], size, n,
 	       (now_ns() - t0) / (double)n);
 	close(a);
 	close(b);
@@ -136,8 +193,13 @@ int main(int argc, char **argv)
 	if (n < 1 || size > sizeof(buf[0]))
 		return 2;
 	warmup = n / 10 + 1;
-	if (!strcmp(test, "raw")) {
-		run_raw(warmup, n, size);
+	if (!strcmp(test, "raw") || !strcmp(test, "rawiov") ||
+	    !strcmp(test, "rawcopy")) {
+		int framed = !strcmp(test, "rawiov")	? 1
+			     : !strcmp(test, "rawcopy") ? 2
+							: 0;
+
+		run_raw(warmup, n, size, framed);
 		return 0;
 	}
 	pingpong_pair(&a, &b, &ea, &eb);
