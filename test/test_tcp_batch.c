@@ -633,6 +633,84 @@ static void post_cut_short_is_finished_from_the_queue(void **state)
 }
 
 /*
+ * A fetch-add's answer, and a short GET's, is written at once from where
+ * it is built when it is the next frame anyway (nothing queued, held or
+ * peeked, nothing more read): no frame is taken for it, from the spares or
+ * allocated. A target whose write is cut after 0 (EAGAIN), 1 or 37 bytes
+ * queues what is left, counted as an answer, and it arrives whole: every
+ * op completes once, with the right result.
+ */
+static void answers_written_at_once_take_no_frame(void **state)
+{
+	static const size_t cuts[] = {NO_CUT, 0, 1, 37, TCP_HDR_LEN + 3};
+	static char region[8] = "getme!!", got[8];
+	static uint64_t word, result;
+	struct rmca_module_mr *rmr = NULL, *wmr = NULL;
+	struct rmca_atomic op = {.kind = RMCA_ATOMIC_FADD, .operand = 5};
+	struct tcp_module *a = th_module(), *b = th_module();
+	struct tcp_conn *ca, *cb;
+	uint64_t rkey, expect = 10;
+
+	(void)state;
+	th_conn_pair(a, b, &ca, &cb);
+	assert_int_equal(rmca_tcp_mr_reg(&b->base, region, sizeof(region),
+					 RMCA_ACCESS_REMOTE_READ, &rmr),
+			 0);
+	assert_int_equal(rmca_tcp_mr_reg(&b->base, &word, sizeof(word),
+					 RMCA_ACCESS_REMOTE_ATOMIC, &wmr),
+			 0);
+	rkey = rmca_tcp_mr_rkey(rmr, &cb->base);
+	op.raddr = (uintptr_t)&word;
+	op.rkey = rmca_tcp_mr_rkey(wmr, &cb->base);
+	word = 10;
+	for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
+		for (int get = 0; get < 2; get++) {
+			/* a fetch-add's answer is a header alone */
+			if (!get && cuts[k] != NO_CUT && cuts[k] >= TCP_HDR_LEN)
+				continue;
+			th_ndone = 0;
+			memset(got, 0, sizeof(got));
+			assert_int_equal(
+				get ? rmca_tcp_get(&ca->base, got, 8, NULL,
+						   (uintptr_t)region, rkey,
+						   SEND_TAG(0))
+				    : rmca_tcp_atomic(&ca->base, &op, &result,
+						      NULL, SEND_TAG(0)),
+				0);
+			/* the target's next write, its answer */
+			cut_next(cuts[k]);
+			pump_until_done(1);
+			assert_int_equal(cut_writes, 0);
+			th_pump_idle();
+			assert_int_equal(th_ndone, 1);
+			assert_ptr_equal(th_done[0].req, SEND_TAG(0));
+			assert_int_equal(th_done[0].status, 0);
+			if (get) {
+				assert_memory_equal(got, region, 8);
+			} else {
+				assert_true(result == expect);
+				expect += 5;
+				assert_true(word == expect);
+			}
+			assert_int_equal(queued(cb), 0);
+			assert_int_equal(cb->nanswers, 0);
+			assert_false(cb->events & EPOLLOUT);
+			/* not cut, or cut before anything went: nothing was
+			 * ever queued, so no frame was taken */
+			if (cuts[k] == NO_CUT)
+				assert_int_equal(b->nspare_outs, 0);
+		}
+	}
+	assert_int_equal(th_nfailed, 0);
+	rmca_tcp_conn_destroy(ca);
+	rmca_tcp_conn_destroy(cb);
+	assert_int_equal(rmca_tcp_mr_dereg(rmr), 0);
+	assert_int_equal(rmca_tcp_mr_dereg(wmr), 0);
+	th_module_free(a);
+	th_module_free(b);
+}
+
+/*
  * A frame of at most TCP_TX_COPY payload bytes is copied whole and
  * written with one send(), not with sendmsg() from header and payload
  * (which costs the kernel the message header's and the iovec's copy);
@@ -694,6 +772,7 @@ int main(void)
 		cmocka_unit_test(frames_cut_anywhere_are_read_whole),
 		cmocka_unit_test(answer_rides_on_the_reply_or_goes_alone),
 		cmocka_unit_test(post_cut_short_is_finished_from_the_queue),
+		cmocka_unit_test(answers_written_at_once_take_no_frame),
 		cmocka_unit_test(small_frames_go_with_one_send),
 	};
 

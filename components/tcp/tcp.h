@@ -331,6 +331,11 @@ void rmca_tcp_out_flush(struct tcp_conn *c);
 /* Write a post's frame o, not queued, on a connection with nothing queued:
  * see rmca_tcp_out_post(). */
 void rmca_tcp_out_direct(struct tcp_conn *c, struct tcp_out *o);
+/* Write the answer f (payload pl of len bytes, in region) at once: see
+ * rmca_tcp_answer_now(). False: nothing written, queue it. */
+bool rmca_tcp_answer_direct(struct tcp_conn *c, const struct tcp_frame *f,
+			    const char *pl, size_t len,
+			    const struct tcp_mr *region);
 /* The module's progress op: held-back frames, then parked sockets. */
 int rmca_tcp_progress(struct rmca_module *mod);
 /* The flushes now at the head of c->ops end: all before them have. */

@@ -620,6 +620,47 @@ void rmca_tcp_out_direct(struct tcp_conn *c, struct tcp_out *o)
 	out_after(c);
 }
 
+/*
+ * The answer f to a request of the peer (a fetch-add's, a short GET's,
+ * its payload pl in region), on a connection with nothing queued, held
+ * or peeked and nothing more buffered to read (rmca_tcp_answer_now()):
+ * written at once as a post's frame is, without the queue and without
+ * taking a frame to build it in. Only what the socket does not take is
+ * queued, as a counted answer, from where it stopped; the rest goes once
+ * there is room (EPOLLOUT). False when nothing was written and the caller
+ * is to queue it as usual (a full socket, or an error, which the flush
+ * that follows meets again and fails c with).
+ */
+bool rmca_tcp_answer_direct(struct tcp_conn *c, const struct tcp_frame *f,
+			    const char *pl, size_t len,
+			    const struct tcp_mr *region)
+{
+	uint8_t hdr[TCP_HDR_LEN];
+	struct tcp_out *o;
+	ssize_t n;
+
+	rmca_tcp_frame_encode(f, hdr);
+	rmca_tcp_frame_counts(hdr, c->done_in, c->granted);
+	n = frame_write(c, hdr, pl, len);
+	if (n <= 0)
+		return false;
+	c->done_told = c->done_in;
+	c->granted_told = c->granted;
+	if (n == (ssize_t)(TCP_HDR_LEN + len))
+		return true;
+	o = rmca_tcp_out_new(c->mod, f, pl, len);
+	if (!o) {
+		rmca_tcp_conn_fail(c, RMCA_ERR_NO_MEMORY, NULL);
+		return true;
+	}
+	memcpy(o->hdr, hdr, TCP_HDR_LEN);
+	o->off = (size_t)n;
+	o->mr = len ? region : NULL;
+	rmca_tcp_answer_queue(c, o);
+	out_after(c);
+	return true;
+}
+
 void rmca_tcp_flushes_done(struct tcp_conn *c)
 {
 	const struct rmca_core *core = c->mod->base.core;

@@ -29,9 +29,24 @@ static void protocol_error(struct tcp_conn *c, const char *why)
 	rmca_tcp_conn_fail(c, RMCA_ERR_PROTOCOL, NULL);
 }
 
-/* Queue the answer of success to request req: the operand of an atomic,
- * or the len bytes of a GET at pl in region. Inline where the answer is
- * built, so that its frame's known fields are stores. */
+/*
+ * May an answer of len payload bytes go at once (rmca_tcp_answer_direct)?
+ * Where it is the next frame written anyway, and alone: nothing queued,
+ * held or peeked, no message delivered by this wakeup (whose reply may
+ * carry its counts), and no more frames buffered, whose answers would go
+ * with it in one write.
+ */
+static inline bool answer_now(const struct tcp_conn *c, size_t len)
+{
+	return len <= TCP_TX_COPY && c->rx.start == c->rx.end &&
+	       rmca_list_empty(&c->outq) && !c->hold && !c->peeked &&
+	       !c->delivered && !c->closing && !c->failed && c->fd >= 0;
+}
+
+/* Answer request req with success: the operand of an atomic, or the len
+ * bytes of a GET at pl in region; written at once where it can be, else
+ * queued. Inline where the answer is built, so that its frame's known
+ * fields are stores. */
 static inline __attribute__((always_inline)) void
 answer(struct tcp_conn *c, const struct tcp_frame *req, uint64_t operand,
        const char *pl, size_t len, const struct tcp_mr *region)
@@ -42,8 +57,12 @@ answer(struct tcp_conn *c, const struct tcp_frame *req, uint64_t operand,
 		.len = len,
 		.operand = operand,
 	};
-	struct tcp_out *o = rmca_tcp_out_new(c->mod, &f, pl, len);
+	struct tcp_out *o;
 
+	if (answer_now(c, len) &&
+	    rmca_tcp_answer_direct(c, &f, pl, len, region))
+		return;
+	o = rmca_tcp_out_new(c->mod, &f, pl, len);
 	if (!o) {
 		rmca_tcp_conn_fail(c, RMCA_ERR_NO_MEMORY, NULL);
 		return;
