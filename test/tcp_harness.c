@@ -169,8 +169,19 @@ static int th_random(void *buf, size_t len)
 	return getrandom(buf, len, 0) == (ssize_t)len ? 0 : -1;
 }
 
+bool th_sleep_allowed = true;
+long th_may_sleep_calls;
+
+static bool th_may_sleep(const struct rmca_core *core)
+{
+	(void)core;
+	th_may_sleep_calls++;
+	return th_sleep_allowed;
+}
+
 static const struct rmca_core_ops th_ops = {
 	.complete = th_complete,
+	.may_sleep = th_may_sleep,
 	.conn_failed = th_conn_failed,
 	.fd_add = th_fd_add,
 	.fd_del = th_fd_del,

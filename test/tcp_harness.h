@@ -29,6 +29,10 @@ extern int th_ndone;
 extern int th_nfailed; /* conn_failed() calls */
 /* The module's last log line. */
 extern char th_last_log[512];
+/* What the fake core's may_sleep answers (default true: the application
+ * may sleep on the wait fd), and how many times it was asked. */
+extern bool th_sleep_allowed;
+extern long th_may_sleep_calls;
 /* RMCA_tcp_max_pending_responses as the fake core answers it. */
 extern long long th_max_pending;
 

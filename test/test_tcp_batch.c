@@ -763,6 +763,65 @@ static void small_frames_go_with_one_send(void **state)
 	th_module_free(b);
 }
 
+/*
+ * Where nobody may sleep on the wait fd (a spinning application), the
+ * counts of a delivered message are held on the module's held list for
+ * the reply; the reply's post ends the hold and carries them, and the
+ * next message is read out, not peeked, without asking the core again:
+ * one may_sleep() per message, from the hold. Every round's messages
+ * arrive and every op completes once.
+ */
+static void spinning_hold_asks_may_sleep_once(void **state)
+{
+	static char ping[8] = "request", pong[8] = "answer!", ina[8], inb[8];
+	struct tcp_module *a = th_module(), *b = th_module();
+	struct tcp_conn *ca, *cb;
+	long asked;
+
+	(void)state;
+	th_sleep_allowed = false;
+	th_conn_pair(a, b, &ca, &cb);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(
+			rmca_tcp_recv(&cb->base, inb, 8, NULL, RECV_TAG(1)), 0);
+		assert_int_equal(
+			rmca_tcp_recv(&ca->base, ina, 8, NULL, RECV_TAG(0)), 0);
+	}
+	th_pump_idle(); /* credits */
+	th_ndone = 0;
+	for (int round = 0; round < 5; round++) {
+		assert_int_equal(
+			rmca_tcp_send(&ca->base, ping, 8, NULL, SEND_TAG(0)),
+			0);
+		asked = th_may_sleep_calls;
+		pump_until_tag(RECV_TAG(1), round + 1);
+		assert_true(cb->hold);
+		assert_true(rmca_list_linked(&cb->held_link));
+		assert_int_equal(cb->peeked, 0);
+		assert_int_equal(
+			rmca_tcp_send(&cb->base, pong, 8, NULL, SEND_TAG(1)),
+			0);
+		assert_false(cb->hold);
+		assert_false(rmca_list_linked(&cb->held_link));
+		assert_false(cb->peek);
+		assert_int_equal(th_may_sleep_calls - asked, 1);
+		assert_int_equal(
+			rmca_tcp_recv(&cb->base, inb, 8, NULL, RECV_TAG(1)), 0);
+		pump_until_tag(RECV_TAG(0), round + 1);
+		pump_until_tag(SEND_TAG(0), round + 1);
+		assert_memory_equal(inb, ping, 8);
+		assert_memory_equal(ina, pong, 8);
+		assert_int_equal(
+			rmca_tcp_recv(&ca->base, ina, 8, NULL, RECV_TAG(0)), 0);
+	}
+	th_sleep_allowed = true;
+	assert_int_equal(th_nfailed, 0);
+	rmca_tcp_conn_destroy(ca);
+	rmca_tcp_conn_destroy(cb);
+	th_module_free(a);
+	th_module_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -774,6 +833,7 @@ int main(void)
 		cmocka_unit_test(post_cut_short_is_finished_from_the_queue),
 		cmocka_unit_test(answers_written_at_once_take_no_frame),
 		cmocka_unit_test(small_frames_go_with_one_send),
+		cmocka_unit_test(spinning_hold_asks_may_sleep_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

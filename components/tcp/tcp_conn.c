@@ -596,8 +596,17 @@ void rmca_tcp_out_direct(struct tcp_conn *c, struct tcp_out *o)
 
 	if (c->hold) {
 		c->hold = false;
-		held_del(c);
-		c->peek = may_sleep(c);
+		/* A hold on the module's held list began where nobody may
+		 * sleep on the wait fd: without asking again, the next
+		 * message is read out, not peeked (should the application
+		 * have taken the wait fd since, its next hold arms EPOLLOUT
+		 * instead, and peeks from then on). */
+		if (rmca_list_linked(&c->held_link)) {
+			rmca_list_del(&c->held_link);
+			c->peek = false;
+		} else {
+			c->peek = may_sleep(c);
+		}
 	} else if (c->peeked) {
 		c->peek = false; /* peeked for a hold that did not come */
 	}
