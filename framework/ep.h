@@ -60,7 +60,9 @@ struct rmca_req {
 	struct rmca_list link;	  /* ep->reqs or ep->recvs, post order; or on
 				   * neither (RMCA_REQ_ORDERED): linked to
 				   * itself */
-	struct rmca_context *ctx; /* its pool: ep may be gone when it is freed */
+	struct rmca_context *ctx; /* its pool: ep may be gone when it is freed;
+				   * set when the pool made it, and never
+				   * changed (it goes back to that pool) */
 	struct rmca_ep *ep;
 	enum rmca_op op;
 	enum rmca_req_kind kind;

@@ -36,8 +36,7 @@ static inline __attribute__((always_inline)) struct rmca_req *
 req_fill(struct rmca_ep *ep, struct rmca_req *r, enum rmca_op op,
 	 enum rmca_req_kind kind, bool ordered, bool plain)
 {
-	r->ctx = ep->ctx;
-	r->ep = ep;
+	r->ep = ep; /* r->ctx is ep->ctx, its pool's */
 	r->op = op;
 	r->kind = kind;
 	if (op != RMCA_OP_RECV)

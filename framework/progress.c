@@ -63,7 +63,13 @@ void rmca_core_work_due(struct rmca_context *ctx)
 
 struct rmca_req *rmca_req_alloc_new(struct rmca_context *ctx)
 {
-	return calloc(1, RMCA_REQ_MODULE_OFFSET + ctx->req_module_size);
+	struct rmca_req *r =
+		calloc(1, RMCA_REQ_MODULE_OFFSET + ctx->req_module_size);
+
+	/* a request stays in its context's pool: ctx is set once */
+	if (r)
+		r->ctx = ctx;
+	return r;
 }
 
 int rmca_cq_init(struct rmca_context *ctx)
