@@ -63,10 +63,7 @@ struct rmca_req {
 	struct rmca_context *ctx; /* its pool: ep may be gone when it is freed;
 				   * set when the pool made it, and never
 				   * changed (it goes back to that pool) */
-	struct rmca_ep *ep;
-	enum rmca_op op;
-	enum rmca_req_kind kind;
-	unsigned long post_no; /* ep->nposted when it was posted */
+	unsigned long post_no;	  /* ep->nposted when it was posted */
 	/* Its control message (an atomic or get the peer's core answers, a
 	 * verification): set by the path that sends it, before the request
 	 * goes on the one list where the answer looks for it (ep->am_wait,
@@ -76,9 +73,16 @@ struct rmca_req {
 
 	/* From here to the per-path union, zero when it leaves the pool
 	 * (rmca_req_alloc clears each member RMCA_REQ_CLEARED lists, and a
-	 * static check below fails the build on a member it does not); the
-	 * union is the path's to set (below). */
+	 * static check below fails the build on a member it does not), but
+	 * for ep, op and kind, which the taker sets; the union is the path's
+	 * to set (below). First what rmca_poll hands out, in the order of
+	 * struct rmca_completion, which copies it whole (checked below). */
 	void *user_ctx;
+	int status;
+	enum rmca_op op; /* the taker's */
+	size_t len;
+	struct rmca_ep *ep; /* the taker's */
+	uint64_t revoked_rkey;
 	uint8_t held; /* enum rmca_req_held (a byte: the span has no padding) */
 	bool done; /* the module completed it */
 	bool needs_flush; /* a DELIVERED put on a module without remote completion */
@@ -87,21 +91,18 @@ struct rmca_req {
 	bool queued; /* on the completion queue (cq_next) */
 	bool uncovered; /* on ep->unflushed */
 	bool verifying; /* a put or get being verified (below) */
-	int status;
 	enum rmca_path path; /* RMCA_PATH_CAS_LOOP: an atomic the core builds */
-	size_t len;
-	uint64_t revoked_rkey;
+	enum rmca_req_kind kind; /* the taker's */
+	/* split across rails (rails.c): parts not yet completed, and the
+	 * first error among them */
+	unsigned rail_parts;
+	int rail_status;
 	struct rmca_req *cq_next; /* the completion queue: the request is its
 				   * own slot, so reporting cannot fail */
 	/* a delivery flush covers puts; a put points at its flush */
 	struct rmca_req *cover_next;
 	struct rmca_req *covers;
 	struct rmca_req *flush;
-
-	/* split across rails (rails.c): parts not yet completed, and the
-	 * first error among them */
-	unsigned rail_parts;
-	int rail_status;
 
 	/* What one kind of operation needs, apart: an operation is of one
 	 * kind, so the paths share the space. Not cleared by the pool: the
@@ -203,10 +204,23 @@ _Static_assert(offsetof(struct rmca_req, buf) == RMCA_REQ_PATH_OFFSET &&
  * the sum (so does padding, which the span's order avoids: keep it so). */
 #define RMCA_REQ_SIZEOF_(m) +sizeof(((struct rmca_req *)0)->m)
 _Static_assert(RMCA_REQ_PATH_OFFSET - offsetof(struct rmca_req, user_ctx) ==
-		       0 RMCA_REQ_CLEARED(RMCA_REQ_SIZEOF_),
+		       0 RMCA_REQ_CLEARED(RMCA_REQ_SIZEOF_) RMCA_REQ_SIZEOF_(ep)
+			       RMCA_REQ_SIZEOF_(op) RMCA_REQ_SIZEOF_(kind),
 	       "a member between user_ctx and the union that rmca_req_alloc "
 	       "does not clear: add it to RMCA_REQ_CLEARED (without padding)");
 #undef RMCA_REQ_SIZEOF_
+
+/* rmca_poll copies a request's completion whole from user_ctx on. */
+#define RMCA_REQ_AT_(m)                                                        \
+	(offsetof(struct rmca_req, m) - offsetof(struct rmca_req, user_ctx) == \
+	 offsetof(struct rmca_completion, m))
+_Static_assert(RMCA_REQ_AT_(status) && RMCA_REQ_AT_(op) && RMCA_REQ_AT_(len) &&
+		       RMCA_REQ_AT_(ep) && RMCA_REQ_AT_(revoked_rkey) &&
+		       offsetof(struct rmca_req, held) -
+				       offsetof(struct rmca_req, user_ctx) ==
+			       sizeof(struct rmca_completion),
+	       "struct rmca_req's completion is not a struct rmca_completion");
+#undef RMCA_REQ_AT_
 
 /* A module's own bytes in a request (component.h, req_size) follow the
  * core's, at this offset from the request, ctx->req_module_size of them. */

@@ -456,15 +456,10 @@ int rmca_poll(rmca_context_t *ctx, struct rmca_completion *out, int max)
 		/* read before the release reuses it */
 		struct rmca_req *next = r->cq_next;
 
-		/* r->ep may be gone: it is only copied, as an identifier */
-		out[n++] = (struct rmca_completion){
-			.user_ctx = r->user_ctx,
-			.status = r->status,
-			.op = r->op,
-			.len = r->len,
-			.ep = r->ep,
-			.revoked_rkey = r->revoked_rkey,
-		};
+		/* r->ep may be gone: it is only copied, as an identifier.
+		 * The request keeps its completion as one (ep.h), copied
+		 * whole. */
+		memcpy(&out[n++], &r->user_ctx, sizeof(*out));
 		/* rmca_req_release(): every request queued was emitted
 		 * first, and one freed needs no flag cleared */
 		if (!r->flush && !r->uncovered)
