@@ -253,8 +253,13 @@ static inline bool req_done_fast(struct rmca_req *r, int status, size_t len,
 		ep->recv_seq++;
 		r->len = len;
 	}
-	if (r->held == RMCA_REQ_LISTED)
-		req_unlink(r);
+	if (r->held == RMCA_REQ_LISTED) {
+		/* Off its list for good: nothing unlinks a request that is
+		 * done and emitted, nor walks its link, until the pool's
+		 * next taker sets it; so it is not linked to itself. */
+		r->link.prev->next = r->link.next;
+		r->link.next->prev = r->link.prev;
+	}
 	r->done = true;
 	r->emitted = true;
 	rmca_cq_push(r->ctx, r);
