@@ -19,6 +19,12 @@
  *   GET_REQ      u64 id, u64 raddr, u64 rkey, u8 len (1..RMCA_CTRL_GET_MAX)
  *   GET_RESP     u64 id, u16 -status, u8 len, len bytes (len 0 with an
  *                error status, else the request's)
+ *
+ * Ids: atomics and gets share one count per endpoint, verifications have
+ * their own per channel (1, 2, ...); each kind is answered in the order
+ * the peer read it. An answer's status is one its sender's core gives
+ * (ctrl_wire.c): 0 or RMCA_ERR_REMOTE_ACCESS for an access, 0 for a rail
+ * key's ack, a revoke's error for its ack.
  */
 #ifndef RMCA_CTRL_H
 #define RMCA_CTRL_H
