@@ -557,8 +557,12 @@ void rmca_rails_announce(struct rmca_mr *mr, struct rmca_ep *ep, uint64_t key)
 					  .len = mr->len,
 					  .access = (uint8_t)(i + 1)};
 
-		if (rmca_ctrl_send(ep, &m))
+		if (rmca_ctrl_send(ep, &m)) {
+			/* the rest not told: the next hand-out tells all
+			 * again, rather than never */
+			memset(s->k, 0, sizeof(s->k));
 			return;
+		}
 		rs->unacked++;
 	}
 }
