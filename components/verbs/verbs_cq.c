@@ -202,6 +202,42 @@ static void retired(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 	finish(c->mod, c, op, &ok);
 }
 
+/*
+ * A user receive that succeeded (a ping-pong's every reply): what finish
+ * and on_success do for it, without the tests of the other kinds and
+ * statuses, on the path from the message's arrival to the caller's
+ * answer.
+ */
+static inline __attribute__((always_inline)) void
+recv_ok(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
+	const struct ibv_wc *wc)
+{
+	const struct rmca_core *core = c->mod->m.core;
+	size_t len = wc->byte_len;
+	uint64_t revoked = 0;
+	int status = 0;
+
+	op->posted = false; /* a second completion naming it is dropped */
+	rmca_list_del(&op->link);
+	c->nout--;
+	c->rq_used--;
+	if (wc->wc_flags & IBV_WC_WITH_IMM)
+		rmca_verbs_credit_imm(c, be32toh(wc->imm_data));
+	/* see on_success */
+	if ((wc->wc_flags & IBV_WC_WITH_INV) ||
+	    (!(wc->wc_flags & IBV_WC_WITH_IMM) && wc->invalidated_rkey))
+		revoked = rmca_verbs_revoke(c, wc->invalidated_rkey);
+	if (c->hdr)
+		status = rmca_verbs_taken(c, op, &len);
+	if (op->req)
+		core->ops->complete(core, op->req, status, len, revoked);
+	rmca_verbs_op_free(op);
+	if (status && c->state != RMCA_VCONN_FAILED)
+		rmca_verbs_conn_fail(c, status);
+	else if (status)
+		rmca_verbs_release_held(c, c->fail_status);
+}
+
 static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
 {
 	struct rmca_verbs_op *op = rmca_verbs_op_of(wc->wr_id);
@@ -221,9 +257,13 @@ static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
 		rmca_verbs_op_free(op);
 		return;
 	}
-	if (is_send_side(op->kind))
-		rmca_verbs_sq_retire(c, wc->wr_id, retired);
-	finish(vm, c, op, wc);
+	if (op->kind == RMCA_VOP_RECV && !wc->status && !op->canceled) {
+		recv_ok(c, op, wc);
+	} else {
+		if (is_send_side(op->kind))
+			rmca_verbs_sq_retire(c, wc->wr_id, retired);
+		finish(vm, c, op, wc);
+	}
 	c->kick = true; /* once the batch is read: chains post more at once */
 }
 
