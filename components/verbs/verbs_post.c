@@ -35,48 +35,16 @@
 
 #include "verbs.h"
 
-/* Op memory is never given back to malloc while the module lives (see
- * rmca_verbs_wr_id in verbs.h). */
-struct rmca_verbs_op *rmca_verbs_op_new(struct rmca_verbs_conn *c,
-					enum rmca_verbs_op_kind kind, void *req)
+/* A new op's memory, when the pool has none: never given back to malloc
+ * while the module lives (see rmca_verbs_wr_id in verbs.h). */
+struct rmca_verbs_op *rmca_verbs_op_alloc(void)
 {
-	struct rmca_verbs_module *vm = c->mod;
-	struct rmca_verbs_op *op = vm->op_pool;
-	uint16_t gen = 0;
+	struct rmca_verbs_op *op = malloc(sizeof(*op));
 
-	if (op) {
-		vm->op_pool = op->next;
-		gen = op->gen + 1;
-	} else {
-		op = malloc(sizeof(*op));
-		if (!op)
-			return NULL;
-		if ((uintptr_t)op >> WR_ID_ADDR_BITS) {
-			free(op); /* no room for the generation */
-			return NULL;
-		}
+	if (op && (uintptr_t)op >> WR_ID_ADDR_BITS) {
+		free(op); /* no room for the generation */
+		return NULL;
 	}
-	/* Not a memset of the whole op (a rep stos of 20 words, about half
-	 * of a send's op_new): what posting and completing read whatever
-	 * the kind is starts out zero; raddr, rkey, operand, compare,
-	 * cswap, mw and mr are read only for the kinds whose makers set
-	 * them (verbs_ops.c, verbs_mr.c). */
-	op->next = NULL;
-	op->mod = vm;
-	op->conn = c;
-	op->gen = gen;
-	op->kind = kind;
-	op->req = req;
-	op->canceled = false;
-	op->posted = false;
-	op->signalled = false;
-	op->held = false;
-	op->hnext = NULL;
-	op->sge.addr = 0;
-	op->sge.length = 0;
-	op->sge.lkey = 0;
-	op->seq = 0;
-	op->status = 0;
 	return op;
 }
 
