@@ -29,6 +29,9 @@
  *  - sends submitted before the peer posts its receives wait for them in
  *    rmca, not on the wire: on rxe the device counts no RNR NAK (each
  *    costs the sender the responder's RNR timer, 655 ms under rdma_cm);
+ *  - on iWARP a ping-pong's send reads the clock before its post (to
+ *    time the reply) for one send in several, not for each: the rest of
+ *    its book-keeping reads it, if at all, once the message is on its way;
  *  - a message that carries an immediate (ib: the sender's count of
  *    receives) revokes no key, whatever its immediate: the work
  *    completion keeps imm_data and invalidated_rkey in one word, and a
@@ -99,7 +102,11 @@ static long long slow_post_ns;
 
 static void return_late(const struct ibv_send_wr *wr)
 {
-	long long end = now_ns() + slow_post_ns;
+	long long end;
+
+	if (slow_posts <= 0)
+		return;
+	end = now_ns() + slow_post_ns;
 
 	for (; slow_posts > 0 && wr; wr = wr->next)
 		if (wr->opcode == IBV_WR_SEND ||
@@ -111,10 +118,39 @@ static void return_late(const struct ibv_send_wr *wr)
 		}
 }
 
+/* Clock reads (clock_gettime: the components' rmca_now_ns) inside the
+ * rmca_send calls of clock_side while clock_in_send, before and after its
+ * message's post (clock_msg_posted); this program's own are not counted. */
+static bool clock_in_send, clock_msg_posted;
+static long clock_before, clock_after;
+
+int clock_gettime(clockid_t clk, struct timespec *ts)
+{
+	static int (*real)(clockid_t, struct timespec *);
+
+	if (!real)
+		real = (int (*)(clockid_t, struct timespec *))dlsym(
+			RTLD_NEXT, "clock_gettime");
+	if (clock_in_send) {
+		if (clock_msg_posted)
+			clock_after++;
+		else
+			clock_before++;
+	}
+	return real(clk, ts);
+}
+
 static int counted_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			     struct ibv_send_wr **bad)
 {
+	bool watching = clock_in_send;
 	int ret;
+
+	for (const struct ibv_send_wr *w = wr; watching && w; w = w->next)
+		if (w->opcode == IBV_WR_SEND ||
+		    w->opcode == IBV_WR_SEND_WITH_IMM)
+			clock_msg_posted = true;
+	clock_in_send = false;
 
 	for (const struct ibv_send_wr *w = wr; vi_counting && w; w = w->next) {
 		uint64_t bytes = 0;
@@ -142,6 +178,7 @@ static int counted_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 	ret = vi_real_ops(qp->context)->post_send(qp, wr, bad);
 	if (!ret)
 		return_late(wr);
+	clock_in_send = watching;
 	return ret;
 }
 
@@ -346,6 +383,87 @@ static void test_spinning_ping_pong_reads_the_cq_alone(void **state)
 	check_spin = false;
 	unsetenv("RMCA_ib_idle_us");
 	unsetenv("RMCA_iwarp_idle_us");
+}
+
+/* ---- the clock in a ping-pong's sends ---- */
+
+/* receives each side keeps posted: every send finds a credit */
+#define CLOCK_AHEAD 16
+
+static void clock_side(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(64 + 8 * CLOCK_AHEAD);
+	long polls = 0, in_call = 0;
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64 + 8 * CLOCK_AHEAD,
+				 RMCA_ACCESS_LOCAL, &mr));
+	for (int i = 0; i < CLOCK_AHEAD; i++)
+		API_CHECK_OK(rmca_recv(p->ep, buf + 64 + 8 * i, 8, mr,
+				       API_CTX(0x100 + i)));
+	api_progress(p);
+	if (p->is_server)
+		api_token(p, 0, API_TOKEN_GO);
+	else
+		api_expect_token(p, 0, API_TOKEN_GO);
+	for (int i = 0; i < PINGS + WARMUP; i++) {
+		bool send_now = !p->is_server;
+
+		if (i == WARMUP) {
+			clock_before = clock_after = in_call = 0;
+			vi_counting = true;
+		}
+		for (int k = 0; k < 2; k++, send_now = !send_now) {
+			if (send_now) {
+				clock_in_send = vi_counting;
+				clock_msg_posted = false;
+				API_CHECK_OK(rmca_send(p->ep, buf, 8, mr,
+						       API_CTX(2)));
+				clock_in_send = false;
+				in_call += clock_msg_posted;
+				continue;
+			}
+			spin_wait(p, API_CTX(0x100 + i), &polls);
+			API_CHECK_OK(rmca_recv(
+				p->ep, buf + 64 + 8 * (i % CLOCK_AHEAD), 8, mr,
+				API_CTX(0x100 + i + CLOCK_AHEAD)));
+		}
+		spin_wait(p, API_CTX(2), &polls);
+	}
+	vi_counting = false;
+	fprintf(stderr,
+		"# %s: %ld of %d messages posted inside rmca_send, %ld clock "
+		"reads there before the post, %ld after it\n",
+		p->is_server ? "server" : "client", in_call, PINGS,
+		clock_before, clock_after);
+	/* every send had a credit (the peer keeps CLOCK_AHEAD receives
+	 * posted), so its message went inside rmca_send */
+	API_CHECK_MSG(in_call >= PINGS - 2,
+		      "%s: %ld of %d messages posted inside rmca_send",
+		      p->is_server ? "server" : "client", in_call, PINGS);
+	/* iWARP: a reply is timed from before its send's post for one send
+	 * in 8 (before: every send of a ping-pong read the clock there, its
+	 * held list starting with it); when the held list starts is read
+	 * after the post. ib sends read no clock. */
+	API_CHECK_MSG(clock_before <= PINGS / 4,
+		      "%s: %ld clock reads before the post in %d sends (%ld "
+		      "after it)",
+		      p->is_server ? "server" : "client", clock_before, PINGS,
+		      clock_after);
+	if (p->is_server)
+		api_expect_token(p, 0, API_TOKEN_GO);
+	else
+		api_token(p, 0, API_TOKEN_GO);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+static void test_ping_pong_reads_the_clock_after_the_post(void **state)
+{
+	const struct api_test t = {.server = clock_side, .client = clock_side};
+
+	(void)state;
+	api_run(&t);
 }
 
 /* ---- puts posted one call at a time ---- */
@@ -1100,6 +1218,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ping_pong_reads_no_idle_cm_channel),
 		cmocka_unit_test(test_spinning_ping_pong_reads_the_cq_alone),
+		cmocka_unit_test(test_ping_pong_reads_the_clock_after_the_post),
 		cmocka_unit_test(test_put_stream_is_signalled_once_in_many),
 		cmocka_unit_test(test_page_sized_wrs_are_signalled_on_siw_only),
 		cmocka_unit_test(test_send_stream_reads_the_count_seldom),

@@ -274,6 +274,12 @@ struct rmca_verbs_conn {
 	int unsig_owed;
 	int sig_out; /* signalled send queue WRs not completed yet */
 	uint32_t max_inline; /* bytes a send may carry inline */
+	/* A message's WR, filled once per QP (opcode, the header's SGE,
+	 * the chain's end): a send posted alone writes only what changes
+	 * (verbs_post.c, post_msg). The data's SGE is msg_sg[1]. */
+	struct ibv_send_wr msg_wr;
+	struct ibv_sge msg_sg[2];
+	bool msg_fast;
 	/* iwarp message headers (ack_header): receive slots [0, rq_size),
 	 * then one per send queue slot */
 	uint64_t *hdr;

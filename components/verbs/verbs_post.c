@@ -105,6 +105,25 @@ static int hdr_init(struct rmca_verbs_conn *c,
 	return 0;
 }
 
+/* What a message's WR keeps from one post to the next (see post_msg):
+ * fill_send's choices for RMCA_VOP_SEND on this connection. */
+static void msg_init(struct rmca_verbs_conn *c)
+{
+	memset(&c->msg_wr, 0, sizeof(c->msg_wr));
+	memset(c->msg_sg, 0, sizeof(c->msg_sg));
+	c->msg_wr.opcode = rmca_verbs_flavour(c->mod)->credit_imm
+				   ? IBV_WR_SEND_WITH_IMM
+				   : IBV_WR_SEND;
+	c->msg_wr.sg_list = &c->msg_sg[1];
+	if (c->hdr) {
+		/* the header first; its address is the WR's slot's */
+		c->msg_sg[0].length = sizeof(*c->hdr);
+		c->msg_sg[0].lkey = c->hdr_mr->lkey;
+		c->msg_wr.sg_list = &c->msg_sg[0];
+	}
+	c->msg_fast = true;
+}
+
 int rmca_verbs_qp_make(struct rmca_verbs_conn *c, struct rdma_cm_id *id,
 		       struct ibv_qp_init_attr *qa)
 {
@@ -134,6 +153,7 @@ int rmca_verbs_qp_make(struct rmca_verbs_conn *c, struct rdma_cm_id *id,
 		rdma_destroy_qp(id);
 		return RMCA_ERR_NO_MEMORY;
 	}
+	msg_init(c);
 	return 0;
 }
 
@@ -500,15 +520,38 @@ void rmca_verbs_sq_close(struct rmca_verbs_conn *c)
  * long before a READ confirms them (confirm_wait): in the qemu guest a
  * ping-pong's reply takes milliseconds, and a fixed wait of 1 ms made
  * nearly every send of siw0's send_lat take a READ.
+ *
+ * Only every REPLY_EVERY-th send is timed once a reply was (reply_ns is
+ * an average anyway): its clock is read before the post, and the reply's
+ * when it comes, both on the message's path, where a ping-pong read the
+ * clock twice per round trip and side. When the held list starts is read
+ * after the post, off that path (the READ that confirms a send without a
+ * reply may go that much later: a system call's time against at least
+ * CONFIRM_MS).
  */
-static void held_append(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
-			long long post_ns)
+#define REPLY_EVERY 8
+
+/* Whether the next message posted is timed (its clock read before the
+ * post). */
+static inline bool time_reply(const struct rmca_verbs_conn *c)
 {
-	if (c->hdr && !c->held)
-		c->held_ns = post_ns;
-	if (c->hdr && !c->timed_seq) {
+	return c->hdr && !c->timed_seq &&
+	       (!c->reply_ns || !((c->send_seq + 1) % REPLY_EVERY));
+}
+
+/* post_ns: when the chain was posted if read before it (a timed send),
+ * else 0 (read here if the held list starts, after the post). */
+static void held_append(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
+			long long *post_ns, bool timed)
+{
+	if (c->hdr && !c->held) {
+		if (!*post_ns)
+			*post_ns = rmca_now_ns();
+		c->held_ns = *post_ns;
+	}
+	if (timed && !c->timed_seq) {
 		c->timed_seq = op->seq;
-		c->timed_ns = post_ns;
+		c->timed_ns = *post_ns;
 	}
 	op->hnext = NULL;
 	if (c->held_tail)
@@ -520,11 +563,11 @@ static void held_append(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 	c->nheld++;
 }
 
-/* Book-keeping of a WR the device took; post_ns: when its chain was
- * posted, if a held send's clock starts with it (see post_chain). */
+/* Book-keeping of a WR the device took; post_ns, timed: see
+ * held_append. */
 static inline __attribute__((always_inline)) void
 posted_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
-	    long long post_ns)
+	    long long *post_ns, bool timed)
 {
 	c->sq_ring[c->sq_tail % RMCA_VERBS_SQ_RING] = rmca_verbs_wr_id(op);
 	c->sq_tail++;
@@ -542,7 +585,7 @@ posted_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 		op->seq = ++c->send_seq;
 		/* its completion is the peer's confirmation */
 		if (rmca_verbs_flavour(c->mod)->confirm_sends)
-			held_append(c, op, post_ns);
+			held_append(c, op, post_ns, timed);
 	} else if (op->kind == RMCA_VOP_FLUSH || op->kind == RMCA_VOP_CREDIT) {
 		op->seq = c->send_seq; /* the sends this READ confirms */
 		if (op->kind == RMCA_VOP_CREDIT)
@@ -636,6 +679,25 @@ static int refusal(const struct rmca_verbs_op *op, int err)
 	return err == RMCA_ERR_INVALID && !user ? RMCA_ERR_CONNECTION : err;
 }
 
+/* ibv_post_send returned ret for the chain wr[0..n) of ops: how many of
+ * them the device took (those before bad), and in *err why the next was
+ * not. */
+static __attribute__((noinline)) int post_refused(struct rmca_verbs_conn *c,
+						  struct rmca_verbs_op **ops,
+						  struct ibv_send_wr *wr, int n,
+						  struct ibv_send_wr *bad,
+						  int ret, int *err)
+{
+	n = bad >= wr && bad < wr + n ? (int)(bad - wr) : 0;
+	*err = refusal(ops[n], post_error(c, ret));
+	if (*err == RMCA_ERR_AGAIN) {
+		/* no completion of ours may be due to free it */
+		c->sq_retry = true;
+		arm_timer(c->mod);
+	}
+	return n;
+}
+
 /* Post ops[0..n) as one chain. Returns how many the device took (in
  * order); *err says why the next one was not. Inlined into post_list and
  * post_one: most posts are of one WR, and with n known the loops and the
@@ -647,7 +709,7 @@ post_chain(struct rmca_verbs_conn *c, struct rmca_verbs_op **ops, int n,
 	struct ibv_send_wr wr[POST_MAX], *bad = NULL;
 	struct ibv_sge sg[POST_MAX][2];
 	int i, ret, cap = sq_cap(c), room = cap - c->sq_used;
-	bool later = false;
+	bool later = false, timed = false;
 	long long post_ns = 0;
 
 	*err = 0;
@@ -680,26 +742,19 @@ post_chain(struct rmca_verbs_conn *c, struct rmca_verbs_op **ops, int n,
 	 * looked nearly instant, so the next sends' replies were given
 	 * 1 ms and a READ went behind each one that took longer.
 	 */
-	if (c->hdr && (!c->held || !c->timed_seq) &&
-	    rmca_verbs_flavour(c->mod)->confirm_sends)
-		for (i = 0; i < n && !post_ns; i++)
-			if (is_msg(ops[i]))
-				post_ns = rmca_now_ns();
+	if (time_reply(c) && rmca_verbs_flavour(c->mod)->confirm_sends)
+		for (i = 0; i < n && !timed; i++)
+			timed = is_msg(ops[i]);
+	if (timed)
+		post_ns = rmca_now_ns();
 	/* non-zero is failure: siw returns negative errnos */
 	ret = post_fault(c);
 	if (!ret)
 		ret = ibv_post_send(c->qp, wr, &bad);
-	if (ret) {
-		n = bad >= wr && bad < wr + n ? (int)(bad - wr) : 0;
-		*err = refusal(ops[n], post_error(c, ret));
-		if (*err == RMCA_ERR_AGAIN) {
-			/* no completion of ours may be due to free it */
-			c->sq_retry = true;
-			arm_timer(c->mod);
-		}
-	}
+	if (ret)
+		n = post_refused(c, ops, wr, n, bad, ret, err);
 	for (i = 0; i < n; i++)
-		posted_send(c, ops[i], post_ns);
+		posted_send(c, ops[i], &post_ns, timed);
 	return n;
 }
 
@@ -1139,6 +1194,77 @@ static void append(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 	c->npending++;
 }
 
+/*
+ * A message posted alone, nothing waiting ahead of it and a receive known
+ * at the peer (a ping-pong's every send): what post_one does for it, with
+ * the kind known and the WR filled once per QP (msg_init), so that only
+ * what changes is written: the data's SGE, the id, the flags, the
+ * immediate or the header. The caller checked that the QP exists and has
+ * a free slot. Returns 1, or 0 with *err as post_one.
+ */
+static inline __attribute__((always_inline)) int
+post_msg(struct rmca_verbs_conn *c, struct rmca_verbs_op *op, bool timed,
+	 int *err)
+{
+	struct ibv_send_wr *wr = &c->msg_wr, *bad = NULL;
+	bool confirm = rmca_verbs_flavour(c->mod)->confirm_sends;
+	uint32_t len = op->sge.length;
+	uint32_t bytes = len + (c->hdr ? sizeof(*c->hdr) : 0);
+	uint32_t sig_from = c->mod->sig_from;
+	int cap = sq_cap(c), used = c->sq_used;
+	int every = cap / 4 < SIGNAL_EVERY ? cap / 4 : SIGNAL_EVERY;
+	long long post_ns = 0;
+	bool sig;
+	int ret;
+
+	/* want_signal's rules for a message alone */
+	sig = used + 2 > cap || (sig_from && bytes >= sig_from) ||
+	      (!confirm &&
+	       (c->unsig + 1 >= every || !c->sig_out || used < UNSIG_MIN_OUT));
+	op->signalled = sig;
+	wr->wr_id = rmca_verbs_wr_id(op);
+	wr->send_flags =
+		(bytes && bytes <= c->max_inline ? IBV_SEND_INLINE : 0) |
+		(sig ? IBV_SEND_SIGNALED : 0);
+	c->msg_sg[1] = op->sge;
+	wr->num_sge = len ? 1 : 0;
+	if (wr->opcode == IBV_WR_SEND_WITH_IMM)
+		wr->imm_data = htobe32((uint32_t)c->rposted);
+	if (c->hdr) {
+		uint64_t *h =
+			&c->hdr[c->hdr_nr + c->sq_tail % RMCA_VERBS_SQ_RING];
+
+		*h = c->taken;
+		c->msg_sg[0].addr = (uintptr_t)h;
+		wr->num_sge++;
+	}
+	if (timed)
+		post_ns = rmca_now_ns(); /* see held_append */
+	ret = post_fault(c);
+	if (!ret)
+		ret = ibv_post_send(c->qp, wr, &bad);
+	if (ret)
+		return post_refused(c, &op, wr, 1, bad, ret, err);
+	/* posted_send's book-keeping for a message */
+	c->sq_ring[c->sq_tail % RMCA_VERBS_SQ_RING] = wr->wr_id;
+	c->sq_tail++;
+	c->sq_used = used + 1;
+	if (sig) {
+		c->unsig = 0;
+		c->unsig_owed = 0;
+		c->sig_out++;
+	} else {
+		c->unsig++;
+		c->unsig_owed += !confirm;
+	}
+	link_out(c, op);
+	c->sends_posted++;
+	op->seq = ++c->send_seq;
+	if (confirm)
+		held_append(c, op, &post_ns, timed);
+	return 1;
+}
+
 /* Submit a user op: post it, queue it behind others, or complete it. */
 int rmca_verbs_submit(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 {
@@ -1168,12 +1294,34 @@ int rmca_verbs_submit(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 		}
 		return 0;
 	}
+	if (op->kind == RMCA_VOP_SEND && c->msg_fast && c->qp &&
+	    c->sq_used < sq_cap(c)) {
+		/* What confirm_read decides, once the message is on its way
+		 * (its system call, if any, is not on the message's path):
+		 * a READ to go with it takes the chain below. */
+		bool confirm = rmca_verbs_flavour(c->mod)->confirm_sends &&
+			       !c->credit_inflight && c->state == RMCA_VCONN_UP;
+		enum confirm_when when =
+			confirm ? confirm_when(c, 1) : CONFIRM_TIMER;
+
+		if (when != CONFIRM_NOW) {
+			posted = post_msg(c, op, time_reply(c), &ret);
+			if (posted && confirm) {
+				if (when == CONFIRM_IDLE)
+					confirm_idle(c);
+				else
+					arm_confirm(c);
+			}
+			goto posted;
+		}
+	}
 	/* an iWARP send and the READ that confirms it: one doorbell */
 	if (is_msg(op) && rmca_verbs_flavour(c->mod)->confirm_sends)
 		ops[1] = confirm_read(c, 1);
 	posted = ops[1] ? post_list(c, ops, 2, &ret) : post_one(c, op, &ret);
 	if (ops[1] && posted < 2)
 		rmca_verbs_op_free(ops[1]);
+posted:
 	if (posted && is_msg(op))
 		credit_prefetch(c);
 	if (posted)
