@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * The control channel (ctrl.c, a socket pair whose other end is the
+ * peer's core, played here frame by frame, with the fixture of
+ * test_ctrl_verify.c) at its bounds:
+ *
+ * - a frame that says it is longer than RMCA_CTRL_MAX closes the channel
+ *   with RMCA_ERR_PROTOCOL as soon as its length is read, rather than
+ *   leave it waiting for bytes its buffer cannot hold;
+ * - an answer to a verification already answered closes it too, also
+ *   while a later verification still waits (not only when none does).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ctrl.h"
+#include "ep.h"
+#include "paths.h"
+
+static struct {
+	int fd;
+	rmca_fd_cb cb;
+	void *arg;
+} watched = {.fd = -1};
+static int lost_status; /* 0 while the channel is up */
+static unsigned advanced;
+
+static int t_fd_add(const struct rmca_core *core, int fd, uint32_t events,
+		    rmca_fd_cb cb, void *arg)
+{
+	(void)core;
+	(void)events;
+	watched.fd = fd;
+	watched.cb = cb;
+	watched.arg = arg;
+	return 0;
+}
+
+static int t_fd_mod(const struct rmca_core *core, int fd, uint32_t events)
+{
+	(void)core;
+	(void)fd;
+	(void)events;
+	return 0;
+}
+
+static void t_fd_del(const struct rmca_core *core, int fd)
+{
+	(void)core;
+	(void)fd;
+	watched.cb = NULL;
+	watched.fd = -1;
+}
+
+static const struct rmca_core_ops t_ops = {
+	.fd_add = t_fd_add,
+	.fd_del = t_fd_del,
+	.fd_mod = t_fd_mod,
+};
+
+/* What ctrl.c and verify.c need of the rest of the core. */
+void rmca_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)level;
+	va_start(ap, fmt);
+	fprintf(stderr, "# ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+void rmca_progress_ctrl_busy(struct rmca_context *ctx)
+{
+	(void)ctx;
+}
+
+void rmca_core_work_due(struct rmca_context *ctx)
+{
+	(void)ctx;
+}
+
+void rmca_ep_advance(struct rmca_ep *ep)
+{
+	(void)ep;
+	advanced++;
+}
+
+struct rmca_mr *rmca_mr_by_key(struct rmca_ep *ep, uint64_t rkey,
+			       struct rmca_module_mr **mmr)
+{
+	(void)ep;
+	(void)rkey;
+	*mmr = NULL;
+	return NULL;
+}
+
+/* core_msg.c, for the two kinds here */
+int rmca_emul_ctrl_msg(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+{
+	switch (m->type) {
+	case RMCA_CTRL_VERIFY:
+		rmca_verify_serve(ep, m);
+		return 0;
+	case RMCA_CTRL_VERIFY_RESP:
+		return rmca_verify_answered(ep, m);
+	}
+	return RMCA_ERR_PROTOCOL;
+}
+
+void rmca_emul_ctrl_lost(struct rmca_ep *ep, int status)
+{
+	lost_status = status;
+	rmca_verify_lost(ep);
+}
+
+struct fixture {
+	struct rmca_context ctx;
+	struct rmca_ep ep;
+	int peer; /* the peer core's end */
+	struct rmca_req r[3];
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	int sv[2];
+
+	assert_non_null(f);
+	lost_status = 0;
+	advanced = 0;
+	f->ctx.core.ops = &t_ops;
+	f->ctx.ctrl_max_queued = 1 << 20;
+	f->ep.ctx = &f->ctx;
+	snprintf(f->ep.peer, sizeof(f->ep.peer), "peer");
+	assert_int_equal(socketpair(AF_UNIX,
+				    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				    0, sv),
+			 0);
+	assert_int_equal(rmca_ctrl_open(&f->ep, sv[0]), 0);
+	f->peer = sv[1];
+	for (int i = 0; i < 3; i++) {
+		struct rmca_req *r = &f->r[i];
+
+		r->ep = &f->ep;
+		r->ctx = &f->ctx;
+		r->op = RMCA_OP_PUT;
+		r->kind = RMCA_REQ_USER;
+		r->status = RMCA_ERR_CONNECTION;
+		r->raddr = 0x1000 * (uint64_t)(i + 1);
+		r->rkey = 0x77;
+		r->rlen = 8;
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	rmca_ctrl_close(&f->ep);
+	close(f->peer);
+	free(f);
+	return 0;
+}
+
+/* The event loop looks at the channel once. */
+static void event(void)
+{
+	if (watched.cb)
+		watched.cb(watched.arg, EPOLLIN);
+}
+
+/* r's verification is sent: the VERIFY the peer reads; its id. */
+static uint64_t start(struct fixture *f, struct rmca_req *r)
+{
+	uint8_t buf[4 + RMCA_CTRL_MAX];
+	struct rmca_ctrl_msg m;
+	char why[160];
+	ssize_t n;
+	size_t len;
+
+	assert_true(rmca_verify_start(&f->ep, r));
+	r->verifying = true;
+	n = recv(f->peer, buf, sizeof(buf), MSG_DONTWAIT);
+	assert_true(n >= 5);
+	len = buf[0] | buf[1] << 8 | buf[2] << 16 | (size_t)buf[3] << 24;
+	assert_int_equal(len + 4, (size_t)n);
+	assert_int_equal(rmca_ctrl_decode(buf + 4, len, &m, why, sizeof(why)),
+			 0);
+	assert_int_equal(m.type, RMCA_CTRL_VERIFY);
+	assert_int_equal(m.raddr, r->raddr);
+	return m.id;
+}
+
+/* The peer answers id with status; the event loop reads it. */
+static void answer(struct fixture *f, uint64_t id, int status)
+{
+	struct rmca_ctrl_msg m = {
+		.type = RMCA_CTRL_VERIFY_RESP, .id = id, .status = status};
+	uint8_t buf[4 + RMCA_CTRL_MAX];
+	int n = rmca_ctrl_encode(&m, buf, sizeof(buf));
+
+	assert_true(n > 0);
+	assert_int_equal(send(f->peer, buf, (size_t)n, MSG_NOSIGNAL), n);
+	event();
+}
+
+static void test_frame_longer_than_the_most_closes(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t buf[4 + RMCA_CTRL_MAX + 1];
+	const size_t n = RMCA_CTRL_MAX + 1;
+
+	memset(buf, 0, sizeof(buf));
+	buf[0] = (uint8_t)n;
+	buf[1] = (uint8_t)(n >> 8);
+	buf[4] = RMCA_CTRL_REVOKE;
+	assert_int_equal(send(f->peer, buf, sizeof(buf), MSG_NOSIGNAL),
+			 (ssize_t)sizeof(buf));
+	event();
+	event();
+	assert_int_equal(lost_status, RMCA_ERR_PROTOCOL);
+	assert_null(f->ep.ctrl);
+}
+
+static void test_answer_given_twice_closes_while_another_waits(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t a = start(f, &f->r[0]), b = start(f, &f->r[1]);
+
+	answer(f, a, 0);
+	assert_int_equal(lost_status, 0);
+	assert_true(f->r[0].verified);
+	assert_false(f->r[1].verified);
+	answer(f, a, 0);
+	assert_int_equal(lost_status, RMCA_ERR_PROTOCOL);
+	assert_null(f->ep.ctrl);
+	/* the one that waited ends once, as it was */
+	assert_true(f->r[1].verified);
+	assert_int_equal(f->r[1].status, RMCA_ERR_CONNECTION);
+	(void)b;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_frame_longer_than_the_most_closes, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_answer_given_twice_closes_while_another_waits,
+			setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
