@@ -7,7 +7,11 @@
  *   dropped, the channel stays, and the next verification is answered;
  * - an answer to a verification never sent, one answered twice, or one
  *   answered before an older one (the peer answers in the order it read
- *   them) closes the channel with RMCA_ERR_PROTOCOL.
+ *   them) closes the channel with RMCA_ERR_PROTOCOL, also while a later
+ *   verification still waits;
+ * - and the channel at its bound: a frame that says it is longer than
+ *   RMCA_CTRL_MAX closes it with RMCA_ERR_PROTOCOL as soon as its length
+ *   is read, rather than leave it waiting for bytes its buffer cannot hold.
  *
  * No clock: a deadline passes because the test sets it in the past.
  */
@@ -316,6 +320,42 @@ static void test_answer_out_of_order_is_protocol_error(void **state)
 	assert_null(f->ep.verify_wait);
 }
 
+static void test_frame_longer_than_the_most_closes(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t buf[4 + RMCA_CTRL_MAX + 1];
+	const size_t n = RMCA_CTRL_MAX + 1;
+
+	memset(buf, 0, sizeof(buf));
+	buf[0] = (uint8_t)n;
+	buf[1] = (uint8_t)(n >> 8);
+	buf[4] = RMCA_CTRL_REVOKE;
+	assert_int_equal(send(f->peer, buf, sizeof(buf), MSG_NOSIGNAL),
+			 (ssize_t)sizeof(buf));
+	event();
+	event();
+	assert_int_equal(lost_status, RMCA_ERR_PROTOCOL);
+	assert_null(f->ep.ctrl);
+}
+
+static void test_answer_given_twice_closes_while_another_waits(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t a = start(f, &f->r[0]), b = start(f, &f->r[1]);
+
+	answer(f, a, 0);
+	assert_int_equal(lost_status, 0);
+	assert_true(f->r[0].verified);
+	assert_false(f->r[1].verified);
+	answer(f, a, 0);
+	assert_int_equal(lost_status, RMCA_ERR_PROTOCOL);
+	assert_null(f->ep.ctrl);
+	/* the one that waited ends once, as it was */
+	assert_true(f->r[1].verified);
+	assert_int_equal(f->r[1].status, RMCA_ERR_CONNECTION);
+	(void)b;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +375,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_answer_out_of_order_is_protocol_error, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_frame_longer_than_the_most_closes, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_answer_given_twice_closes_while_another_waits,
+			setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
