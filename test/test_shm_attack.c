@@ -31,137 +31,7 @@
 #include <cmocka.h>
 
 #include "shm.h"
-
-#define MAX_FDS 8
-
-struct fake_fd {
-	int fd;
-	uint32_t events;
-	rmca_fd_cb cb;
-	void *arg;
-};
-
-static struct fake_fd fds[MAX_FDS];
-
-/* A request of the fake core: how it completed. */
-struct treq {
-	int done;
-	int status;
-	size_t len;
-	char buf[64];
-	_Alignas(RMCA_REQ_ALIGN) char mine[RMCA_COMPONENT_REQ_MAX];
-};
-
-/* Called inside the module's completion of r: the peer's move. */
-static void (*on_complete)(struct treq *r);
-
-static void t_log(const struct rmca_core *core, int level, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (level > RMCA_LOG_ERROR)
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-static int t_param_register(const struct rmca_core *core,
-			    const struct rmca_param_def *def)
-{
-	return 0;
-}
-
-static bool t_param_bool(const struct rmca_core *core, const char *name)
-{
-	return false; /* shm_cma=no: every byte through the rings */
-}
-
-static long long t_param_int(const struct rmca_core *core, const char *name)
-{
-	return 0;
-}
-
-static int t_fd_add(const struct rmca_core *core, int fd, uint32_t events,
-		    rmca_fd_cb cb, void *arg)
-{
-	for (int i = 0; i < MAX_FDS; i++)
-		if (!fds[i].cb) {
-			fds[i] = (struct fake_fd){fd, events, cb, arg};
-			return 0;
-		}
-	return RMCA_ERR_NO_MEMORY;
-}
-
-static int t_fd_mod(const struct rmca_core *core, int fd, uint32_t events)
-{
-	return 0;
-}
-
-static void t_fd_del(const struct rmca_core *core, int fd)
-{
-	for (int i = 0; i < MAX_FDS; i++)
-		if (fds[i].cb && fds[i].fd == fd)
-			fds[i] = (struct fake_fd){.fd = -1};
-}
-
-static int t_mem_find(const struct rmca_core *core, const void *addr,
-		      size_t len, struct rmca_mem_info *out)
-{
-	return RMCA_ERR_NOT_FOUND;
-}
-
-static void t_complete(const struct rmca_core *core, void *req, int status,
-		       size_t len, uint64_t revoked)
-{
-	struct treq *r = req;
-
-	r->done++;
-	r->status = status;
-	r->len = len;
-	if (on_complete)
-		on_complete(r);
-}
-
-static void t_conn_failed(const struct rmca_core *core, void *cookie,
-			  int status)
-{
-}
-
-static int t_random(void *buf, size_t len)
-{
-	return getrandom(buf, len, 0) == (ssize_t)len ? 0 : -1;
-}
-
-static const struct rmca_core_ops t_ops = {
-	.complete = t_complete,
-	.conn_failed = t_conn_failed,
-	.fd_add = t_fd_add,
-	.fd_del = t_fd_del,
-	.fd_mod = t_fd_mod,
-	.log = t_log,
-	.mem_find = t_mem_find,
-	.param_bool = t_param_bool,
-	.param_int = t_param_int,
-	.param_register = t_param_register,
-	.random = t_random,
-};
-
-static const struct rmca_core t_core = {
-	.ops = &t_ops,
-	.req_offset = offsetof(struct treq, mine),
-};
-
-static struct shm_module *module(void)
-{
-	struct shm_module *m;
-
-	for (int i = 0; i < MAX_FDS; i++)
-		fds[i] = (struct fake_fd){.fd = -1};
-	assert_int_equal(rmca_shm_module_create(&t_core, &m), 0);
-	return m;
-}
+#include "shm_fake_core.h"
 
 /* ---- a peer that writes requests behind the consumer's back ---- */
 
@@ -219,7 +89,7 @@ static void test_request_flood_ends_each_pass(void **state)
 {
 	const uint64_t lap = SHM_REQ_BYTES / SHM_UNIT;
 	struct shm_conn_parts parts = {.side = 1, .pidfd = -1};
-	struct shm_module *m = module();
+	struct shm_module *m = shm_fake_module();
 	uint64_t before;
 	int sv[2];
 
@@ -239,7 +109,7 @@ static void test_request_flood_ends_each_pass(void **state)
 	assert_int_equal(rmca_shm_recv(&fl.c->base, fl.recv.buf,
 				       sizeof(fl.recv.buf), NULL, &fl.recv),
 			 0);
-	on_complete = flood_next;
+	shm_fake_on_complete = flood_next;
 	peer_send(0);
 	rmca_shm_progress(&m->base);
 	print_message("# one progress call served %llu messages (%llu a lap)\n",
@@ -256,7 +126,7 @@ static void test_request_flood_ends_each_pass(void **state)
 	}
 	assert_int_equal(fl.served, fl.limit);
 	assert_false(fl.c->failed);
-	on_complete = NULL;
+	shm_fake_on_complete = NULL;
 	rmca_shm_disconnect(&fl.c->base);
 	rmca_shm_reap_zombies(m, true);
 	close(sv[1]);
@@ -279,7 +149,7 @@ static void test_head_past_our_tail_ends_the_connection(void **state)
 	static struct treq puts[LIE_PUTS];
 	static char data[SHM_INLINE_MAX];
 	struct shm_conn_parts parts = {.side = 1, .pidfd = -1};
-	struct shm_module *m = module();
+	struct shm_module *m = shm_fake_module();
 	struct shm_conn *c;
 	struct shm_seg *seg;
 	int sv[2], ok = 0, proto = 0, open = 0;
@@ -360,14 +230,14 @@ int accept4(int fd, struct sockaddr *sa, socklen_t *sl, int flags)
 
 static void test_connection_flood_ends_each_pass(void **state)
 {
-	struct shm_module *m = module();
+	struct shm_module *m = shm_fake_module();
 	struct rmca_conn_args a = {.active = 0,
 				   .peer_addr = &m->self,
 				   .peer_addr_len = sizeof(m->self),
 				   .token = 0x5eed,
 				   .timeout_ms = -1};
 	struct rmca_connecting *h;
-	struct fake_fd *lis = NULL;
+	struct shm_fake_fd *lis = NULL;
 	int n;
 
 	(void)state;
@@ -379,9 +249,9 @@ static void test_connection_flood_ends_each_pass(void **state)
 			    (size_t)n);
 	/* A passive connect: the module's socket is served from now on. */
 	assert_int_equal(rmca_shm_connect_start(&m->base, &a, &h), 0);
-	for (int i = 0; i < MAX_FDS; i++)
-		if (fds[i].cb && fds[i].fd == m->lfd)
-			lis = &fds[i];
+	for (int i = 0; i < SHM_FAKE_MAX_FDS; i++)
+		if (shm_fake_fds[i].cb && shm_fake_fds[i].fd == m->lfd)
+			lis = &shm_fake_fds[i];
 	assert_non_null(lis);
 	cf.on = true;
 	lis->cb(lis->arg, EPOLLIN);

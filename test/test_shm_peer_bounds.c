@@ -28,137 +28,7 @@
 #include <cmocka.h>
 
 #include "shm.h"
-
-#define MAX_FDS 8
-
-struct fake_fd {
-	int fd;
-	uint32_t events;
-	rmca_fd_cb cb;
-	void *arg;
-};
-
-static struct fake_fd fds[MAX_FDS];
-
-/* A request of the fake core: how it completed. */
-struct treq {
-	int done;
-	int status;
-	size_t len;
-	char buf[64];
-	_Alignas(RMCA_REQ_ALIGN) char mine[RMCA_COMPONENT_REQ_MAX];
-};
-
-/* Called inside the module's completion of r: the peer's move. */
-static void (*on_complete)(struct treq *r);
-
-static void t_log(const struct rmca_core *core, int level, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (level > RMCA_LOG_ERROR)
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-static int t_param_register(const struct rmca_core *core,
-			    const struct rmca_param_def *def)
-{
-	return 0;
-}
-
-static bool t_param_bool(const struct rmca_core *core, const char *name)
-{
-	return false; /* shm_cma=no: every byte through the rings */
-}
-
-static long long t_param_int(const struct rmca_core *core, const char *name)
-{
-	return 0;
-}
-
-static int t_fd_add(const struct rmca_core *core, int fd, uint32_t events,
-		    rmca_fd_cb cb, void *arg)
-{
-	for (int i = 0; i < MAX_FDS; i++)
-		if (!fds[i].cb) {
-			fds[i] = (struct fake_fd){fd, events, cb, arg};
-			return 0;
-		}
-	return RMCA_ERR_NO_MEMORY;
-}
-
-static int t_fd_mod(const struct rmca_core *core, int fd, uint32_t events)
-{
-	return 0;
-}
-
-static void t_fd_del(const struct rmca_core *core, int fd)
-{
-	for (int i = 0; i < MAX_FDS; i++)
-		if (fds[i].cb && fds[i].fd == fd)
-			fds[i] = (struct fake_fd){.fd = -1};
-}
-
-static int t_mem_find(const struct rmca_core *core, const void *addr,
-		      size_t len, struct rmca_mem_info *out)
-{
-	return RMCA_ERR_NOT_FOUND;
-}
-
-static void t_complete(const struct rmca_core *core, void *req, int status,
-		       size_t len, uint64_t revoked)
-{
-	struct treq *r = req;
-
-	r->done++;
-	r->status = status;
-	r->len = len;
-	if (on_complete)
-		on_complete(r);
-}
-
-static void t_conn_failed(const struct rmca_core *core, void *cookie,
-			  int status)
-{
-}
-
-static int t_random(void *buf, size_t len)
-{
-	return getrandom(buf, len, 0) == (ssize_t)len ? 0 : -1;
-}
-
-static const struct rmca_core_ops t_ops = {
-	.complete = t_complete,
-	.conn_failed = t_conn_failed,
-	.fd_add = t_fd_add,
-	.fd_del = t_fd_del,
-	.fd_mod = t_fd_mod,
-	.log = t_log,
-	.mem_find = t_mem_find,
-	.param_bool = t_param_bool,
-	.param_int = t_param_int,
-	.param_register = t_param_register,
-	.random = t_random,
-};
-
-static const struct rmca_core t_core = {
-	.ops = &t_ops,
-	.req_offset = offsetof(struct treq, mine),
-};
-
-static struct shm_module *module(void)
-{
-	struct shm_module *m;
-
-	for (int i = 0; i < MAX_FDS; i++)
-		fds[i] = (struct fake_fd){.fd = -1};
-	assert_int_equal(rmca_shm_module_create(&t_core, &m), 0);
-	return m;
-}
+#include "shm_fake_core.h"
 
 /* The module is side 1; the test is its peer, side 0. */
 static struct {
@@ -173,8 +43,8 @@ static void open_conn(void)
 	struct shm_conn_parts parts = {.side = 1, .pidfd = -1};
 
 	memset(&t, 0, sizeof(t));
-	on_complete = NULL;
-	t.m = module();
+	shm_fake_on_complete = NULL;
+	t.m = shm_fake_module();
 	t.seg = mmap(NULL, sizeof(*t.seg), PROT_READ | PROT_WRITE,
 		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	assert_true(t.seg != MAP_FAILED);
