@@ -17,36 +17,12 @@
 #include <cmocka.h>
 
 #include "api_util.h"
+#include "nomem.h"
 #include "tap_skip.h"
 
 #define NPUT	   2000 /* well past any first guess of a queue's size */
 #define MSG	   8
 #define TOKEN_FULL 0xf011
-
-static volatile int no_memory;
-
-/* AddressSanitizer owns malloc: it cannot be interposed here as well. */
-#ifndef __SANITIZE_ADDRESS__
-/* glibc's own allocator, behind ours */
-extern void *__libc_malloc(size_t size);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t size);
-
-void *malloc(size_t size)
-{
-	return no_memory ? NULL : __libc_malloc(size);
-}
-
-void *calloc(size_t n, size_t size)
-{
-	return no_memory ? NULL : __libc_calloc(n, size);
-}
-
-void *realloc(void *p, size_t size)
-{
-	return no_memory ? NULL : __libc_realloc(p, size);
-}
-#endif
 
 static void server(struct api_peer *p)
 {

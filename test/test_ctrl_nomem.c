@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "api_util.h"
+#include "nomem.h"
 #include "tap_skip.h"
 
 #define LEN	 64
@@ -40,29 +41,6 @@
 #define T_ENDED	 0xe9ded /* the client's operation completed */
 #define CTX_MINE API_CTX(0x301)
 #define CTX_PUT	 API_CTX(0x302)
-
-static volatile int no_memory;
-
-#ifndef __SANITIZE_ADDRESS__
-extern void *__libc_malloc(size_t size);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t size);
-
-void *malloc(size_t size)
-{
-	return no_memory ? NULL : __libc_malloc(size);
-}
-
-void *calloc(size_t n, size_t size)
-{
-	return no_memory ? NULL : __libc_calloc(n, size);
-}
-
-void *realloc(void *p, size_t size)
-{
-	return no_memory ? NULL : __libc_realloc(p, size);
-}
-#endif
 
 enum ask { ASK_ATOMIC, ASK_GET, ASK_SEND_INV };
 
