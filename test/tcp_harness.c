@@ -241,6 +241,21 @@ struct tcp_conn *th_conn(struct tcp_module *m, int *peer)
 	return c;
 }
 
+struct th_pair th_pair_open(void)
+{
+	struct th_pair p = {.m = th_module()};
+
+	p.c = th_conn(p.m, &p.peer);
+	return p;
+}
+
+void th_pair_close(struct th_pair *p)
+{
+	rmca_tcp_conn_destroy(p->c);
+	close(p->peer);
+	th_module_free(p->m);
+}
+
 void th_conn_pair(struct tcp_module *a, struct tcp_module *b,
 		  struct tcp_conn **ca, struct tcp_conn **cb)
 {

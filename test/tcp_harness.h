@@ -64,6 +64,17 @@ void th_module_free(struct tcp_module *m);
 /* A connection of m; *peer is the raw peer's end (non-blocking). */
 struct tcp_conn *th_conn(struct tcp_module *m, int *peer);
 
+/* A module with one connection, whose other end is a raw peer. */
+struct th_pair {
+	struct tcp_module *m;
+	struct tcp_conn *c;
+	int peer;
+};
+
+struct th_pair th_pair_open(void);
+/* The connection, the peer's end and the module, gone. */
+void th_pair_close(struct th_pair *p);
+
 /* Two modules connected to each other. */
 void th_conn_pair(struct tcp_module *a, struct tcp_module *b,
 		  struct tcp_conn **ca, struct tcp_conn **cb);

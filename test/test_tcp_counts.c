@@ -23,28 +23,6 @@
 #define REQ(n) ((void *)(uintptr_t)(n))
 #define MAXF   64
 
-/* A module with one connection, whose other end is a raw peer. */
-struct pair {
-	struct tcp_module *m;
-	struct tcp_conn *c;
-	int peer;
-};
-
-static struct pair pair_open(void)
-{
-	struct pair p = {.m = th_module()};
-
-	p.c = th_conn(p.m, &p.peer);
-	return p;
-}
-
-static void pair_close(struct pair *p)
-{
-	rmca_tcp_conn_destroy(p->c);
-	close(p->peer);
-	th_module_free(p->m);
-}
-
 static void peer_ack(int peer, uint32_t acked, uint32_t credits)
 {
 	struct tcp_frame f = {
@@ -129,7 +107,7 @@ static bool closed(int peer)
  */
 static void reply_carries_the_acknowledgement(void **state)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 	char in[8], out[8] = "pong", ping[8] = "ping";
 	struct tcp_frame f;
 
@@ -157,7 +135,7 @@ static void reply_carries_the_acknowledgement(void **state)
 	assert_int_equal(th_done[1].status, 0);
 	assert_int_equal(th_nfailed, 0);
 
-	pair_close(&p);
+	th_pair_close(&p);
 }
 
 /*
@@ -168,7 +146,7 @@ static void reply_carries_the_acknowledgement(void **state)
  */
 static void held_count_goes_when_the_answer_cannot(void **state)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 	char in[8], out[8] = "pong", ping[8] = "ping";
 	struct tcp_frame f[MAXF];
 
@@ -186,14 +164,14 @@ static void held_count_goes_when_the_answer_cannot(void **state)
 	one_frame(p.peer, TCP_F_SEND);
 	assert_int_equal(th_nfailed, 0);
 
-	pair_close(&p);
+	th_pair_close(&p);
 }
 
 /* Puts arriving together are acknowledged by one frame of counts. */
 static void batch_of_puts_gets_one_ack(void **state)
 {
 	enum { NPUT = 50 };
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 	static char region[NPUT * 8];
 	uint8_t wire[NPUT * (TCP_HDR_LEN + 8)];
 	struct rmca_module_mr *mr = NULL;
@@ -234,7 +212,7 @@ static void batch_of_puts_gets_one_ack(void **state)
  */
 static void receives_are_told_in_few_frames(void **state)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 	static char in[64][8];
 	struct tcp_frame f[MAXF];
 	int n;
@@ -251,13 +229,13 @@ static void receives_are_told_in_few_frames(void **state)
 	assert_true(f[n - 1].credits >= 32 && f[n - 1].credits <= 64);
 	assert_int_equal(th_nfailed, 0);
 
-	pair_close(&p);
+	th_pair_close(&p);
 }
 
 /* Sends go only as far as the peer's count of receives allows. */
 static void sends_wait_for_credits_counted(void **state)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 	char out[3][8] = {"one", "two", "three"};
 	struct tcp_frame f[MAXF];
 
@@ -286,7 +264,7 @@ static void sends_wait_for_credits_counted(void **state)
 		assert_int_equal(th_done[i].status, 0);
 	assert_int_equal(th_nfailed, 0);
 
-	pair_close(&p);
+	th_pair_close(&p);
 }
 
 /*
@@ -296,7 +274,7 @@ static void sends_wait_for_credits_counted(void **state)
  */
 static void truncation_reaches_the_sender_by_a_refusal(void **state)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 	char in[2][32], big[64];
 	struct tcp_frame f[MAXF];
 
@@ -324,7 +302,7 @@ static void truncation_reaches_the_sender_by_a_refusal(void **state)
 		assert_int_equal(in[1][k], 0x55);
 	assert_int_equal(th_nfailed, 1);
 
-	pair_close(&p);
+	th_pair_close(&p);
 }
 
 /*
@@ -335,7 +313,7 @@ static void truncation_reaches_the_sender_by_a_refusal(void **state)
 static void refusal_names_the_oldest_unacknowledged(void **state)
 {
 	for (int bad = 0; bad < 2; bad++) {
-		struct pair p = pair_open();
+		struct th_pair p = th_pair_open();
 		char out[2][8] = {"one", "two"};
 		struct tcp_frame f[MAXF], r = {.type = TCP_F_RESP,
 					       .status = RMCA_ERR_TRUNCATED,
@@ -366,13 +344,13 @@ static void refusal_names_the_oldest_unacknowledged(void **state)
 		}
 		assert_int_equal(th_nfailed, 1);
 
-		pair_close(&p);
+		th_pair_close(&p);
 	}
 }
 
 /* A count no peer can mean ends the connection with its reason logged;
  * the op it would have completed ends with RMCA_ERR_PROTOCOL. */
-static void expect_refused_count(const struct pair *p, const char *why)
+static void expect_refused_count(const struct th_pair *p, const char *why)
 {
 	assert_true(closed(p->peer));
 	assert_int_equal(th_nfailed, 1);
@@ -382,7 +360,7 @@ static void expect_refused_count(const struct pair *p, const char *why)
 
 static void ack_beyond_what_was_sent_closes(void **state)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 	char src[8] = "data";
 	struct tcp_frame f[MAXF];
 
@@ -395,12 +373,12 @@ static void ack_beyond_what_was_sent_closes(void **state)
 	assert_int_equal(th_ndone, 1);
 	assert_int_equal(th_done[0].status, RMCA_ERR_PROTOCOL);
 
-	pair_close(&p);
+	th_pair_close(&p);
 }
 
 static void ack_going_backwards_closes(void **state)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 	char src[8] = "data";
 	struct tcp_frame f[MAXF];
 
@@ -419,7 +397,7 @@ static void ack_going_backwards_closes(void **state)
 	peer_ack(p.peer, 1, 0);
 	expect_refused_count(&p, "went backwards");
 
-	pair_close(&p);
+	th_pair_close(&p);
 }
 
 /*
@@ -429,7 +407,7 @@ static void ack_going_backwards_closes(void **state)
  */
 static void ack_of_a_put_still_on_its_way_closes(void **state)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 	char *src = malloc(8 * MiB);
 	struct tcp_frame f;
 
@@ -446,23 +424,23 @@ static void ack_of_a_put_still_on_its_way_closes(void **state)
 	assert_int_equal(th_ndone, 1);
 	assert_int_equal(th_done[0].status, RMCA_ERR_PROTOCOL);
 
-	pair_close(&p);
+	th_pair_close(&p);
 	free(src);
 }
 
 static void credits_beyond_receives_close(void **state)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 
 	peer_ack(p.peer, 0, TCP_MAX_OPS + 1);
 	expect_refused_count(&p, "more credits than receives");
 
-	pair_close(&p);
+	th_pair_close(&p);
 }
 
 static void credits_going_backwards_close(void **state)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 
 	peer_ack(p.peer, 0, 5);
 	th_pump_idle();
@@ -470,13 +448,13 @@ static void credits_going_backwards_close(void **state)
 	peer_ack(p.peer, 0, 4);
 	expect_refused_count(&p, "credit count went backwards");
 
-	pair_close(&p);
+	th_pair_close(&p);
 }
 
 /* Only the connection that lied ends: another one of the module goes on. */
 static void a_lying_peer_ends_only_its_connection(void **state)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 	int p2;
 	struct tcp_conn *c2 = th_conn(p.m, &p2);
 	char src[8] = "data";
@@ -498,7 +476,7 @@ static void a_lying_peer_ends_only_its_connection(void **state)
 
 	rmca_tcp_conn_destroy(c2);
 	close(p2);
-	pair_close(&p);
+	th_pair_close(&p);
 }
 
 int main(void)

@@ -26,28 +26,6 @@
 #define GET_LEN 16
 #define PUT_LEN (8u << 20) /* more than the socket takes at once */
 
-/* A module with one connection, whose other end is a raw peer. */
-struct pair {
-	struct tcp_module *m;
-	struct tcp_conn *c;
-	int peer;
-};
-
-static struct pair pair_open(void)
-{
-	struct pair p = {.m = th_module()};
-
-	p.c = th_conn(p.m, &p.peer);
-	return p;
-}
-
-static void pair_close(struct pair *p)
-{
-	rmca_tcp_conn_destroy(p->c);
-	close(p->peer);
-	th_module_free(p->m);
-}
-
 /* The peer's end shows the target closed the connection. */
 static bool closed(int peer)
 {
@@ -62,7 +40,7 @@ static bool closed(int peer)
 
 /* A get of GET_LEN bytes into buf posted, and its frame read by the peer:
  * its id. */
-static uint64_t get_posted(struct pair *p, char *buf)
+static uint64_t get_posted(struct th_pair *p, char *buf)
 {
 	struct tcp_frame g;
 
@@ -81,7 +59,7 @@ static uint64_t get_posted(struct pair *p, char *buf)
  * as a protocol error, the get completes once with it, untouched. */
 static void answer_is_refused(struct tcp_frame *r, size_t len)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 	char buf[GET_LEN], data[GET_LEN];
 
 	r->type = TCP_F_RESP;
@@ -97,7 +75,7 @@ static void answer_is_refused(struct tcp_frame *r, size_t len)
 	assert_non_null(strstr(th_last_log, "does not fit"));
 	for (size_t i = 0; i < sizeof(buf); i++)
 		assert_int_equal(buf[i], 'x');
-	pair_close(&p);
+	th_pair_close(&p);
 }
 
 static void short_answer_to_a_get_closes(void **state)
@@ -127,7 +105,7 @@ static void truncation_of_a_get_closes(void **state)
 /* The honest answer, for contrast: the same get completes with the data. */
 static void answer_that_fits_completes_the_get(void **state)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 	char buf[GET_LEN], data[GET_LEN];
 	struct tcp_frame r = {.type = TCP_F_RESP, .len = GET_LEN};
 
@@ -141,14 +119,14 @@ static void answer_that_fits_completes_the_get(void **state)
 	assert_int_equal(th_ndone, 1);
 	assert_int_equal(th_done[0].status, RMCA_OK);
 	assert_memory_equal(buf, data, sizeof(data));
-	pair_close(&p);
+	th_pair_close(&p);
 }
 
 /* A refusal that fits: the get completes once, with the refusal itself
  * (not the connection's end that follows it). */
 static void refused_get_completes_once_with_the_refusal(void **state)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 	char buf[GET_LEN];
 	struct tcp_frame r = {.type = TCP_F_RESP,
 			      .status = RMCA_ERR_REMOTE_ACCESS};
@@ -160,7 +138,7 @@ static void refused_get_completes_once_with_the_refusal(void **state)
 	assert_int_equal(th_nfailed, 1);
 	assert_int_equal(th_ndone, 1);
 	assert_int_equal(th_done[0].status, RMCA_ERR_REMOTE_ACCESS);
-	pair_close(&p);
+	th_pair_close(&p);
 }
 
 /* A put still being written from the application's buffer cannot have
@@ -169,7 +147,7 @@ static void refused_get_completes_once_with_the_refusal(void **state)
  * peer's status while its buffer is still read. */
 static void refusal_of_a_put_still_on_its_way_closes(void **state)
 {
-	struct pair p = pair_open();
+	struct th_pair p = th_pair_open();
 	char *src = malloc(PUT_LEN);
 	struct tcp_frame f,
 		r = {.type = TCP_F_RESP, .status = RMCA_ERR_REMOTE_ACCESS};
@@ -190,7 +168,7 @@ static void refusal_of_a_put_still_on_its_way_closes(void **state)
 	assert_int_equal(th_ndone, 1);
 	assert_int_equal(th_done[0].status, RMCA_ERR_PROTOCOL);
 	assert_non_null(strstr(th_last_log, "no outstanding request"));
-	pair_close(&p);
+	th_pair_close(&p);
 	free(src);
 }
 
@@ -200,7 +178,7 @@ static void message_one_byte_over_the_receive_is_truncated(void **state)
 {
 	(void)state;
 	for (uint32_t len = 8; len <= 9; len++) {
-		struct pair p = pair_open();
+		struct th_pair p = th_pair_open();
 		char buf[16], data[16];
 		struct tcp_frame s = {.type = TCP_F_SEND, .id = 1, .len = len};
 
@@ -219,7 +197,7 @@ static void message_one_byte_over_the_receive_is_truncated(void **state)
 		assert_int_equal(th_done[0].len, 8);
 		assert_memory_equal(buf, "dddddddd", 8);
 		assert_memory_equal(buf + 8, "xxxxxxxx", 8);
-		pair_close(&p);
+		th_pair_close(&p);
 	}
 }
 
