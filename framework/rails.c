@@ -67,6 +67,14 @@ struct sent_keys {
 	uint64_t k[RMCA_WIRE_MAX_RAILS];
 };
 
+/* RAIL_KEYs of one hand-out the peer has still to acknowledge: it answers
+ * them in the order it read them, so an ack is for the oldest of these. */
+struct key_wait {
+	struct key_wait *next;
+	uint64_t key;
+	unsigned left;
+};
+
 struct rmca_rails {
 	int n;
 	struct rmca_rail r[RMCA_WIRE_MAX_RAILS];
@@ -74,6 +82,7 @@ struct rmca_rails {
 	unsigned peer_next;
 	struct sent_keys *sent;
 	unsigned unacked; /* RAIL_KEYs the peer has not acknowledged */
+	struct key_wait *wait, *wait_tail;	 /* the same, oldest first */
 	struct rmca_req *pending, *pending_tail; /* parts refused for now */
 };
 
@@ -280,6 +289,12 @@ void rmca_rails_destroy(struct rmca_ep *ep)
 
 		rs->sent = s->next;
 		free(s);
+	}
+	while (rs->wait) {
+		struct key_wait *w = rs->wait;
+
+		rs->wait = w->next;
+		free(w);
 	}
 	free(rs);
 	ep->rails = NULL;
@@ -517,11 +532,23 @@ bool rmca_rails_holding(const struct rmca_ep *ep)
 	return ep->rails && ep->rails->unacked && ep->ctrl;
 }
 
+/* The oldest hand-out is acknowledged: the next is the oldest. */
+static void key_wait_pop(struct rmca_rails *rs)
+{
+	struct key_wait *w = rs->wait;
+
+	rs->wait = w->next;
+	if (!rs->wait)
+		rs->wait_tail = NULL;
+	free(w);
+}
+
 void rmca_rails_announce(struct rmca_mr *mr, struct rmca_ep *ep, uint64_t key)
 {
 	struct rmca_rails *rs = ep->rails;
 	uint64_t k[RMCA_WIRE_MAX_RAILS] = {0};
 	struct sent_keys *s;
+	struct key_wait *w;
 	bool any = false;
 
 	if (!rs || !key || (key & RMCA_KEY_USE_ONCE) || !ep->ctrl)
@@ -539,16 +566,22 @@ void rmca_rails_announce(struct rmca_mr *mr, struct rmca_ep *ep, uint64_t key)
 		;
 	if (!any || (s && s->key == key && !memcmp(s->k, k, sizeof(k))))
 		return;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return; /* the key serves on rail 0 alone */
 	if (!s) {
 		s = calloc(1, sizeof(*s));
-		if (!s)
-			return; /* the key serves on rail 0 alone */
+		if (!s) {
+			free(w);
+			return;
+		}
 		s->mr = mr;
 		s->next = rs->sent;
 		rs->sent = s;
 	}
 	s->key = key;
 	memcpy(s->k, k, sizeof(k));
+	w->key = key;
 	for (int i = 0; i < rs->n; i++) {
 		struct rmca_ctrl_msg m = {.type = RMCA_CTRL_RAIL_KEY,
 					  .id = key,
@@ -561,10 +594,20 @@ void rmca_rails_announce(struct rmca_mr *mr, struct rmca_ep *ep, uint64_t key)
 			/* the rest not told: the next hand-out tells all
 			 * again, rather than never */
 			memset(s->k, 0, sizeof(s->k));
-			return;
+			break;
 		}
 		rs->unacked++;
+		w->left++;
 	}
+	if (!w->left) {
+		free(w);
+		return;
+	}
+	if (rs->wait_tail)
+		rs->wait_tail->next = w;
+	else
+		rs->wait = w;
+	rs->wait_tail = w;
 }
 
 void rmca_rails_mr_gone(struct rmca_mr *mr)
@@ -631,8 +674,13 @@ int rmca_rails_ctrl_msg(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 
 	if (m->type == RMCA_CTRL_RAIL_KEY)
 		return rail_key(ep, m);
-	if (!rs || !rs->unacked)
+	/* An ack names the key of the oldest RAIL_KEY unacknowledged (the
+	 * decoder took its status: 0, the only one rail_key gives): one for
+	 * a key never told, or one more than was told, breaks the protocol. */
+	if (!rs || !rs->wait || rs->wait->key != m->id)
 		return RMCA_ERR_PROTOCOL;
+	if (!--rs->wait->left)
+		key_wait_pop(rs);
 	if (!--rs->unacked && !rmca_list_empty(&ep->deferred)) {
 		rmca_deferred_post(ep);
 		rmca_core_work_due(ep->ctx);

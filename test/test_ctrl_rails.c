@@ -9,7 +9,11 @@
  *   that region);
  * - keys the peer told over a channel that is gone are not used: no one
  *   withdraws them any more (a withdrawal comes over that channel), so a
- *   put goes whole on rail 0.
+ *   put goes whole on rail 0;
+ * - the peer acknowledges the RAIL_KEYs in the order it read them: an ack
+ *   naming a key never told, or one ack more than a key's RAIL_KEYs, breaks
+ *   the protocol (the channel goes, as for the other answers), and the
+ *   sends held for the keys are let go only by the right acks.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -258,6 +262,58 @@ static void test_keys_of_a_channel_gone_are_not_used(void **state)
 	assert_int_equal(nputs, 0);
 }
 
+static int key_ack(struct fixture *f, uint64_t key)
+{
+	struct rmca_ctrl_msg m = {.type = RMCA_CTRL_RAIL_KEY_ACK, .id = key};
+
+	return rmca_rails_ctrl_msg(&f->ep, &m);
+}
+
+static void test_key_ack_of_a_key_never_told_breaks_the_protocol(void **state)
+{
+	struct fixture *f = *state;
+
+	rmca_rails_announce(&f->mr, &f->ep, KEY);
+	assert_int_equal(nsent, NRAILS);
+	assert_true(rmca_rails_holding(&f->ep));
+	assert_int_equal(key_ack(f, KEY + 1), RMCA_ERR_PROTOCOL);
+}
+
+static void test_key_ack_once_too_often_breaks_the_protocol(void **state)
+{
+	struct fixture *f = *state;
+	struct rmca_mr mr2 = f->mr;
+
+	mr2.addr = (void *)(uintptr_t)(2 * ADDR);
+	rmca_rails_announce(&f->mr, &f->ep, KEY);
+	rmca_rails_announce(&mr2, &f->ep, KEY + 1);
+	assert_int_equal(nsent, 2 * NRAILS);
+	for (int i = 0; i < NRAILS; i++)
+		assert_int_equal(key_ack(f, KEY), 0);
+	assert_true(rmca_rails_holding(&f->ep));
+	/* KEY's RAIL_KEYs are all acknowledged: the next ack is KEY + 1's */
+	assert_int_equal(key_ack(f, KEY), RMCA_ERR_PROTOCOL);
+}
+
+static void test_key_acks_in_order_let_the_sends_go(void **state)
+{
+	struct fixture *f = *state;
+	struct rmca_mr mr2 = f->mr;
+
+	mr2.addr = (void *)(uintptr_t)(2 * ADDR);
+	rmca_rails_announce(&f->mr, &f->ep, KEY);
+	rmca_rails_announce(&mr2, &f->ep, KEY + 1);
+	for (int i = 0; i < NRAILS; i++)
+		assert_int_equal(key_ack(f, KEY), 0);
+	for (int i = 0; i < NRAILS; i++) {
+		assert_true(rmca_rails_holding(&f->ep));
+		assert_int_equal(key_ack(f, KEY + 1), 0);
+	}
+	assert_false(rmca_rails_holding(&f->ep));
+	/* nothing left to acknowledge */
+	assert_int_equal(key_ack(f, KEY + 1), RMCA_ERR_PROTOCOL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -266,6 +322,15 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_keys_of_a_channel_gone_are_not_used, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_key_ack_of_a_key_never_told_breaks_the_protocol,
+			setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_key_ack_once_too_often_breaks_the_protocol, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_key_acks_in_order_let_the_sends_go, setup,
 			teardown),
 	};
 
