@@ -18,8 +18,7 @@ int rmca_emul_ctrl_msg(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	case RMCA_CTRL_ATOMIC_RESP:
 		return rmca_atomic_answered(ep, m);
 	case RMCA_CTRL_REVOKE:
-		rmca_revoke_serve(ep, m);
-		return 0;
+		return rmca_revoke_serve(ep, m);
 	case RMCA_CTRL_REVOKE_ACK:
 		return rmca_revoke_acked(ep, m);
 	case RMCA_CTRL_VERIFY:

@@ -262,6 +262,7 @@ struct rmca_ep {
 	unsigned long nposted; /* requests taken, for their post_no */
 	uint64_t recv_seq; /* messages received */
 	struct rmca_revoke_note *revokes; /* keys revoked for messages to come */
+	unsigned nrevokes; /* notes on revokes: revoke_msg.c bounds them */
 	struct rmca_list deferred; /* sends behind a revoke */
 	struct rmca_req *unacked, *unacked_tail; /* revokes the peer owes acks */
 	/* on am_wait or deferred: at most ctx->ep_max_core_ops (by default

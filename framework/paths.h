@@ -21,7 +21,7 @@ int rmca_get_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
 void rmca_get_lost(struct rmca_ep *ep, int status);
 
 /* revoke_msg.c: send with invalidate by revoke message */
-void rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
+int rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
 int rmca_revoke_acked(struct rmca_ep *ep, const struct rmca_ctrl_msg *m);
 void rmca_revoke_lost(struct rmca_ep *ep, int status);
 

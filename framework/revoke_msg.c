@@ -6,6 +6,7 @@
  * before the receive completes; the receive then carries revoked_rkey.
  * Sends posted behind an unacknowledged revoke are held, to keep order.
  */
+#include <limits.h>
 #include <stdlib.h>
 
 #include "ctrl.h"
@@ -83,7 +84,27 @@ void rmca_deferred_post(struct rmca_ep *ep)
 	}
 }
 
-void rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
+/*
+ * A REVOKE for a message to come leaves a note until that message is
+ * received. An honest peer has at most RMCA_ep_max_core_ops sends held
+ * behind its REVOKEs (rmca_deferred_add) and, once acknowledged, as many
+ * more posted to its module (tcp and shm take 16,384, ib and iwarp 256)
+ * that this side has not received yet: twice RMCA_ep_max_core_ops notes
+ * at the same setting. A peer that names more messages to come (one far
+ * in the future, say, that it never sends) breaks the protocol: the
+ * control channel closes, logged, and the endpoint fails as on any other
+ * protocol error, as a verbs QP goes to error on a request it cannot
+ * serve. Refusing the REVOKE instead would leave the peer a hole in its
+ * numbering (the refused message is never sent, but numbered).
+ */
+static unsigned revoke_notes_max(const struct rmca_ep *ep)
+{
+	unsigned n = ep->ctx->ep_max_core_ops;
+
+	return n > UINT_MAX / 2 ? UINT_MAX : 2 * n;
+}
+
+int rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 {
 	struct rmca_ctrl_msg ack = { .type = RMCA_CTRL_REVOKE_ACK, .id = m->id };
 	struct rmca_module_mr *mmr;
@@ -100,6 +121,15 @@ void rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	if (!(m->rkey & RMCA_KEY_USE_ONCE) || m->id <= ep->recv_seq ||
 	    (mr && !(mr->access & RMCA_MR_USE_ONCE))) {
 		ack.status = RMCA_ERR_INVALID;
+	} else if (mr && ep->nrevokes >= revoke_notes_max(ep)) {
+		rmca_log(0,
+			 "%s: REVOKE of key 0x%llx for message %llu (%llu "
+			 "received): %u revokes already wait for messages to "
+			 "come, twice RMCA_ep_max_core_ops",
+			 ep->peer, (unsigned long long)m->rkey,
+			 (unsigned long long)m->id,
+			 (unsigned long long)ep->recv_seq, ep->nrevokes);
+		return RMCA_ERR_PROTOCOL;
 	} else if (mr) {
 		n = calloc(1, sizeof(*n));
 		if (!n)
@@ -112,11 +142,13 @@ void rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 			n->rkey = m->rkey;
 			n->next = ep->revokes;
 			ep->revokes = n;
+			ep->nrevokes++;
 		} else {
 			free(n);
 		}
 	}
 	rmca_ctrl_send_owed(ep, &ack);
+	return 0;
 }
 
 /* The peer answers REVOKEs in the order it read them: an ack is for the
@@ -154,6 +186,7 @@ void rmca_recv_revoked(struct rmca_ep *ep, struct rmca_req *r)
 		if (!r->revoked_rkey)
 			r->revoked_rkey = n->rkey;
 		free(n);
+		ep->nrevokes--;
 		return;
 	}
 }

@@ -8,6 +8,13 @@
  * hands out. A REVOKE for a message to come revokes the key, and that
  * message's receive carries it.
  *
+ * The notes a peer can make wait are bounded per endpoint: twice
+ * RMCA_ep_max_core_ops (what an honest peer can have unreceived). A REVOKE
+ * past that (one for a message far in the future that never comes, and
+ * more) closes the control channel as a protocol error, logged; it revokes
+ * nothing and is not acknowledged. A note taken by its receive frees its
+ * place.
+ *
  * revoke_msg.c alone; the rest of the core stubbed, the ack captured.
  */
 #include <setjmp.h>
@@ -64,6 +71,15 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 	(void)revoked_rkey;
 }
 
+static unsigned nlogs;
+
+void rmca_log(int level, const char *fmt, ...)
+{
+	(void)level;
+	(void)fmt;
+	nlogs++;
+}
+
 static struct rmca_mr the_mr = {.access = RMCA_ACCESS_REMOTE_WRITE |
 					  RMCA_MR_USE_ONCE};
 
@@ -89,15 +105,19 @@ static const struct rmca_module_ops t_ops = {.revoke = t_revoke};
 static struct rmca_module t_module = {.ops = &t_ops};
 static struct rmca_mod t_mod = {.m = &t_module};
 
+static struct rmca_context the_ctx;
+
 static int setup(void **state)
 {
 	struct rmca_ep *ep = calloc(1, sizeof(*ep));
 
 	assert_non_null(ep);
+	ep->ctx = &the_ctx;
+	the_ctx.ep_max_core_ops = 4; /* eight notes at most */
 	ep->mod = &t_mod;
 	ep->recv_seq = 5; /* five messages received */
 	memset(&acked, 0, sizeof(acked));
-	nacks = revoked = 0;
+	nacks = revoked = nlogs = 0;
 	*state = ep;
 	return 0;
 }
@@ -155,6 +175,61 @@ static void test_revoke_for_the_next_message_is_carried(void **state)
 	assert_null(ep->revokes);
 }
 
+/* The peer's REVOKE of KEY for message seq: what the core made of it. */
+static int serve_rc(struct rmca_ep *ep, uint64_t seq)
+{
+	struct rmca_ctrl_msg m = {
+		.type = RMCA_CTRL_REVOKE, .id = seq, .rkey = KEY};
+
+	nacks = 0;
+	return rmca_revoke_serve(ep, &m);
+}
+
+static void
+test_revokes_far_ahead_past_the_bound_break_the_protocol(void **state)
+{
+	struct rmca_ep *ep = *state;
+
+	/* messages far in the future, never sent */
+	for (uint64_t i = 0; i < 8; i++) {
+		assert_int_equal(serve_rc(ep, (1ull << 40) + i), 0);
+		assert_int_equal(nacks, 1);
+		assert_int_equal(acked.status, RMCA_OK);
+	}
+	assert_int_equal(revoked, 8);
+	assert_int_equal(nlogs, 0);
+	assert_int_equal(serve_rc(ep, (1ull << 40) + 8), RMCA_ERR_PROTOCOL);
+	assert_int_equal(nacks, 0);   /* the channel goes: no ack */
+	assert_int_equal(revoked, 8); /* nothing revoked */
+	assert_int_equal(nlogs, 1);
+}
+
+static void test_a_note_received_frees_its_place(void **state)
+{
+	struct rmca_ep *ep = *state;
+	struct rmca_req r = {.op = RMCA_OP_RECV};
+
+	for (uint64_t seq = 6; seq < 6 + 8; seq++)
+		assert_int_equal(serve_rc(ep, seq), 0);
+	rmca_recv_revoked(ep, &r); /* message 6 */
+	assert_int_equal(r.revoked_rkey, KEY);
+	assert_int_equal(serve_rc(ep, 6 + 8), 0);
+	assert_int_equal(acked.status, RMCA_OK);
+	assert_int_equal(serve_rc(ep, 6 + 9), RMCA_ERR_PROTOCOL);
+}
+
+static void test_a_refused_revoke_takes_no_place(void **state)
+{
+	struct rmca_ep *ep = *state;
+
+	for (uint64_t seq = 6; seq < 6 + 8; seq++)
+		assert_int_equal(serve_rc(ep, seq), 0);
+	/* one for a message received is refused as before, the channel up */
+	assert_int_equal(serve_rc(ep, 5), 0);
+	assert_int_equal(nacks, 1);
+	assert_int_equal(acked.status, RMCA_ERR_INVALID);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -164,6 +239,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_revoke_for_the_next_message_is_carried, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_revokes_far_ahead_past_the_bound_break_the_protocol,
+			setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_a_note_received_frees_its_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_a_refused_revoke_takes_no_place, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
