@@ -33,7 +33,8 @@
 #define TCP_RX_BUDGET 16 /* recv() calls per wakeup, for fairness */
 /* Bytes read at once: every frame that is in the socket, up to this much,
  * comes in with one recv(). A payload at least TCP_RX_DIRECT long that
- * starts at a frame boundary is read straight where it belongs. */
+ * starts at a frame boundary is read straight where it belongs; after a
+ * payload of TCP_RX_BUF or more, the next header is read alone. */
 #define TCP_RX_BUF 32768
 #define TCP_RX_DIRECT 16384
 #define TCP_SPARE_MAX 1024
@@ -183,6 +184,10 @@ struct tcp_rx {
 	char *buf; /* TCP_RX_BUF bytes read ahead ... */
 	size_t start, end; /* ... of which [start, end) are not used yet */
 	bool payload; /* reading the payload of f */
+	/* The last payload was at least TCP_RX_BUF long: the next header is
+	 * read alone, so that a payload as long after it is read straight
+	 * to its place too, not into buf and copied from there. */
+	bool hdr_alone;
 	struct tcp_frame f;
 	char *dst; /* payload destination ... */
 	const struct tcp_mr *mr; /* ... in this region (PUT) */

@@ -105,6 +105,7 @@ static void expect_payload(struct tcp_conn *c, char *dst, uint64_t dst_len,
 			   uint64_t drain, const struct tcp_mr *region)
 {
 	c->rx.payload = true;
+	c->rx.hdr_alone = dst_len + drain >= TCP_RX_BUF;
 	c->rx.dst = dst;
 	c->rx.mr = region;
 	c->rx.dst_left = (size_t)dst_len;
@@ -131,9 +132,11 @@ static void on_send(struct tcp_conn *c, const struct tcp_frame *f)
 	/* All of it read already, as a small message mostly is: delivered
 	 * at once, as finish_frame() would once the payload is in. */
 	if (f->len <= c->rx.end - c->rx.start && !(f->flags & TCP_FF_INV)) {
-		if (f->len) /* a receive of no bytes may have no buffer */
+		if (f->len) { /* a receive of no bytes may have no buffer */
 			rmca_tcp_copy(r->buf, c->rx.buf + c->rx.start,
 				      (size_t)f->len);
+			c->rx.hdr_alone = false;
+		}
 		c->rx.start += (size_t)f->len;
 		c->rx.op = NULL;
 		rmca_tcp_op_done(c, r, RMCA_OK, (size_t)f->len, 0);
@@ -277,9 +280,11 @@ static void start_frame(struct tcp_conn *c)
 			expect_payload(c, NULL, 0, f->len, NULL);
 		} else if (f->len <= c->rx.end - c->rx.start) {
 			/* All of it read already: placed at once. */
-			if (f->len)
+			if (f->len) {
 				rmca_tcp_copy(p, c->rx.buf + c->rx.start,
 					      (size_t)f->len);
+				c->rx.hdr_alone = false;
+			}
 			c->rx.start += (size_t)f->len;
 			c->done_in++;
 		} else {
@@ -479,11 +484,16 @@ static bool rx_consume(struct tcp_conn *c)
 static ssize_t rx_fill(struct tcp_conn *c, bool *drained)
 {
 	struct tcp_rx *rx = &c->rx;
+	bool front = rx->payload && rx->start == rx->end;
 	size_t want;
 	ssize_t n;
 
-	if (rx->payload && rx->start == rx->end &&
-	    rx->dst_left >= TCP_RX_DIRECT) {
+	/* A payload with none of it buffered is read straight to its place
+	 * once at least TCP_RX_DIRECT of it is left, and to its end in a
+	 * stream of large payloads (the next header is read alone). The
+	 * bytes that land come first, then those dropped. */
+	if (front && rx->dst_left &&
+	    (rx->dst_left >= TCP_RX_DIRECT || rx->hdr_alone)) {
 		want = min_size(rx->dst_left, (size_t)1 << 30);
 		n = rx_read(c, rx->dst, want, false);
 		if (n > 0) {
@@ -492,8 +502,8 @@ static ssize_t rx_fill(struct tcp_conn *c, bool *drained)
 			if (!rx->dst_left && !rx->drain_left)
 				finish_frame(c);
 		}
-	} else if (rx->payload && rx->start == rx->end &&
-		   rx->drain_left >= TCP_RX_DIRECT) {
+	} else if (front && !rx->dst_left &&
+		   (rx->drain_left >= TCP_RX_DIRECT || rx->hdr_alone)) {
 		want = min_size(rx->drain_left, TCP_SCRATCH_LEN);
 		n = rx_read(c, c->mod->scratch, want, false);
 		if (n > 0) {
@@ -504,8 +514,13 @@ static ssize_t rx_fill(struct tcp_conn *c, bool *drained)
 	} else {
 		/* A message delivered from this read may wait for the
 		 * application's reply to carry its count: peeking leaves
-		 * it in the socket, which keeps the wait fd readable. */
+		 * it in the socket, which keeps the wait fd readable. In a
+		 * stream of large payloads, the header alone: a read of
+		 * TCP_RX_BUF would take TCP_RX_BUF - TCP_HDR_LEN bytes of
+		 * the payload after it into buf, to be copied again. */
 		want = TCP_RX_BUF - rx->end;
+		if (rx->hdr_alone && !rx->payload && rx->end < TCP_HDR_LEN)
+			want = TCP_HDR_LEN - rx->end;
 		n = rx_read(c, rx->buf + rx->end, want, c->peek);
 		if (n > 0)
 			rx->end += (size_t)n;
