@@ -1021,45 +1021,121 @@ static bool listener_shed(struct rmca_listener *l, int err)
 }
 
 /*
- * At the handshake bound, the connection that gives way to a new one. First
+ * At the handshake bound, every handshake under way is stepped once more
+ * first, so that a hello (or the rest of a handshake) already in its
+ * socket is served, not lost. True: a slot came free (one that was stepped
+ * ended).
+ */
+static bool listener_step_all(struct rmca_listener *l)
+{
+	struct rmca_incoming *in, *next;
+
+	for (in = l->incoming; in; in = next) {
+		int n = l->nincoming;
+
+		next = in->next;
+		if (in->state == IN_READY)
+			continue;
+		/* a listener's own: this touches no other entry */
+		incoming_step(in);
+		if (l->nincoming < n)
+			return true;
+	}
+	return false;
+}
+
+/* Whether some connection could give way: one whose handshake is not done
+ * (a made endpoint waiting for rmca_accept never does). */
+static bool listener_evictable(const struct rmca_listener *l)
+{
+	for (const struct rmca_incoming *in = l->incoming; in; in = in->next)
+		if (in->state != IN_READY)
+			return true;
+	return false;
+}
+
+/* The slots each address holds, counted at the bound: a table of them,
+ * open addressing on a hash of the address. */
+struct host_slots {
+	const char *host;
+	int n;
+};
+
+static struct host_slots *host_slots_at(struct host_slots *t, size_t cap,
+					const char *host)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	size_t i;
+
+	for (const char *c = host; *c; c++)
+		h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+	for (i = (size_t)h & (cap - 1); t[i].host && strcmp(t[i].host, host);
+	     i = (i + 1) & (cap - 1))
+		;
+	t[i].host = host;
+	return &t[i];
+}
+
+/*
+ * At the handshake bound, the connection that gives way to a new one, from
+ * host. Fair to sources first: it comes from the address that holds the
+ * most slots, the newcomer counted with its own, so that one address that
+ * connects and sends whole hellos as fast as it can pushes out its own
+ * connections, never a client from elsewhere in the middle of its
+ * handshake. Among the connections of the addresses that hold the most,
  * the oldest that has not sent its whole hello: the silent and the slow go
  * first, as sshd's MaxStartups and a SYN backlog let half-open peers go.
- * With none of those left, the oldest whose handshake is under way
- * (answered, its answer, rails reply or transport connections still due):
- * a peer that sends whole hellos and never makes its data connection would
- * hold every slot until RMCA_connect_timeout otherwise. The ib and iwarp
+ * With none of those, the oldest whose handshake is under way (answered,
+ * its answer, rails reply or transport connections still due): a peer
+ * that sends whole hellos and never makes its data connection would hold
+ * every slot until RMCA_connect_timeout otherwise. The ib and iwarp
  * modules' connection requests and tcp's waiting data sockets give way the
- * same way, oldest first. A made endpoint waiting for rmca_accept never
- * gives way: it did all that was asked, as a connection in the kernel's
- * accept queue or a CM connect request handed to the application did.
- * Each candidate is stepped once more first, so that a hello (or the rest
- * of a handshake) already in its socket is served, not lost. NULL: none
- * can, or a slot came free meanwhile (one that was stepped ended).
+ * same way. A made endpoint waiting for rmca_accept never gives way: it
+ * did all that was asked, as a connection in the kernel's accept queue or
+ * a CM connect request handed to the application did; it counts in its
+ * address's slots all the same.
+ *
+ * What remains: many addresses can still take every slot between them
+ * (one slot each, the oldest silent one goes first), and the peers of one
+ * address share its fate: honest clients behind the address of a flooder
+ * (the same host, a NAT, every peer on loopback at 127.0.0.1) give way as
+ * its connections do. Slots are counted per address (the cost: one pass
+ * over the connections, only at the bound, at most one eviction a pass of
+ * the event loop).
  */
-static struct rmca_incoming *listener_victim(struct rmca_listener *l)
+static struct rmca_incoming *listener_victim(struct rmca_listener *l,
+					     const char *host)
 {
-	for (int silent = 1; silent >= 0; silent--) {
-		struct rmca_incoming *in = l->incoming, *next;
+	struct rmca_incoming *victim = NULL, *in;
+	struct host_slots *t;
+	size_t cap = 4;
+	int most = 0;
 
-		while (in && l->nincoming >= l->ctx->handshake_max) {
-			int n = l->nincoming;
+	while (cap < 2 * ((size_t)l->nincoming + 1))
+		cap *= 2;
+	/* Out of memory, every address counts alike: the oldest silent one,
+	 * or the oldest. */
+	t = calloc(cap, sizeof(*t));
+	if (t) {
+		host_slots_at(t, cap, host)->n++;
+		for (in = l->incoming; in; in = in->next)
+			host_slots_at(t, cap, in->host)->n++;
+	}
+	for (in = l->incoming; in; in = in->next) {
+		int n;
 
-			next = in->next;
-			if (in->state != IN_READY &&
-			    (in->state == IN_HELLO) == silent) {
-				/* a listener's own: this touches no other
-				 * entry */
-				incoming_step(in);
-				if (l->nincoming < n)
-					return NULL; /* in is gone */
-				if (in->state == IN_HELLO ||
-				    (!silent && in->state != IN_READY))
-					return in;
-			}
-			in = next;
+		if (in->state == IN_READY)
+			continue;
+		n = t ? host_slots_at(t, cap, in->host)->n : 1;
+		if (!victim || n > most ||
+		    (n == most && in->state == IN_HELLO &&
+		     victim->state != IN_HELLO)) {
+			victim = in;
+			most = n;
 		}
 	}
-	return NULL;
+	free(t);
+	return victim;
 }
 
 /* The victim gives way to a connection just accepted: said (rate-limited
@@ -1088,10 +1164,11 @@ static void listener_evict(struct rmca_listener *l, struct rmca_incoming *in)
  * per call (thus per pass of the event loop) takes the slot of a victim,
  * so that peers that connect and say nothing, drip their hello or never
  * finish their handshake cannot keep everyone else in the backlog until
- * RMCA_connect_timeout: a newcomer outlives handshake_max - 1 later ones
- * before its turn to give way comes, and its hello, if in by then, is read
- * first. Bounded still: never more than handshake_max connections, and one
- * eviction a pass.
+ * RMCA_connect_timeout: among the connections of one address, a newcomer
+ * outlives handshake_max - 1 later ones before its turn to give way comes
+ * (listener_victim: those of the address holding the most slots go
+ * first), and its hello, if in by then, is read first. Bounded still:
+ * never more than handshake_max connections, and one eviction a pass.
  */
 static void listener_cb(void *arg, uint32_t events)
 {
@@ -1102,15 +1179,16 @@ static void listener_cb(void *arg, uint32_t events)
 	for (;;) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
-		struct rmca_incoming *in, **pp, *victim = NULL;
+		struct rmca_incoming *in, **pp;
+		bool full = false;
 		int fd;
 
 		if (l->nincoming >= ctx->handshake_max) {
 			if (evicted)
 				return; /* armed: the next pass takes more */
-			victim = listener_victim(l);
-			if (!victim && l->nincoming >= ctx->handshake_max)
+			if (!listener_step_all(l) && !listener_evictable(l))
 				break;
+			full = l->nincoming >= ctx->handshake_max;
 		}
 		fd = accept4(l->fd, (struct sockaddr *)&ss, &sl,
 			     SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -1123,10 +1201,6 @@ static void listener_cb(void *arg, uint32_t events)
 				continue;
 			return;
 		}
-		if (victim) {
-			listener_evict(l, victim);
-			evicted = true;
-		}
 		in = calloc(1, sizeof(*in));
 		if (!in) {
 			close(fd);
@@ -1137,6 +1211,11 @@ static void listener_cb(void *arg, uint32_t events)
 		in->deadline = rmca_now_ms() + ctx->connect_timeout_ms;
 		rmca_sockaddr_name((struct sockaddr *)&ss, sl, in->host,
 				   sizeof(in->host), in->who, sizeof(in->who));
+		if (full) {
+			/* nothing was stepped since: some can give way */
+			listener_evict(l, listener_victim(l, in->host));
+			evicted = true;
+		}
 		if (ctx->core.ops->fd_add(&ctx->core, fd, EPOLLIN, incoming_cb,
 					  in)) {
 			close(fd);
