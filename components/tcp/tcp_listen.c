@@ -6,8 +6,15 @@
  * awaiting its token (tcp_connect.c), or parked under the token until that
  * connect starts: several peers may connect at once, in any order relative
  * to the core's handshakes. What a peer can hold here is bounded: at most
- * TCP_MAX_PENDING sockets (the oldest is closed for a new one), each for at
- * most RMCA_connect_timeout, and their lines in the log are rate-limited.
+ * TCP_MAX_PENDING sockets, each for at most RMCA_connect_timeout, and their
+ * lines in the log are rate-limited. At the bound the socket closed for a
+ * new one is the oldest of the peer address that holds the most (the
+ * newcomer counted with its own): one address that dials and sends whole
+ * hellos as fast as it can pushes out its own sockets, not a peer
+ * elsewhere whose connect is about to take its socket. What remains: many
+ * addresses can still take every socket between them, and the peers of
+ * one address (one host, a NAT, every local peer on 127.0.0.1) share the
+ * fate of a flooder among them.
  */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>
@@ -32,6 +39,7 @@ struct tcp_pending {
 	size_t got;
 	uint64_t token; /* non-zero once a valid hello is in */
 	long long deadline;
+	uint8_t addr[16]; /* the peer's address, IPv4 as ::ffff:a.b.c.d */
 	char peer[80];
 };
 
@@ -148,10 +156,73 @@ static void pending_cb(void *arg, uint32_t events)
 	pending_read(arg);
 }
 
-static void accept_one(struct tcp_module *m, int fd)
+/* sa's address as 16 bytes, an IPv4 one mapped as on a dual-stack socket
+ * (zeros for another family: one source). */
+static void peer_addr(const struct sockaddr *sa, socklen_t sl, uint8_t *out)
+{
+	memset(out, 0, 16);
+	if (sa->sa_family == AF_INET6 && sl >= sizeof(struct sockaddr_in6)) {
+		memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	} else if (sa->sa_family == AF_INET &&
+		   sl >= sizeof(struct sockaddr_in)) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr,
+		       4);
+	}
+}
+
+/* The sockets parked for addr, and the oldest of them. */
+static int pending_of(struct tcp_module *m, const uint8_t *addr,
+		      struct tcp_pending **oldest)
+{
+	int n = 0;
+
+	*oldest = NULL;
+	for (struct rmca_list *l = m->pending.next; l != &m->pending;
+	     l = l->next) {
+		struct tcp_pending *q =
+			rmca_list_entry(l, struct tcp_pending, link);
+
+		if (memcmp(q->addr, addr, 16))
+			continue;
+		if (!n++)
+			*oldest = q;
+	}
+	return n;
+}
+
+/* At the bound, the socket that gives way to one from addr: the oldest of
+ * the address that holds the most, the newcomer counted with its own
+ * (TCP_MAX_PENDING squared comparisons at most, only at the bound). */
+static struct tcp_pending *pending_victim(struct tcp_module *m,
+					  const uint8_t *addr)
+{
+	struct tcp_pending *victim = NULL, *oldest;
+	int most = 0;
+
+	for (struct rmca_list *l = m->pending.next; l != &m->pending;
+	     l = l->next) {
+		struct tcp_pending *q =
+			rmca_list_entry(l, struct tcp_pending, link);
+		int n = pending_of(m, q->addr, &oldest);
+
+		if (oldest != q)
+			continue; /* its address was counted at its oldest */
+		n += !memcmp(q->addr, addr, 16);
+		if (n > most) {
+			victim = q;
+			most = n;
+		}
+	}
+	return victim;
+}
+
+static void accept_one(struct tcp_module *m, int fd, const struct sockaddr *sa,
+		       socklen_t sl)
 {
 	const struct rmca_core *core = m->base.core;
 	struct tcp_pending *p;
+	uint8_t addr[16];
 
 	if (m->nladdrs && !rmca_tcp_laddr_match(m->laddrs, m->nladdrs, fd)) {
 		char who[80];
@@ -164,10 +235,11 @@ static void accept_one(struct tcp_module *m, int fd)
 		close(fd);
 		return;
 	}
+	peer_addr(sa, sl, addr);
 	if (m->npending >= TCP_MAX_PENDING)
-		pending_reject(
-			rmca_list_first(&m->pending, struct tcp_pending, link),
-			"too many connections awaiting connect()");
+		pending_reject(pending_victim(m, addr),
+			       "too many connections awaiting connect() (the "
+			       "most from its address)");
 	p = calloc(1, sizeof(*p));
 	if (!p || rmca_tcp_sock_setup(m, fd)) {
 		free(p);
@@ -176,6 +248,7 @@ static void accept_one(struct tcp_module *m, int fd)
 	}
 	p->m = m;
 	p->fd = fd;
+	memcpy(p->addr, addr, sizeof(addr));
 	p->deadline = rmca_now_ms() + m->pending_ms;
 	if (!m->next_expiry)
 		m->next_expiry = p->deadline;
@@ -231,7 +304,11 @@ static void accept_all(struct tcp_lsock *s)
 	int fd;
 
 	for (int budget = TCP_MAX_PENDING; budget; budget--) {
-		fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+
+		fd = accept4(s->fd, (struct sockaddr *)&ss, &sl,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
@@ -241,7 +318,7 @@ static void accept_all(struct tcp_lsock *s)
 				continue;
 			return;
 		}
-		accept_one(s->m, fd);
+		accept_one(s->m, fd, (struct sockaddr *)&ss, sl);
 	}
 }
 
