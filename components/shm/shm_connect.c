@@ -18,9 +18,16 @@
  * hello picked shm need not dial it: the passive side never waits on one
  * socket. Its listening socket and the sockets it accepted are read from
  * the core's event loop, each hello as its bytes come; a socket is kept
- * SHM_HELLO_MS for its hello, and at most SHM_MAX_PENDING are kept (the
- * oldest goes for a new one), so a listener serves its honest peers
- * whatever others hold open.
+ * SHM_HELLO_MS for its hello, and at most SHM_MAX_PENDING are kept, so a
+ * listener serves its honest peers whatever others hold open. For a new
+ * one, the oldest of the user that holds the most goes (the newcomer
+ * counted with its own), and of that user's, the oldest of the process
+ * that holds the most, as the kernel names them (SO_PEERCRED): one process
+ * that dials and sends whole hellos as fast as it can pushes out its own
+ * sockets, not a peer whose connect is about to take its socket. What
+ * remains: a user's processes (the honest ones of a job among them) share
+ * the fate of a flooder of that user, whose processes, many of them, can
+ * still take every socket between them.
  * The active side reads the answer to its hello the same way, so that a
  * peer that never answers holds up nothing but that connect.
  */
@@ -287,7 +294,8 @@ static struct ucred peer_cred(int fd)
 	socklen_t sl = sizeof(cr);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl))
-		cr.pid = -1;
+		cr = (struct ucred){
+			.pid = -1, .uid = (uid_t)-1, .gid = (gid_t)-1};
 	return cr;
 }
 
@@ -575,7 +583,6 @@ static void pending_hello(struct shm_module *m, struct shm_pending *p)
 		}
 	}
 	p->token = h->token;
-	p->cred = peer_cred(p->fd);
 }
 
 static void pending_read(struct shm_module *m, struct shm_pending *p)
@@ -620,6 +627,42 @@ static void pending_expire(struct shm_module *m)
 	}
 }
 
+/* At the bound, the socket that gives way to one from cr: the oldest of
+ * the user that holds the most, the newcomer counted with its own, and
+ * among that user's, of the process that holds the most (SHM_MAX_PENDING
+ * squared comparisons at most, only at the bound). */
+static struct shm_pending *pending_victim(struct shm_module *m,
+					  const struct ucred *cr)
+{
+	struct shm_pending *victim = NULL;
+	int most_uid = 0, most_pid = 0;
+
+	for (struct rmca_list *l = m->pending.next; l != &m->pending;
+	     l = l->next) {
+		struct shm_pending *p =
+			rmca_list_entry(l, struct shm_pending, link);
+		int nu = p->cred.uid == cr->uid;
+		int np = nu && p->cred.pid == cr->pid;
+
+		for (struct rmca_list *k = m->pending.next; k != &m->pending;
+		     k = k->next) {
+			const struct shm_pending *q =
+				rmca_list_entry(k, struct shm_pending, link);
+
+			if (q->cred.uid != p->cred.uid)
+				continue;
+			nu++;
+			np += q->cred.pid == p->cred.pid;
+		}
+		if (nu > most_uid || (nu == most_uid && np > most_pid)) {
+			victim = p;
+			most_uid = nu;
+			most_pid = np;
+		}
+	}
+	return victim;
+}
+
 /* Take the sockets waiting on the listening one, and what there is of
  * their hellos; never waits. At most SHM_MAX_PENDING a call: a process
  * that dials as fast as we accept would otherwise hold this call, and the
@@ -629,6 +672,7 @@ static void accept_all(struct shm_module *m)
 {
 	const struct rmca_core *core = m->base.core;
 	struct shm_pending *p;
+	struct ucred cr;
 	int fd;
 
 	for (int budget = SHM_MAX_PENDING; budget; budget--) {
@@ -637,14 +681,16 @@ static void accept_all(struct shm_module *m)
 			continue;
 		if (fd < 0)
 			break;
+		/* who connected, as the kernel says (at connect) */
+		cr = peer_cred(fd);
 		if (m->npending >= SHM_MAX_PENDING) {
+			p = pending_victim(m, &cr);
 			shm_log(m, RMCA_LOG_INFO,
-				"closing the oldest of %d connections awaiting "
-				"their connect",
-				m->npending);
-			pending_free(m,
-				     rmca_list_first(&m->pending,
-						     struct shm_pending, link));
+				"closing one of %d connections awaiting their "
+				"connect: the oldest of pid %d, whose user and "
+				"then itself hold the most",
+				m->npending, (int)p->cred.pid);
+			pending_free(m, p);
 		}
 		p = calloc(1, sizeof(*p));
 		if (!p || core->ops->fd_add(core, fd, EPOLLIN, pending_cb, p)) {
@@ -654,6 +700,7 @@ static void accept_all(struct shm_module *m)
 		}
 		p->m = m;
 		p->fd = fd;
+		p->cred = cr;
 		p->watched = true;
 		p->deadline = rmca_now_ms() + SHM_HELLO_MS;
 		rmca_list_add_tail(&m->pending, &p->link);
