@@ -155,8 +155,15 @@ static int ctrl_parse(struct rmca_ep *ep, char *why, size_t why_len)
 		c->rx_len -= 4 + n;
 		rc = rmca_emul_ctrl_msg(ep, &m);
 		if (rc) {
-			snprintf(why, why_len, "unexpected control message %u",
-				 m.type);
+			if (rc == RMCA_ERR_PROTOCOL)
+				snprintf(why, why_len,
+					 "unexpected control message %u",
+					 m.type);
+			else
+				snprintf(why, why_len,
+					 "control message %u not served "
+					 "(status %d)",
+					 m.type, rc);
 			return rc;
 		}
 		c = ep->ctrl;

@@ -86,7 +86,10 @@ void rmca_deferred_post(struct rmca_ep *ep)
 
 /*
  * A REVOKE for a message to come leaves a note until that message is
- * received. An honest peer has at most RMCA_ep_max_core_ops sends held
+ * received: the key revoked for it, or, refused, that it never comes (its
+ * sender numbered it, and posts it only once acknowledged without an
+ * error: the messages after it are numbered one more than they arrive
+ * here). An honest peer has at most RMCA_ep_max_core_ops sends held
  * behind its REVOKEs (rmca_deferred_add) and, once acknowledged, as many
  * more posted to its module (tcp and shm take 16,384, ib and iwarp 256)
  * that this side has not received yet: twice RMCA_ep_max_core_ops notes
@@ -94,14 +97,23 @@ void rmca_deferred_post(struct rmca_ep *ep)
  * in the future, say, that it never sends) breaks the protocol: the
  * control channel closes, logged, and the endpoint fails as on any other
  * protocol error, as a verbs QP goes to error on a request it cannot
- * serve. Refusing the REVOKE instead would leave the peer a hole in its
- * numbering (the refused message is never sent, but numbered).
+ * serve. Refusing the REVOKE instead would need a note all the same.
  */
 static unsigned revoke_notes_max(const struct rmca_ep *ep)
 {
 	unsigned n = ep->ctx->ep_max_core_ops;
 
 	return n > UINT_MAX / 2 ? UINT_MAX : 2 * n;
+}
+
+static void revoke_note(struct rmca_ep *ep, struct rmca_revoke_note *n,
+			uint64_t seq, uint64_t rkey)
+{
+	n->seq = seq;
+	n->rkey = rkey; /* 0: message seq never comes */
+	n->next = ep->revokes;
+	ep->revokes = n;
+	ep->nrevokes++;
 }
 
 int rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
@@ -112,16 +124,16 @@ int rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	struct rmca_revoke_note *n;
 
 	/*
-	 * Only a use-once key may be revoked. One that names nothing here
-	 * (already revoked, deregistered) is as revoked as it gets, but this
-	 * message revoked nothing, so its receive reports 0. The message it
-	 * rides on is posted after the ack: one already received is a lie,
-	 * and its note would wait for no receive, for the endpoint's life.
+	 * The message it rides on is posted after the ack: one already
+	 * received is a lie, refused, and noted nowhere (its note would wait
+	 * for no receive, for the endpoint's life).
 	 */
-	if (!(m->rkey & RMCA_KEY_USE_ONCE) || m->id <= ep->recv_seq ||
-	    (mr && !(mr->access & RMCA_MR_USE_ONCE))) {
+	if (m->id <= ep->recv_seq) {
 		ack.status = RMCA_ERR_INVALID;
-	} else if (mr && ep->nrevokes >= revoke_notes_max(ep)) {
+		rmca_ctrl_send_owed(ep, &ack);
+		return 0;
+	}
+	if (ep->nrevokes >= revoke_notes_max(ep)) {
 		rmca_log(0,
 			 "%s: REVOKE of key 0x%llx for message %llu (%llu "
 			 "received): %u revokes already wait for messages to "
@@ -130,23 +142,32 @@ int rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 			 (unsigned long long)m->id,
 			 (unsigned long long)ep->recv_seq, ep->nrevokes);
 		return RMCA_ERR_PROTOCOL;
-	} else if (mr) {
-		n = calloc(1, sizeof(*n));
-		if (!n)
-			ack.status = RMCA_ERR_NO_MEMORY;
-		else
-			ack.status = ep->mod->m->ops->revoke(mmr, ep->conn,
-							     m->rkey);
-		if (!ack.status) {
-			n->seq = m->id;
-			n->rkey = m->rkey;
-			n->next = ep->revokes;
-			ep->revokes = n;
-			ep->nrevokes++;
-		} else {
-			free(n);
-		}
 	}
+	n = calloc(1, sizeof(*n));
+	if (!n) {
+		/* neither the key revoked nor the message's fate noted */
+		rmca_log(0,
+			 "%s: REVOKE for message %llu: out of memory for its "
+			 "note",
+			 ep->peer, (unsigned long long)m->id);
+		return RMCA_ERR_NO_MEMORY;
+	}
+	/*
+	 * Only a use-once key may be revoked. One that names nothing here
+	 * (already revoked, deregistered) is as revoked as it gets, but this
+	 * message revoked nothing, so its receive reports 0.
+	 */
+	if (!(m->rkey & RMCA_KEY_USE_ONCE) ||
+	    (mr && !(mr->access & RMCA_MR_USE_ONCE)))
+		ack.status = RMCA_ERR_INVALID;
+	else if (mr)
+		ack.status = ep->mod->m->ops->revoke(mmr, ep->conn, m->rkey);
+	if (ack.status)
+		revoke_note(ep, n, m->id, 0);
+	else if (mr)
+		revoke_note(ep, n, m->id, m->rkey);
+	else
+		free(n);
 	rmca_ctrl_send_owed(ep, &ack);
 	return 0;
 }
@@ -174,21 +195,40 @@ int rmca_revoke_acked(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	return 0;
 }
 
-void rmca_recv_revoked(struct rmca_ep *ep, struct rmca_req *r)
+/* The note of message seq, of a key (0: of a message that never comes),
+ * unlinked; NULL if none. */
+static struct rmca_revoke_note *note_take(struct rmca_ep *ep, uint64_t seq,
+					  bool key)
 {
 	struct rmca_revoke_note **pp, *n;
 
-	ep->recv_seq++;
 	for (pp = &ep->revokes; (n = *pp); pp = &n->next) {
-		if (n->seq != ep->recv_seq)
+		if (n->seq != seq || !n->rkey != !key)
 			continue;
 		*pp = n->next;
-		if (!r->revoked_rkey)
-			r->revoked_rkey = n->rkey;
-		free(n);
 		ep->nrevokes--;
-		return;
+		return n;
 	}
+	return NULL;
+}
+
+void rmca_recv_revoked(struct rmca_ep *ep, struct rmca_req *r)
+{
+	struct rmca_revoke_note *n;
+	uint64_t seq = ep->recv_seq + 1;
+
+	/* messages whose REVOKE was refused were never sent */
+	while ((n = note_take(ep, seq, false))) {
+		free(n);
+		seq++;
+	}
+	ep->recv_seq = seq;
+	n = note_take(ep, seq, true);
+	if (!n)
+		return;
+	if (!r->revoked_rkey)
+		r->revoked_rkey = n->rkey;
+	free(n);
 }
 
 void rmca_revoke_lost(struct rmca_ep *ep, int status)

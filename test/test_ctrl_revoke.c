@@ -91,12 +91,16 @@ struct rmca_mr *rmca_mr_by_key(struct rmca_ep *ep, uint64_t rkey,
 	return rkey == KEY ? &the_mr : NULL;
 }
 
+static int revoke_fails; /* what the module's revoke returns */
+
 static int t_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
 		    uint64_t rkey)
 {
 	(void)mr;
 	(void)c;
 	assert_int_equal(rkey, KEY);
+	if (revoke_fails)
+		return revoke_fails;
 	revoked++;
 	return 0;
 }
@@ -118,6 +122,7 @@ static int setup(void **state)
 	ep->recv_seq = 5; /* five messages received */
 	memset(&acked, 0, sizeof(acked));
 	nacks = revoked = nlogs = 0;
+	revoke_fails = 0;
 	*state = ep;
 	return 0;
 }
@@ -230,6 +235,47 @@ static void test_a_refused_revoke_takes_no_place(void **state)
 	assert_int_equal(acked.status, RMCA_ERR_INVALID);
 }
 
+/*
+ * A REVOKE refused for a message to come: its sender never sends that
+ * message, numbered all the same, so the message received next is the
+ * one after it, and a key revoked for that one is carried by it (it was
+ * carried by the receive after, or by none).
+ */
+static void test_message_of_a_refused_revoke_is_skipped(void **state)
+{
+	struct rmca_ep *ep = *state;
+	struct rmca_req r7 = {.op = RMCA_OP_RECV}, r8 = {.op = RMCA_OP_RECV};
+
+	revoke_fails = RMCA_ERR_NO_MEMORY;
+	assert_int_equal(serve_rc(ep, 6), 0);
+	assert_int_equal(acked.status, RMCA_ERR_NO_MEMORY);
+	revoke_fails = 0;
+	assert_int_equal(serve_rc(ep, 7), 0);
+	assert_int_equal(acked.status, RMCA_OK);
+	rmca_recv_revoked(ep, &r7); /* message 6 never came: this is 7 */
+	assert_int_equal(ep->recv_seq, 7);
+	assert_int_equal(r7.revoked_rkey, KEY);
+	rmca_recv_revoked(ep, &r8);
+	assert_int_equal(ep->recv_seq, 8);
+	assert_int_equal(r8.revoked_rkey, 0);
+	assert_null(ep->revokes);
+}
+
+/* A key refused for the use-once bit it lacks: the same. */
+static void test_refused_key_leaves_its_message_skipped(void **state)
+{
+	struct rmca_ep *ep = *state;
+	struct rmca_ctrl_msg m = {
+		.type = RMCA_CTRL_REVOKE, .id = 6, .rkey = 0x4242};
+	struct rmca_req r = {.op = RMCA_OP_RECV};
+
+	assert_int_equal(rmca_revoke_serve(ep, &m), 0);
+	assert_int_equal(acked.status, RMCA_ERR_INVALID);
+	rmca_recv_revoked(ep, &r);
+	assert_int_equal(ep->recv_seq, 7);
+	assert_null(ep->revokes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -246,6 +292,12 @@ int main(void)
 			test_a_note_received_frees_its_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_a_refused_revoke_takes_no_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_message_of_a_refused_revoke_is_skipped, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_refused_key_leaves_its_message_skipped, setup,
+			teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
