@@ -29,6 +29,9 @@
  *  - sends submitted before the peer posts its receives wait for them in
  *    rmca, not on the wire: on rxe the device counts no RNR NAK (each
  *    costs the sender the responder's RNR timer, 655 ms under rdma_cm);
+ *  - a ping-pong that keeps many receives posted reposts them in batches:
+ *    one ibv_post_recv per several messages, not one per message, and
+ *    every message still lands in the receive posted for it;
  *  - on iWARP a ping-pong's send reads the clock before its post (to
  *    time the reply) for one send in several, not for each: the rest of
  *    its book-keeping reads it, if at all, once the message is on its way;
@@ -182,6 +185,18 @@ static int counted_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 	return ret;
 }
 
+/* ibv_post_recv calls and receive work requests, counted */
+static long recv_posts, recv_wrs;
+
+static int counted_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad)
+{
+	recv_posts += vi_counting;
+	for (const struct ibv_recv_wr *w = wr; vi_counting && w; w = w->next)
+		recv_wrs++;
+	return vi_real_ops(qp->context)->post_recv(qp, wr, bad);
+}
+
 /* The next receive completed with an immediate gets this one instead,
  * when set (forged counts those). */
 static uint32_t forge_imm;
@@ -217,6 +232,7 @@ static int forging_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 void vi_patch_ops(struct ibv_context_ops *ops)
 {
 	ops->post_send = counted_post_send;
+	ops->post_recv = counted_post_recv;
 	ops->poll_cq = forging_poll_cq;
 }
 
@@ -461,6 +477,88 @@ static void clock_side(struct api_peer *p)
 static void test_ping_pong_reads_the_clock_after_the_post(void **state)
 {
 	const struct api_test t = {.server = clock_side, .client = clock_side};
+
+	(void)state;
+	api_run(&t);
+}
+
+/* ---- receives reposted in a ping-pong ---- */
+
+/* receives each side keeps posted: more than the module posts at once
+ * (RMCA_VERBS_RECV_HOLD, 32) */
+#define REPOST_AHEAD 64
+
+static void repost_side(struct api_peer *p)
+{
+	uint64_t *buf = api_alloc(8 * (REPOST_AHEAD + 1));
+	uint64_t *slot = buf + 1, got;
+	long polls = 0;
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 8 * (REPOST_AHEAD + 1),
+				 RMCA_ACCESS_LOCAL, &mr));
+	for (int i = 0; i < REPOST_AHEAD; i++)
+		API_CHECK_OK(
+			rmca_recv(p->ep, slot + i, 8, mr, API_CTX(0x100 + i)));
+	api_progress(p);
+	if (p->is_server)
+		api_token(p, 0, API_TOKEN_GO);
+	else
+		api_expect_token(p, 0, API_TOKEN_GO);
+	for (int i = 0; i < PINGS + WARMUP; i++) {
+		bool send_now = !p->is_server;
+
+		if (i == WARMUP) {
+			recv_posts = recv_wrs = 0;
+			vi_counting = true;
+		}
+		for (int k = 0; k < 2; k++, send_now = !send_now) {
+			if (send_now) {
+				buf[0] = 0x7000u + (uint64_t)i;
+				API_CHECK_OK(rmca_send(p->ep, buf, 8, mr,
+						       API_CTX(2)));
+				continue;
+			}
+			/* message i, in the i-th receive posted */
+			spin_wait(p, API_CTX(0x100 + i), &polls);
+			got = slot[i % REPOST_AHEAD];
+			API_CHECK_MSG(got == 0x7000u + (uint64_t)i,
+				      "%s: receive %d holds %#llx",
+				      p->is_server ? "server" : "client", i,
+				      (unsigned long long)got);
+			API_CHECK_OK(
+				rmca_recv(p->ep, slot + i % REPOST_AHEAD, 8, mr,
+					  API_CTX(0x100 + i + REPOST_AHEAD)));
+		}
+		spin_wait(p, API_CTX(2), &polls);
+	}
+	vi_counting = false;
+	fprintf(stderr,
+		"# %s: %ld ibv_post_recv calls, %ld receive work requests, "
+		"for %d receives reposted\n",
+		p->is_server ? "server" : "client", recv_posts, recv_wrs,
+		PINGS);
+	/* Before, each receive went to the device alone at the next pass:
+	 * one call per message. Now one per batch of 16, while at least 32
+	 * wait on the queue; all but the last batch's reach the device. */
+	API_CHECK_MSG(recv_posts <= PINGS / 8,
+		      "%s: %ld ibv_post_recv calls for %d receives",
+		      p->is_server ? "server" : "client", recv_posts, PINGS);
+	API_CHECK_MSG(recv_wrs >= PINGS - 16,
+		      "%s: %ld of %d receives reached the device",
+		      p->is_server ? "server" : "client", recv_wrs, PINGS);
+	if (p->is_server)
+		api_expect_token(p, 0, API_TOKEN_GO);
+	else
+		api_token(p, 0, API_TOKEN_GO);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+static void test_ping_pong_reposts_receives_in_batches(void **state)
+{
+	const struct api_test t = {.server = repost_side,
+				   .client = repost_side};
 
 	(void)state;
 	api_run(&t);
@@ -1219,6 +1317,7 @@ int main(void)
 		cmocka_unit_test(test_ping_pong_reads_no_idle_cm_channel),
 		cmocka_unit_test(test_spinning_ping_pong_reads_the_cq_alone),
 		cmocka_unit_test(test_ping_pong_reads_the_clock_after_the_post),
+		cmocka_unit_test(test_ping_pong_reposts_receives_in_batches),
 		cmocka_unit_test(test_put_stream_is_signalled_once_in_many),
 		cmocka_unit_test(test_page_sized_wrs_are_signalled_on_siw_only),
 		cmocka_unit_test(test_send_stream_reads_the_count_seldom),

@@ -100,7 +100,9 @@ struct rmca_verbs_module {
 	uint32_t sig_from;
 	uint32_t max_inline; /* learnt with the first QP (inline_known) */
 	bool inline_known;
-	int rbatch_total; /* receives waiting in connections' batches */
+	/* a connection's receive batch is due at the next pass
+	 * (rmca_verbs_recv_due; verbs_post.c) */
+	bool recv_due;
 };
 
 static inline struct rmca_verbs_module *rmca_verbs_mod(struct rmca_module *m)
@@ -529,6 +531,23 @@ rmca_verbs_op_new(struct rmca_verbs_conn *c, enum rmca_verbs_op_kind kind,
 	op->seq = 0;
 	op->status = 0;
 	return op;
+}
+
+/*
+ * Receives the user posts wait in the connection's batch (verbs_post.c):
+ * it goes to the device once it holds RMCA_VERBS_RECV_BATCH, and while
+ * fewer than RMCA_VERBS_RECV_HOLD receives are on the receive queue at
+ * the next pass; with that many there, the peer has room for as many
+ * messages, and the batch waits to be filled (or for completions to take
+ * the queue below RMCA_VERBS_RECV_HOLD).
+ */
+#define RMCA_VERBS_RECV_BATCH 16
+#define RMCA_VERBS_RECV_HOLD  (2 * RMCA_VERBS_RECV_BATCH)
+
+static inline bool rmca_verbs_recv_due(const struct rmca_verbs_conn *c)
+{
+	return c->nrbatch && (c->rq_used < RMCA_VERBS_RECV_HOLD ||
+			      c->nrbatch >= RMCA_VERBS_RECV_BATCH);
 }
 
 void rmca_verbs_op_pool_fini(struct rmca_verbs_module *vm);

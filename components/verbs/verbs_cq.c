@@ -283,9 +283,12 @@ static void kick(struct rmca_verbs_module *vm)
 			if (c->pending || c->state == RMCA_VCONN_FAILED)
 				rmca_verbs_pending_run(c);
 		}
-		if (c->nrbatch)
+		if (rmca_verbs_recv_due(c))
 			rmca_verbs_recv_flush(c);
 	}
+	/* what is left waits for its batch to fill, for completions (which
+	 * kick again), or for a full receive queue to drain */
+	vm->recv_due = false;
 }
 
 /* Until the CQ is found empty, or a batch was short: a short batch took
@@ -414,7 +417,7 @@ int rmca_verbs_cq_poll(struct rmca_verbs_module *vm)
 		vm->cq_busy = true;
 		vm->quiet_since = 0;
 		vm->quiet_polls = 0;
-	} else if (vm->rbatch_total) {
+	} else if (vm->recv_due) {
 		kick(vm);
 	}
 	return total;

@@ -175,16 +175,26 @@ static void link_out(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 
 /*
  * Receives are posted in batches: a receive the user posts while at least
- * RECV_LOW others wait on the receive queue joins the connection's batch,
- * which goes to the device as one chained ibv_post_recv at the next
- * progress (rmca_verbs_cq_poll), or at once when it holds RECV_BATCH. The
- * peer cannot starve meanwhile: its next message finds a posted receive,
- * and its completion is what makes the owner progress. A full receive queue
- * does not refuse a receive either: up to rq_size more wait in the batch,
- * posted as completions free the queue.
+ * RECV_LOW others wait on the receive queue joins the connection's batch.
+ * While fewer than RMCA_VERBS_RECV_HOLD wait there, the batch goes to the
+ * device as one chained ibv_post_recv at the next progress
+ * (rmca_verbs_cq_poll); from RMCA_VERBS_RECV_HOLD on it is held until it
+ * has RMCA_VERBS_RECV_BATCH receives (then it goes at the next progress
+ * too, not inside the user's rmca_recv), or until completions leave fewer
+ * than RMCA_VERBS_RECV_HOLD on the queue (verbs.h, rmca_verbs_recv_due).
+ * A ping-pong that keeps many receives posted (perftest's 512) reposts
+ * one per message: before, each went alone at the next pass, a provider
+ * call and a batch built for one WR per message; now one call per
+ * RMCA_VERBS_RECV_BATCH. The peer cannot starve meanwhile: its next
+ * message finds a posted receive, and its completion is what makes the
+ * owner progress; the count the peer's credits come from (ctl->posted,
+ * the immediate on ib) lags what the user posted by less than a batch,
+ * while at least RMCA_VERBS_RECV_HOLD receives it does count are on the
+ * queue. A full receive queue does not refuse a receive either: up to
+ * rq_size more wait in the batch, posted as completions free the queue.
  */
 #define RECV_LOW 8
-#define RECV_BATCH 16
+#define RECV_BATCH RMCA_VERBS_RECV_BATCH
 
 /* Test-only (verbs_fault.c): what ibv_post_recv returns instead of
  * posting (0: post); see post_fault. */
@@ -271,7 +281,6 @@ void rmca_verbs_recv_flush(struct rmca_verbs_conn *c)
 			user += op->kind == RMCA_VOP_RECV;
 		}
 		c->nrbatch -= posted;
-		c->mod->rbatch_total -= posted;
 		c->rq_used += posted;
 		if (!c->rbatch)
 			c->rbatch_tail = NULL;
@@ -297,7 +306,6 @@ void rmca_verbs_recv_cancel(struct rmca_verbs_conn *c, int status)
 	while ((op = c->rbatch)) {
 		c->rbatch = op->next;
 		c->nrbatch--;
-		c->mod->rbatch_total--;
 		rmca_verbs_op_done(op, status, 0, 0);
 	}
 	c->rbatch_tail = NULL;
@@ -314,10 +322,14 @@ static int post_recv(struct rmca_verbs_conn *c, struct rmca_verbs_op *op)
 		c->rbatch = op;
 	c->rbatch_tail = op;
 	c->nrbatch++;
-	c->mod->rbatch_total++;
-	if (c->rq_used < RECV_LOW || c->nrbatch >= RECV_BATCH ||
-	    op->kind != RMCA_VOP_RECV)
+	/* a full batch goes at once only while the queue runs low: with
+	 * RMCA_VERBS_RECV_HOLD posted, it goes at the next pass, which in a
+	 * ping-pong comes after the caller's next send, not before it */
+	if (c->rq_used < RECV_LOW || op->kind != RMCA_VOP_RECV ||
+	    (c->nrbatch >= RECV_BATCH && c->rq_used < RMCA_VERBS_RECV_HOLD))
 		rmca_verbs_recv_flush(c);
+	else if (rmca_verbs_recv_due(c))
+		c->mod->recv_due = true; /* at the next pass */
 	return 0;
 }
 
