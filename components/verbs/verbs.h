@@ -445,6 +445,21 @@ void rmca_verbs_abandon(struct rmca_verbs_conn *c, int status);
 void rmca_verbs_loopback_probe(struct rmca_verbs_module **vms, int n,
 			       bool *ok);
 
+/* Whether connection set-up has something a clock advances: a parked
+ * request to expire, an iwarp hello waiting for its next READ (asked on
+ * every pass: inline). */
+static inline bool rmca_verbs_cm_due(const struct rmca_verbs_module *vm)
+{
+	const struct rmca_verbs_conn *c;
+
+	if (vm->parked)
+		return true;
+	for (c = vm->conns; c; c = c->next)
+		if (c->state == RMCA_VCONN_CONFIRM)
+			return true;
+	return false;
+}
+
 /* completions (verbs_cq.c) */
 int rmca_verbs_cq_poll(struct rmca_verbs_module *vm);
 void rmca_verbs_cq_event(void *arg, uint32_t events);

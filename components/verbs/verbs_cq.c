@@ -238,7 +238,8 @@ recv_ok(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 		rmca_verbs_release_held(c, c->fail_status);
 }
 
-static void one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
+static inline __attribute__((always_inline)) void
+one(struct rmca_verbs_module *vm, const struct ibv_wc *wc)
 {
 	struct rmca_verbs_op *op = rmca_verbs_op_of(wc->wr_id);
 	struct rmca_verbs_conn *c;
@@ -296,7 +297,8 @@ static void kick(struct rmca_verbs_module *vm)
  * again costs a ping-pong's every pass the provider's lock and checks
  * (what came since is found by the next pass, and wakes a sleeper as
  * ever: the channel is armed or readable). */
-static int drain(struct rmca_verbs_module *vm)
+static inline __attribute__((always_inline)) int
+drain(struct rmca_verbs_module *vm)
 {
 	struct ibv_wc wc[16];
 	int n = 16, i, total = 0;
@@ -359,7 +361,8 @@ static void rearm(struct rmca_verbs_module *vm)
 	vm->quiet_polls = 0;
 }
 
-static bool idle(struct rmca_verbs_module *vm)
+static inline __attribute__((always_inline)) bool
+idle(struct rmca_verbs_module *vm)
 {
 	long long now;
 
@@ -379,7 +382,8 @@ static bool idle(struct rmca_verbs_module *vm)
 /* The CQ was quiet this pass and its arming is used up: arm it now? A
  * core that does not say when it sleeps itself is taken to have a sleeper
  * at any time (armed once idle, as for an application that may sleep). */
-static bool arm_due(struct rmca_verbs_module *vm)
+static inline __attribute__((always_inline)) bool
+arm_due(struct rmca_verbs_module *vm)
 {
 	const struct rmca_core *core = vm->m.core;
 	const struct rmca_core_ops *ops = core->ops;
@@ -391,17 +395,30 @@ static bool arm_due(struct rmca_verbs_module *vm)
 	return idle(vm);
 }
 
-int rmca_verbs_cq_poll(struct rmca_verbs_module *vm)
+/* The read after an arming (rare: out of line, drain's one copy inline
+ * is the pass's). */
+static __attribute__((noinline)) int drain_armed(struct rmca_verbs_module *vm)
+{
+	rearm(vm);
+	return drain(vm);
+}
+
+/*
+ * Inline into rmca_verbs_progress, with drain: the pass of a caller
+ * spinning on rmca_poll goes from the core's call of the progress op to
+ * the provider's poll_cq without a call of the module's own in between
+ * (each cost a prologue and an epilogue saving six registers, per pass).
+ */
+static inline __attribute__((always_inline)) int
+cq_poll(struct rmca_verbs_module *vm)
 {
 	int total;
 
 	if (cq_unread())
 		return 0;
 	total = drain(vm);
-	if (!total && vm->cq_busy && arm_due(vm)) {
-		rearm(vm);
-		total = drain(vm);
-	}
+	if (!total && vm->cq_busy && arm_due(vm))
+		total = drain_armed(vm);
 	/* unsignalled WRs no signalled one follows: the caller did not post
 	 * another behind them and waits (or two more passes went by) */
 	if (vm->close_due && (!total || ++vm->close_passes > 2)) {
@@ -421,6 +438,40 @@ int rmca_verbs_cq_poll(struct rmca_verbs_module *vm)
 		kick(vm);
 	}
 	return total;
+}
+
+int rmca_verbs_cq_poll(struct rmca_verbs_module *vm)
+{
+	return cq_poll(vm);
+}
+
+/*
+ * The module's progress op. Completions; rdma_cm events come through the
+ * channel's callback (verbs_module.c, cm_cb). The CQ is read here with
+ * ibv_poll_cq, in user space, on every pass, so the module says
+ * RMCA_PROGRESS_POLLED once completions were found (here or by an fd
+ * callback since the last pass, which reads the CQ first while the core
+ * still looks at the fds on every pass): while the caller spins, the
+ * core then looks at the fds once a millisecond instead of every pass, and
+ * the completion channel's event (a read() and the re-arming
+ * ibv_req_notify_cq, a system call each) is taken at most that often
+ * instead of once per completion, and not at all while nobody may sleep
+ * (above). The channel stays armed or readable meanwhile, so the wait
+ * fd is readable whenever a completion waits: a caller that stops spinning
+ * and sleeps on it is woken as before.
+ */
+int rmca_verbs_progress(struct rmca_module *m)
+{
+	struct rmca_verbs_module *vm = rmca_verbs_mod(m);
+	int n;
+
+	if (rmca_verbs_cm_due(vm))
+		rmca_verbs_cm_tick(vm);
+	n = cq_poll(vm);
+	if (!vm->cq_found)
+		return n;
+	vm->cq_found = false;
+	return n | RMCA_PROGRESS_POLLED;
 }
 
 /* The channel is readable: its event is taken once the module is idle. */
