@@ -261,7 +261,9 @@ struct rmca_ep {
 	uint64_t send_seq; /* messages posted (sends and send_invs) */
 	unsigned long nposted; /* requests taken, for their post_no */
 	uint64_t recv_seq; /* messages received */
-	struct rmca_revoke_note *revokes; /* keys revoked for messages to come */
+	/* keys revoked for messages to come, in message order: the oldest
+	 * first, where receives look, the newest last, where REVOKEs add */
+	struct rmca_revoke_note *revokes, *revokes_tail;
 	unsigned nrevokes; /* notes on revokes: revoke_msg.c bounds them */
 	struct rmca_list deferred; /* sends behind a revoke */
 	struct rmca_req *unacked, *unacked_tail; /* revokes the peer owes acks */

@@ -106,13 +106,26 @@ static unsigned revoke_notes_max(const struct rmca_ep *ep)
 	return n > UINT_MAX / 2 ? UINT_MAX : 2 * n;
 }
 
+#ifdef RMCA_REVOKE_STEPS
+/* notes looked at on receives: the tests count them */
+unsigned long rmca_revoke_steps;
+#define NOTE_STEP() (rmca_revoke_steps++)
+#else
+#define NOTE_STEP() ((void)0)
+#endif
+
+/* Appended: REVOKEs come in message order (rmca_revoke_serve). */
 static void revoke_note(struct rmca_ep *ep, struct rmca_revoke_note *n,
 			uint64_t seq, uint64_t rkey)
 {
 	n->seq = seq;
 	n->rkey = rkey; /* 0: message seq never comes */
-	n->next = ep->revokes;
-	ep->revokes = n;
+	n->next = NULL;
+	if (ep->revokes_tail)
+		ep->revokes_tail->next = n;
+	else
+		ep->revokes = n;
+	ep->revokes_tail = n;
 	ep->nrevokes++;
 }
 
@@ -132,6 +145,21 @@ int rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 		ack.status = RMCA_ERR_INVALID;
 		rmca_ctrl_send_owed(ep, &ack);
 		return 0;
+	}
+	/*
+	 * A sender numbers its messages as it posts them and sends their
+	 * REVOKEs on the one control channel as it numbers them: each names
+	 * a message after the one before. So the notes stay in message order
+	 * by being appended, and a receive looks at the oldest alone. A peer
+	 * naming a message again, or an earlier one, breaks the protocol.
+	 */
+	if (ep->revokes_tail && m->id <= ep->revokes_tail->seq) {
+		rmca_log(0,
+			 "%s: REVOKE for message %llu after one for message "
+			 "%llu: out of order",
+			 ep->peer, (unsigned long long)m->id,
+			 (unsigned long long)ep->revokes_tail->seq);
+		return RMCA_ERR_PROTOCOL;
 	}
 	if (ep->nrevokes >= revoke_notes_max(ep)) {
 		rmca_log(0,
@@ -196,20 +224,23 @@ int rmca_revoke_acked(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 }
 
 /* The note of message seq, of a key (0: of a message that never comes),
- * unlinked; NULL if none. */
+ * unlinked; NULL if none. The notes are in message order and none is for
+ * a message received already: it can only be the oldest. */
 static struct rmca_revoke_note *note_take(struct rmca_ep *ep, uint64_t seq,
 					  bool key)
 {
-	struct rmca_revoke_note **pp, *n;
+	struct rmca_revoke_note *n = ep->revokes;
 
-	for (pp = &ep->revokes; (n = *pp); pp = &n->next) {
-		if (n->seq != seq || !n->rkey != !key)
-			continue;
-		*pp = n->next;
-		ep->nrevokes--;
-		return n;
-	}
-	return NULL;
+	if (!n)
+		return NULL;
+	NOTE_STEP();
+	if (n->seq != seq || !n->rkey != !key)
+		return NULL;
+	ep->revokes = n->next;
+	if (!ep->revokes)
+		ep->revokes_tail = NULL;
+	ep->nrevokes--;
+	return n;
 }
 
 void rmca_recv_revoked(struct rmca_ep *ep, struct rmca_req *r)

@@ -276,6 +276,82 @@ static void test_refused_key_leaves_its_message_skipped(void **state)
 	assert_null(ep->revokes);
 }
 
+/*
+ * A REVOKE names a message after the one the REVOKE before named: its
+ * sender numbers messages as it posts them and sends their REVOKEs in that
+ * order. Naming one again, or an earlier one, breaks the protocol: logged,
+ * nothing revoked, no ack, the notes as they were.
+ */
+static void test_revoke_out_of_order_breaks_the_protocol(void **state)
+{
+	struct rmca_ep *ep = *state;
+	struct rmca_req r = {.op = RMCA_OP_RECV};
+
+	assert_int_equal(serve_rc(ep, 10), 0);
+	assert_int_equal(acked.status, RMCA_OK);
+	assert_int_equal(serve_rc(ep, 10), RMCA_ERR_PROTOCOL);
+	assert_int_equal(nacks, 0);
+	assert_int_equal(serve_rc(ep, 8), RMCA_ERR_PROTOCOL);
+	assert_int_equal(nacks, 0);
+	assert_int_equal(revoked, 1);
+	assert_int_equal(nlogs, 2);
+	assert_int_equal(ep->nrevokes, 1);
+	for (uint64_t seq = 6; seq <= 10; seq++) {
+		r.revoked_rkey = 0;
+		rmca_recv_revoked(ep, &r);
+		assert_int_equal(ep->recv_seq, seq);
+		assert_int_equal(r.revoked_rkey, seq == 10 ? KEY : 0);
+	}
+	assert_null(ep->revokes);
+	assert_int_equal(ep->nrevokes, 0);
+}
+
+extern unsigned long rmca_revoke_steps; /* revoke_msg.c, for tests */
+
+/*
+ * A peer holding the most notes it may (twice RMCA_ep_max_core_ops at its
+ * default, 16,384) costs each receive a look at one or two notes, not a
+ * walk through all of them: counted, notes looked at per receive.
+ */
+static void test_a_receive_looks_at_the_oldest_note_alone(void **state)
+{
+	struct rmca_ep *ep = *state;
+	const unsigned max = 2 * 16384, far = 1000;
+	struct rmca_req r = {.op = RMCA_OP_RECV};
+
+	the_ctx.ep_max_core_ops = 16384;
+	for (unsigned i = 0; i < max; i++) {
+		/* every other message never comes */
+		revoke_fails = i % 2 ? 0 : RMCA_ERR_NO_MEMORY;
+		assert_int_equal(serve_rc(ep, 6 + far + i), 0);
+	}
+	revoke_fails = 0;
+	assert_int_equal(ep->nrevokes, max);
+	assert_int_equal(serve_rc(ep, 6 + far + max), RMCA_ERR_PROTOCOL);
+
+	/* messages before the first noted: two looks each (no note that
+	 * never comes, no key) */
+	rmca_revoke_steps = 0;
+	for (unsigned i = 0; i < far; i++)
+		rmca_recv_revoked(ep, &r);
+	assert_int_equal(ep->recv_seq, 5 + far);
+	assert_int_equal(r.revoked_rkey, 0);
+	assert_int_equal(rmca_revoke_steps, 2 * far);
+
+	/* then each receive skips the one that never comes and takes its
+	 * own: three looks */
+	rmca_revoke_steps = 0;
+	for (unsigned i = 0; i < max / 2; i++) {
+		r.revoked_rkey = 0;
+		rmca_recv_revoked(ep, &r);
+		assert_int_equal(ep->recv_seq, 5 + far + 2 * (i + 1));
+		assert_int_equal(r.revoked_rkey, KEY);
+	}
+	assert_int_equal(rmca_revoke_steps, 3 * (max / 2));
+	assert_null(ep->revokes);
+	assert_int_equal(ep->nrevokes, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -297,6 +373,12 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_refused_key_leaves_its_message_skipped, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_revoke_out_of_order_breaks_the_protocol, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_a_receive_looks_at_the_oldest_note_alone, setup,
 			teardown),
 	};
 
