@@ -291,6 +291,18 @@ char *atk_run_log_connect_timeout(const struct api_test *t, const char *ms)
 	return log;
 }
 
+char *atk_run_log_slots(const struct api_test *t, int slots)
+{
+	char max[16];
+	char *log;
+
+	snprintf(max, sizeof(max), "%d", slots);
+	setenv("RMCA_handshake_max", max, 1);
+	log = atk_run_log_connect_timeout(t, "600000");
+	unsetenv("RMCA_handshake_max");
+	return log;
+}
+
 static char proc_state(pid_t pid)
 {
 	char path[64], buf[512], *p;

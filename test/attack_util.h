@@ -89,6 +89,9 @@ void atk_serve_real(struct api_peer *p, unsigned int pass);
 void atk_run_connect_timeout(const struct api_test *t, const char *ms);
 /* The same with the server's log, as api_run_log returns it. */
 char *atk_run_log_connect_timeout(const struct api_test *t, const char *ms);
+/* The same with RMCA_handshake_max at slots and a listener that waits
+ * long (600 s), for the tests of what gives way at the bound. */
+char *atk_run_log_slots(const struct api_test *t, int slots);
 
 /* Whether some line of log says both a and b. */
 bool atk_log_says(const char *log, const char *a, const char *b);

@@ -150,14 +150,7 @@ static void silent_client(struct api_peer *p)
 /* Both sides: SLOTS handshakes at once, a listener that waits long. */
 static char *run_log(const struct api_test *t)
 {
-	char slots[16];
-	char *log;
-
-	snprintf(slots, sizeof(slots), "%d", SLOTS);
-	setenv("RMCA_handshake_max", slots, 1);
-	log = atk_run_log_connect_timeout(t, "600000");
-	unsetenv("RMCA_handshake_max");
-	return log;
+	return atk_run_log_slots(t, SLOTS);
 }
 
 static void test_silent_peers_give_way_to_a_client(void **state)

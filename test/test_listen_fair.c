@@ -154,14 +154,7 @@ static void slow_client(struct api_peer *p)
 /* Both sides: SLOTS handshakes at once, a listener that waits long. */
 static char *run_log(const struct api_test *t)
 {
-	char slots[16];
-	char *log;
-
-	snprintf(slots, sizeof(slots), "%d", SLOTS);
-	setenv("RMCA_handshake_max", slots, 1);
-	log = atk_run_log_connect_timeout(t, "600000");
-	unsetenv("RMCA_handshake_max");
-	return log;
+	return atk_run_log_slots(t, SLOTS);
 }
 
 static void test_flood_of_hellos_spares_a_client_mid_handshake(void **state)
