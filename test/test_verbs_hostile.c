@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <arpa/inet.h>
 #ifdef HAVE_VERBS
 #include <rdma/rdma_cma.h>
@@ -48,6 +49,7 @@
 
 #include "api_util.h"
 #include "attack_util.h"
+#include "tap_skip.h"
 #include "wire_util.h"
 
 #define TOKEN_DONE     0xd0e
@@ -293,10 +295,12 @@ static int port_hold(struct sockaddr_in *a)
 }
 
 /* A connection request to the module the answer chose, carrying token,
- * by hand: on its own event channel, *ec. */
-static struct rdma_cm_id *cm_request(const struct rmca_hello *answer,
-				     uint64_t token,
-				     struct rdma_event_channel **ec)
+ * by hand: on its own event channel, *ec; from the address from (NULL:
+ * the module's own). */
+static struct rdma_cm_id *cm_request_from(const struct rmca_hello *answer,
+					  uint64_t token,
+					  struct rdma_event_channel **ec,
+					  const char *from)
 {
 	struct sockaddr_in dst, src = {.sin_family = AF_INET};
 	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC,
@@ -317,12 +321,21 @@ static struct rdma_cm_id *cm_request(const struct rmca_hello *answer,
 
 	atk_verbs_addr(&answer->mods[answer->choice_p], &dst);
 	src.sin_addr = dst.sin_addr;
+	if (from)
+		API_CHECK(inet_pton(AF_INET, from, &src.sin_addr) == 1);
 	*ec = rdma_create_event_channel();
 	API_CHECK(*ec);
 	API_CHECK(!rdma_create_id(*ec, &id, NULL, RDMA_PS_TCP));
 	hold = port_hold(&src);
-	API_CHECK_MSG(!rdma_bind_addr(id, (struct sockaddr *)&src),
-		      "rdma_bind_addr: %s", strerror(errno));
+	/* an address just added gets its device's GID a little later */
+	for (long end = api_now_ms() + API_TIMEOUT_MS;
+	     rdma_bind_addr(id, (struct sockaddr *)&src);) {
+		bool late = errno == ENODEV || errno == EADDRNOTAVAIL;
+
+		API_CHECK_MSG(from && late && api_now_ms() < end,
+			      "rdma_bind_addr: %s", strerror(errno));
+		usleep(10000);
+	}
 	API_CHECK(!rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst,
 				     API_TIMEOUT_MS));
 	cm_expect(*ec, RDMA_CM_EVENT_ADDR_RESOLVED);
@@ -333,6 +346,13 @@ static struct rdma_cm_id *cm_request(const struct rmca_hello *answer,
 	API_CHECK(!rdma_connect(id, &cp));
 	close(hold);
 	return id;
+}
+
+static struct rdma_cm_id *cm_request(const struct rmca_hello *answer,
+				     uint64_t token,
+				     struct rdma_event_channel **ec)
+{
+	return cm_request_from(answer, token, ec, NULL);
 }
 
 static void cm_close(struct rdma_cm_id *id, struct rdma_event_channel *ec)
@@ -508,6 +528,132 @@ static void test_parked_requests_expire(void **state)
 	api_run(&t);
 	unsetenv("RMCA_connect_timeout");
 	unsetenv("RMCA_atomic_mode");
+}
+
+/*
+ * At the bound, the request that gives way is the oldest of the address
+ * that parks the most, the newcomer counted with its own: a flooder from a
+ * second address of the guest pushes out its own requests, not the one an
+ * honest peer sent first (it went first: the oldest). FAIR_MAX places, one
+ * request from the module's own address, then FAIR_FLOOD from the second:
+ * the flooder's FAIR_FLOOD - FAIR_MAX + 1 are refused, the rest wait.
+ */
+#define FAIR_MAX   4
+#define FAIR_FLOOD 8
+
+/* the flooder's address, added for the case, and where while it is */
+static const char *second_addr, *second_netdev;
+
+static void client_park_fair(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+#ifdef HAVE_VERBS
+	struct rdma_event_channel *hec, *ec[FAIR_FLOOD];
+	struct rdma_cm_id *honest, *id[FAIR_FLOOD];
+	bool gone[FAIR_FLOOD] = {false};
+	struct rmca_hello answer;
+	struct sockaddr_in *local;
+	int fd, i, nrefused = 0;
+
+	fd = atk_connect(api_host(), port);
+	verbs_hello(fd, SILENT_TOKEN, &answer);
+	honest = cm_request(&answer, GONE_TOKEN + 1, &hec);
+	for (i = 0; i < FAIR_FLOOD; i++) {
+		id[i] = cm_request_from(&answer, GONE_TOKEN + 2 + i, &ec[i],
+					second_addr);
+		local = (struct sockaddr_in *)rdma_get_local_addr(id[i]);
+		API_CHECK(local->sin_family == AF_INET &&
+			  local->sin_addr.s_addr == inet_addr(second_addr));
+	}
+	while (nrefused < FAIR_FLOOD - FAIR_MAX + 1) {
+		struct pollfd pfd[FAIR_FLOOD + 1];
+
+		for (i = 0; i < FAIR_FLOOD; i++)
+			pfd[i] = (struct pollfd){.fd = gone[i] ? -1 : ec[i]->fd,
+						 .events = POLLIN};
+		pfd[FAIR_FLOOD] =
+			(struct pollfd){.fd = hec->fd, .events = POLLIN};
+		API_CHECK_MSG(poll(pfd, FAIR_FLOOD + 1, API_TIMEOUT_MS) > 0,
+			      "%d of the flooder's requests refused, %d "
+			      "expected",
+			      nrefused, FAIR_FLOOD - FAIR_MAX + 1);
+		API_CHECK_MSG(!pfd[FAIR_FLOOD].revents,
+			      "the first request, from elsewhere, was refused "
+			      "for the flooder's");
+		for (i = 0; i < FAIR_FLOOD; i++) {
+			if (!pfd[i].revents)
+				continue;
+			cm_expect_refused(ec[i], "a flooder's request");
+			gone[i] = true;
+			nrefused++;
+		}
+	}
+	API_CHECK_MSG(cm_quiet(hec), "the first request was refused");
+	for (i = 0; i < FAIR_FLOOD; i++)
+		API_CHECK_MSG(gone[i] || cm_quiet(ec[i]),
+			      "more of the flooder's requests refused");
+	cm_close(honest, hec);
+	for (i = 0; i < FAIR_FLOOD; i++)
+		cm_close(id[i], ec[i]);
+	close(fd);
+#endif
+	api_token(p, 0, TOKEN_DONE);
+}
+
+static int sh(const char *fmt, const char *a, const char *b)
+{
+	char cmd[256];
+	int st;
+
+	snprintf(cmd, sizeof(cmd), fmt, a, b);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_parked_flooder_gives_way_to_others(void **state)
+{
+	const struct api_test t = {.server = park_server,
+				   .client = client_park_fair,
+				   .manual = true};
+	const char *dev = NULL, *netdev = NULL;
+	char sys[64], ms[32];
+
+	(void)state;
+	if (!strcmp(api_transport(), "ib")) {
+		dev = "rxe0", netdev = "dummy0", second_addr = "10.0.0.2";
+	} else if (!strcmp(api_transport(), "iwarp")) {
+		dev = "siw0", netdev = "dummy1", second_addr = "10.0.1.2";
+	} else {
+		TAP_SKIP("RMCA_transports=%s: ib or iwarp only",
+			 api_transport());
+	}
+	snprintf(sys, sizeof(sys), "/sys/class/infiniband/%s", dev);
+	if (access(sys, F_OK))
+		TAP_SKIP("no %s here (the check-vm guest has one)", dev);
+	if (geteuid() != 0)
+		TAP_SKIP("a second address for the flooder needs root");
+	if (sh("ip addr add %s/24 dev %s", second_addr, netdev))
+		TAP_SKIP("no second address on %s here", netdev);
+	second_netdev = netdev;
+	/* far beyond any wait of the test: no request waits out its time */
+	snprintf(ms, sizeof(ms), "%d", 10 * API_RUN_TIMEOUT_MS);
+	setenv("RMCA_connect_timeout", ms, 1);
+	setenv("RMCA_handshake_max", "4", 1); /* FAIR_MAX */
+	setenv("RMCA_atomic_mode", "cpu", 1);
+	api_run(&t);
+	unsetenv("RMCA_connect_timeout");
+	unsetenv("RMCA_handshake_max");
+	unsetenv("RMCA_atomic_mode");
+}
+
+/* The guest as it was for the other tests, pass or fail. */
+static int second_addr_del(void **state)
+{
+	(void)state;
+	if (second_netdev)
+		sh("ip addr del %s/24 dev %s", second_addr, second_netdev);
+	second_netdev = NULL;
+	return 0;
 }
 
 /* ---- a peer made and gone before the listener looked ---- */
@@ -705,6 +851,9 @@ int main(void)
 		cmocka_unit_test(test_parked_requests_are_bounded),
 		cmocka_unit_test(test_parked_requests_expire),
 		cmocka_unit_test(test_peer_made_and_gone_is_accepted),
+		cmocka_unit_test_teardown(
+			test_parked_flooder_gives_way_to_others,
+			second_addr_del),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

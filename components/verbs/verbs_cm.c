@@ -9,8 +9,11 @@
  * side carries it in the request's private data; the passive side accepts
  * the request whose token its connect_start() names. Requests that come
  * before their connect_start() are parked until it does; a peer sends them
- * at will, so they are bounded (RMCA_handshake_max, the oldest goes) and
- * each is rejected at its deadline (RMCA_connect_timeout).
+ * at will, so they are bounded (RMCA_handshake_max; at the bound the
+ * oldest of the address that parks the most goes) and each is rejected at
+ * its deadline (RMCA_connect_timeout). What remains: many addresses can
+ * still take every place between them, and the peers of one address (one
+ * host, a NAT) share the fate of a flooder among them.
  *
  * Nothing here blocks: connect_start() begins (rdma_cm on the module's
  * non-blocking event channel), the module's event callbacks and progress
@@ -245,20 +248,111 @@ static void expire_parked(struct rmca_verbs_module *vm)
 	}
 }
 
-/* Room for one more parked request: at the bound the oldest (last) goes. */
-static void park_make_room(struct rmca_verbs_module *vm)
+/* The address of a request's peer as 16 bytes, an IPv4 one mapped as on a
+ * dual-stack socket (zeros for another family: one source). */
+static void peer_key(struct rdma_cm_id *id, uint8_t *out)
 {
-	struct rmca_verbs_parked **pp = &vm->parked;
+	const struct sockaddr *sa = rdma_get_peer_addr(id);
 
-	if (vm->nparked < vm->park_max || !*pp)
+	memset(out, 0, 16);
+	if (sa->sa_family == AF_INET6) {
+		memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	} else if (sa->sa_family == AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr,
+		       4);
+	}
+}
+
+/* The requests an address has parked, counted at the bound: a table of
+ * them, open addressing on a hash of the address. */
+struct park_slots {
+	uint8_t key[16];
+	int n;
+	int age; /* of its oldest: its place from the newest */
+	struct rmca_verbs_parked **oldest;
+};
+
+static struct park_slots *park_slots_at(struct park_slots *t, size_t cap,
+					const uint8_t *key)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	size_t i;
+
+	for (int b = 0; b < 16; b++)
+		h = (h ^ key[b]) * 0x100000001b3ull;
+	for (i = (size_t)h & (cap - 1); t[i].n && memcmp(t[i].key, key, 16);
+	     i = (i + 1) & (cap - 1))
+		;
+	memcpy(t[i].key, key, 16);
+	return &t[i];
+}
+
+/*
+ * At the bound, the parked request that gives way to one from key: the
+ * oldest of the address that parks the most, the newcomer counted with
+ * its own, so that one address that sends requests as fast as it can
+ * pushes out its own, not a peer elsewhere whose connect is about to name
+ * its request (the listener, tcp's data port and shm's listener choose the
+ * same way). Ties go to the address whose oldest is older. Without memory
+ * for the count, the oldest of all, as before. One pass over the parked
+ * requests, only at the bound.
+ */
+static struct rmca_verbs_parked **park_victim(struct rmca_verbs_module *vm,
+					      const uint8_t *key)
+{
+	struct rmca_verbs_parked **pp, **last = NULL;
+	struct park_slots *t, *s, *best = NULL;
+	size_t cap = 4;
+	int age = 0;
+
+	while (cap < 2 * (size_t)vm->nparked + 2)
+		cap *= 2;
+	t = calloc(cap, sizeof(*t));
+	for (pp = &vm->parked; *pp; pp = &(*pp)->next, age++) {
+		uint8_t k[16];
+
+		last = pp;
+		if (!t)
+			continue;
+		peer_key((*pp)->id, k);
+		s = park_slots_at(t, cap, k);
+		s->n++;
+		s->age = age; /* newest first: the last seen is the oldest */
+		s->oldest = pp;
+	}
+	if (!t)
+		return last;
+	/* the newcomer, with its own (an address with none parked has no
+	 * oldest: no victim there) */
+	park_slots_at(t, cap, key)->n++;
+	for (size_t i = 0; i < cap; i++) {
+		s = &t[i];
+		if (!s->oldest)
+			continue;
+		if (!best || s->n > best->n ||
+		    (s->n == best->n && s->age > best->age))
+			best = s;
+	}
+	pp = best ? best->oldest : last;
+	free(t);
+	return pp;
+}
+
+/* Room for one more parked request, from id's peer. */
+static void park_make_room(struct rmca_verbs_module *vm, struct rdma_cm_id *id)
+{
+	uint8_t key[16];
+
+	if (vm->nparked < vm->park_max || !vm->parked)
 		return;
-	while ((*pp)->next)
-		pp = &(*pp)->next;
+	peer_key(id, key);
 	vm->m.core->ops->log(vm->m.core, RMCA_LOG_DEBUG,
 			     "%s: %d connection requests wait for their "
-			     "handshake; the oldest is rejected",
+			     "handshake; the oldest of the address that "
+			     "holds the most is rejected",
 			     vm->m.device, vm->nparked);
-	park_drop(vm, pp);
+	park_drop(vm, park_victim(vm, key));
 }
 
 /* A request for our listener; returns an id to destroy once acked. */
@@ -295,7 +389,7 @@ static struct rdma_cm_id *on_request(struct rmca_verbs_module *vm,
 		}
 		return NULL;
 	}
-	park_make_room(vm);
+	park_make_room(vm, ev->id);
 	p = vm->park_max > 0 ? calloc(1, sizeof(*p)) : NULL;
 	if (!p) {
 		rdma_reject(ev->id, NULL, 0);
