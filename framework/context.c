@@ -222,6 +222,7 @@ static const struct rmca_core_ops rmca_core_ops = {
 	.fd_add = core_fd_add,
 	.fd_del = core_fd_del,
 	.fd_mod = core_fd_mod,
+	.fair_victim = rmca_core_fair_victim,
 	.list_selects = rmca_list_selects,
 	.log = core_log,
 	.may_sleep = rmca_core_may_sleep,
@@ -674,6 +675,7 @@ void rmca_finalize(rmca_context_t *ctx)
 	rmca_cq_fini(ctx);
 	/* Last: the modules that mapped or published them are closed. */
 	rmca_mem_free_all(ctx);
+	rmca_fair_fini(&ctx->fair);
 	free(ctx->fds);
 	close(ctx->epfd);
 	free(ctx);

@@ -1054,88 +1054,65 @@ static bool listener_evictable(const struct rmca_listener *l)
 	return false;
 }
 
-/* The slots each address holds, counted at the bound: a table of them,
- * open addressing on a hash of the address. */
-struct host_slots {
-	const char *host;
-	int n;
-};
-
-static struct host_slots *host_slots_at(struct host_slots *t, size_t cap,
-					const char *host)
+/* The listener's connections for fair_victim: the oldest first, the
+ * silent (rank 0) before those whose handshake is under way. */
+static const void *incoming_next(void *arg, const void *cur,
+				 struct rmca_fair_entry *e)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-	size_t i;
+	const struct rmca_listener *l = arg;
+	const struct rmca_incoming *in =
+		cur ? ((const struct rmca_incoming *)cur)->next : l->incoming;
 
-	for (const char *c = host; *c; c++)
-		h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
-	for (i = (size_t)h & (cap - 1); t[i].host && strcmp(t[i].host, host);
-	     i = (i + 1) & (cap - 1))
-		;
-	t[i].host = host;
-	return &t[i];
+	if (in)
+		*e = (struct rmca_fair_entry){.key = in->host,
+					      .len = strlen(in->host),
+					      .may_go = in->state != IN_READY,
+					      .rank = in->state != IN_HELLO};
+	return in;
+}
+
+const void *rmca_core_fair_victim(const struct rmca_core *core, size_t n,
+				  rmca_fair_next next, void *arg,
+				  const struct rmca_fair_entry *newcomer)
+{
+	return rmca_fair_victim(&rmca_core_ctx(core)->fair, n, next, arg,
+				newcomer);
 }
 
 /*
  * At the handshake bound, the connection that gives way to a new one, from
- * host. Fair to sources first: it comes from the address that holds the
- * most slots, the newcomer counted with its own, so that one address that
- * connects and sends whole hellos as fast as it can pushes out its own
- * connections, never a client from elsewhere in the middle of its
- * handshake. Among the connections of the addresses that hold the most,
- * the oldest that has not sent its whole hello: the silent and the slow go
- * first, as sshd's MaxStartups and a SYN backlog let half-open peers go.
- * With none of those, the oldest whose handshake is under way (answered,
- * its answer, rails reply or transport connections still due): a peer
- * that sends whole hellos and never makes its data connection would hold
- * every slot until RMCA_connect_timeout otherwise. The ib and iwarp
- * modules' connection requests and tcp's waiting data sockets give way the
- * same way. A made endpoint waiting for rmca_accept never gives way: it
- * did all that was asked, as a connection in the kernel's accept queue or
- * a CM connect request handed to the application did; it counts in its
- * address's slots all the same.
+ * host (fair_victim, as every listener chooses). Fair to sources first: it
+ * comes from the address that holds the most slots, the newcomer counted
+ * with its own, so that one address that connects and sends whole hellos
+ * as fast as it can pushes out its own connections, never a client from
+ * elsewhere in the middle of its handshake. Among the connections of the
+ * addresses that hold the most, the oldest that has not sent its whole
+ * hello: the silent and the slow go first, as sshd's MaxStartups and a SYN
+ * backlog let half-open peers go. With none of those, the oldest whose
+ * handshake is under way (answered, its answer, rails reply or transport
+ * connections still due): a peer that sends whole hellos and never makes
+ * its data connection would hold every slot until RMCA_connect_timeout
+ * otherwise. The ib and iwarp modules' connection requests and tcp's
+ * waiting data sockets give way the same way. A made endpoint waiting for
+ * rmca_accept never gives way: it did all that was asked, as a connection
+ * in the kernel's accept queue or a CM connect request handed to the
+ * application did; it counts in its address's slots all the same.
  *
  * What remains: many addresses can still take every slot between them
  * (one slot each, the oldest silent one goes first), and the peers of one
  * address share its fate: honest clients behind the address of a flooder
  * (the same host, a NAT, every peer on loopback at 127.0.0.1) give way as
- * its connections do. Slots are counted per address (the cost: one pass
+ * its connections do. Slots are counted per address (the cost: two passes
  * over the connections, only at the bound, at most one eviction a pass of
- * the event loop).
+ * the event loop, no allocation once the context's counts are sized).
  */
 static struct rmca_incoming *listener_victim(struct rmca_listener *l,
 					     const char *host)
 {
-	struct rmca_incoming *victim = NULL, *in;
-	struct host_slots *t;
-	size_t cap = 4;
-	int most = 0;
+	const struct rmca_fair_entry e = {.key = host, .len = strlen(host)};
 
-	while (cap < 2 * ((size_t)l->nincoming + 1))
-		cap *= 2;
-	/* Out of memory, every address counts alike: the oldest silent one,
-	 * or the oldest. */
-	t = calloc(cap, sizeof(*t));
-	if (t) {
-		host_slots_at(t, cap, host)->n++;
-		for (in = l->incoming; in; in = in->next)
-			host_slots_at(t, cap, in->host)->n++;
-	}
-	for (in = l->incoming; in; in = in->next) {
-		int n;
-
-		if (in->state == IN_READY)
-			continue;
-		n = t ? host_slots_at(t, cap, in->host)->n : 1;
-		if (!victim || n > most ||
-		    (n == most && in->state == IN_HELLO &&
-		     victim->state != IN_HELLO)) {
-			victim = in;
-			most = n;
-		}
-	}
-	free(t);
-	return victim;
+	return (struct rmca_incoming *)rmca_fair_victim(
+		&l->ctx->fair, (size_t)l->nincoming, incoming_next, l, &e);
 }
 
 /* The victim gives way to a connection just accepted: said (rate-limited

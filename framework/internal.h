@@ -14,6 +14,7 @@
 #include <rmca/support/container.h>
 #include <rmca/support/list.h>
 
+#include "fair.h"
 #include "log.h"
 #include "params.h"
 #include "registry.h"
@@ -113,6 +114,7 @@ struct rmca_context {
 	struct rmca_list mrs; /* registered regions (struct rmca_mr) */
 	struct rmca_list mems; /* rmca_mem_alloc's (struct rmca_mem, mem.c) */
 	struct rmca_list listeners; /* struct rmca_listener */
+	struct rmca_fair fair;	    /* fair_victim's counts, kept (fair.c) */
 	struct rmca_job *job; /* rmca_job_join (job.c) */
 	const char *registering; /* component whose parameters are registered */
 	struct rmca_comp *opening; /* component whose open() runs now */
@@ -124,6 +126,11 @@ struct rmca_context {
 int rmca_mem_find(const struct rmca_core *core, const void *addr, size_t len,
 		  struct rmca_mem_info *out);
 void rmca_mem_free_all(struct rmca_context *ctx);
+
+/* ep.c: core op fair_victim, on the context's counts */
+const void *rmca_core_fair_victim(const struct rmca_core *core, size_t n,
+				  rmca_fair_next next, void *arg,
+				  const struct rmca_fair_entry *newcomer);
 
 static inline struct rmca_context *rmca_core_ctx(const struct rmca_core *core)
 {

@@ -66,8 +66,9 @@ extern "C" {
  * 8: core op will_sleep.
  * 9: rmca_component.req_size and rmca_core.req_offset: bytes of the
  *    module's own in every request.
- * 10: rmca_component.flags (RMCA_COMPONENT_ORDERED). */
-#define RMCA_COMPONENT_ABI_VERSION 10u
+ * 10: rmca_component.flags (RMCA_COMPONENT_ORDERED).
+ * 11: core op fair_victim. */
+#define RMCA_COMPONENT_ABI_VERSION 11u
 #define RMCA_COMPONENT_ABI_MIN	   5u
 
 /* The symbol every component exports, defined as
@@ -154,6 +155,27 @@ struct rmca_mem_info {
 	uint64_t id; /* the memfd's inode: names it to other processes */
 };
 
+/*
+ * A connection waiting at a listener's bound, as fair_victim sees it. key
+ * names its source (an address, a user and a process) and stays where it
+ * is until fair_victim returns; of it, at most 255 bytes count.
+ */
+struct rmca_fair_entry {
+	const void *key;
+	size_t len;
+	/* The first outer bytes of key name a wider source, counted first
+	 * (a user, of a user and a process); 0: none. The same for all. */
+	size_t outer;
+	bool may_go;   /* false: counts in its source, never gives way */
+	unsigned rank; /* within the source that gives way, the lowest goes */
+};
+
+/* The waiting connection after cur (NULL: the first), described in *e, or
+ * NULL after the last. Whatever it returns names that connection to the
+ * caller: fair_victim hands one of them back. */
+typedef const void *(*rmca_fair_next)(void *arg, const void *cur,
+				      struct rmca_fair_entry *e);
+
 struct rmca_core_ops {
 	void (*log)(const struct rmca_core *core, int level, const char *fmt,
 		    ...) __attribute__((format(printf, 3, 4)));
@@ -236,6 +258,20 @@ struct rmca_core_ops {
 	 * may stay unarmed meanwhile, if the progress op that sees either
 	 * true arms it. */
 	bool (*will_sleep)(const struct rmca_core *core);
+
+	/*
+	 * ABI 11. At a listener's bound, the waiting connection that gives
+	 * way to a newcomer, the same rule for every listener: one of the
+	 * source that holds the most, the newcomer counted with its own (with
+	 * outer, the wider source first, then within it), so that a source
+	 * that floods pushes out its own; among those that may go there, the
+	 * lowest rank, then the first next gives. next gives the n waiting
+	 * connections (two passes). NULL: none may go. No allocation once the
+	 * core's counts are sized for n (they are kept for the next call).
+	 */
+	const void *(*fair_victim)(const struct rmca_core *core, size_t n,
+				   rmca_fair_next next, void *arg,
+				   const struct rmca_fair_entry *newcomer);
 };
 
 struct rmca_core {
