@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "fair.h"
 #include "shm_fake_core.h"
 
 struct shm_fake_fd shm_fake_fds[SHM_FAKE_MAX_FDS];
@@ -95,12 +96,23 @@ static int t_random(void *buf, size_t len)
 	return getrandom(buf, len, 0) == (ssize_t)len ? 0 : -1;
 }
 
+/* The core's own choice at a listener's bound, on counts of the test's. */
+static const void *t_fair_victim(const struct rmca_core *core, size_t n,
+				 rmca_fair_next next, void *arg,
+				 const struct rmca_fair_entry *newcomer)
+{
+	static struct rmca_fair counts;
+
+	return rmca_fair_victim(&counts, n, next, arg, newcomer);
+}
+
 static const struct rmca_core_ops t_ops = {
 	.complete = t_complete,
 	.conn_failed = t_conn_failed,
 	.fd_add = t_fd_add,
 	.fd_del = t_fd_del,
 	.fd_mod = t_fd_mod,
+	.fair_victim = t_fair_victim,
 	.log = t_log,
 	.mem_find = t_mem_find,
 	.param_bool = t_param_bool,

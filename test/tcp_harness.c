@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "fair.h"
 #include "tcp_harness.h"
 
 #define TH_MAX_FDS 128 /* a module's 64 pending sockets, and the rest */
@@ -179,6 +180,16 @@ static bool th_may_sleep(const struct rmca_core *core)
 	return th_sleep_allowed;
 }
 
+/* The core's own choice at a listener's bound, on counts of the test's. */
+static const void *th_fair_victim(const struct rmca_core *core, size_t n,
+				  rmca_fair_next next, void *arg,
+				  const struct rmca_fair_entry *newcomer)
+{
+	static struct rmca_fair counts;
+
+	return rmca_fair_victim(&counts, n, next, arg, newcomer);
+}
+
 static const struct rmca_core_ops th_ops = {
 	.complete = th_complete,
 	.may_sleep = th_may_sleep,
@@ -186,6 +197,7 @@ static const struct rmca_core_ops th_ops = {
 	.fd_add = th_fd_add,
 	.fd_del = th_fd_del,
 	.fd_mod = th_fd_mod,
+	.fair_victim = th_fair_victim,
 	.list_selects = th_list_selects,
 	.log = th_log,
 	.param_bool = th_param_bool,

@@ -54,6 +54,12 @@
 /* How long an accepted socket may take to send its hello (ms). */
 #define SHM_HELLO_MS 1000
 
+/* Who sent a socket, as fair_victim counts: the user first (the wider
+ * source), then the process. */
+struct shm_source {
+	uint32_t uid, pid;
+};
+
 struct shm_pending {
 	struct rmca_list link;
 	struct shm_module *m;
@@ -66,6 +72,7 @@ struct shm_pending {
 	long long deadline; /* of the hello */
 	uint64_t token;	    /* non-zero once a valid hello is in */
 	struct ucred cred;  /* the kernel's word on its sender */
+	struct shm_source src; /* cred's user, then process, as a key */
 };
 
 /* A connect. Passive: the socket that presents token, when it comes.
@@ -627,40 +634,48 @@ static void pending_expire(struct shm_module *m)
 	}
 }
 
-/* At the bound, the socket that gives way to one from cr: the oldest of
- * the user that holds the most, the newcomer counted with its own, and
- * among that user's, of the process that holds the most (SHM_MAX_PENDING
- * squared comparisons at most, only at the bound). */
-static struct shm_pending *pending_victim(struct shm_module *m,
-					  const struct ucred *cr)
+static struct shm_source source_of(const struct ucred *cr)
 {
-	struct shm_pending *victim = NULL;
-	int most_uid = 0, most_pid = 0;
+	return (struct shm_source){.uid = (uint32_t)cr->uid,
+				   .pid = (uint32_t)cr->pid};
+}
 
-	for (struct rmca_list *l = m->pending.next; l != &m->pending;
-	     l = l->next) {
-		struct shm_pending *p =
-			rmca_list_entry(l, struct shm_pending, link);
-		int nu = p->cred.uid == cr->uid;
-		int np = nu && p->cred.pid == cr->pid;
+/* The waiting sockets for fair_victim, the oldest first, by user and then
+ * process. */
+static const void *pending_next(void *arg, const void *cur,
+				struct rmca_fair_entry *e)
+{
+	const struct shm_module *m = arg;
+	const struct rmca_list *l =
+		cur ? ((const struct shm_pending *)cur)->link.next
+		    : m->pending.next;
+	const struct shm_pending *q;
 
-		for (struct rmca_list *k = m->pending.next; k != &m->pending;
-		     k = k->next) {
-			const struct shm_pending *q =
-				rmca_list_entry(k, struct shm_pending, link);
+	if (l == &m->pending)
+		return NULL;
+	q = rmca_list_entry(l, const struct shm_pending, link);
+	*e = (struct rmca_fair_entry){.key = &q->src,
+				      .len = sizeof(q->src),
+				      .outer = sizeof(q->src.uid),
+				      .may_go = true};
+	return q;
+}
 
-			if (q->cred.uid != p->cred.uid)
-				continue;
-			nu++;
-			np += q->cred.pid == p->cred.pid;
-		}
-		if (nu > most_uid || (nu == most_uid && np > most_pid)) {
-			victim = p;
-			most_uid = nu;
-			most_pid = np;
-		}
-	}
-	return victim;
+/* At the bound, the socket that gives way to one from src: the oldest of
+ * the user that holds the most, the newcomer counted with its own, and
+ * among that user's, of the process that holds the most (the core's
+ * fair_victim; a core without it: the oldest). */
+static struct shm_pending *pending_victim(struct shm_module *m,
+					  const struct shm_source *src)
+{
+	const struct rmca_core *core = m->base.core;
+	const struct rmca_fair_entry e = {
+		.key = src, .len = sizeof(*src), .outer = sizeof(src->uid)};
+
+	if (!core->ops->fair_victim)
+		return rmca_list_first(&m->pending, struct shm_pending, link);
+	return (struct shm_pending *)core->ops->fair_victim(
+		core, (size_t)m->npending, pending_next, m, &e);
 }
 
 /* Take the sockets waiting on the listening one, and what there is of
@@ -684,7 +699,9 @@ static void accept_all(struct shm_module *m)
 		/* who connected, as the kernel says (at connect) */
 		cr = peer_cred(fd);
 		if (m->npending >= SHM_MAX_PENDING) {
-			p = pending_victim(m, &cr);
+			struct shm_source src = source_of(&cr);
+
+			p = pending_victim(m, &src);
 			shm_log(m, RMCA_LOG_INFO,
 				"closing one of %d connections awaiting their "
 				"connect: the oldest of pid %d, whose user and "
@@ -701,6 +718,7 @@ static void accept_all(struct shm_module *m)
 		p->m = m;
 		p->fd = fd;
 		p->cred = cr;
+		p->src = source_of(&cr);
 		p->watched = true;
 		p->deadline = rmca_now_ms() + SHM_HELLO_MS;
 		rmca_list_add_tail(&m->pending, &p->link);

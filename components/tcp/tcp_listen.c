@@ -171,50 +171,37 @@ static void peer_addr(const struct sockaddr *sa, socklen_t sl, uint8_t *out)
 	}
 }
 
-/* The sockets parked for addr, and the oldest of them. */
-static int pending_of(struct tcp_module *m, const uint8_t *addr,
-		      struct tcp_pending **oldest)
+/* The waiting sockets for fair_victim, the oldest first, by address. */
+static const void *pending_next(void *arg, const void *cur,
+				struct rmca_fair_entry *e)
 {
-	int n = 0;
+	const struct tcp_module *m = arg;
+	const struct rmca_list *l =
+		cur ? ((const struct tcp_pending *)cur)->link.next
+		    : m->pending.next;
+	const struct tcp_pending *q;
 
-	*oldest = NULL;
-	for (struct rmca_list *l = m->pending.next; l != &m->pending;
-	     l = l->next) {
-		struct tcp_pending *q =
-			rmca_list_entry(l, struct tcp_pending, link);
-
-		if (memcmp(q->addr, addr, 16))
-			continue;
-		if (!n++)
-			*oldest = q;
-	}
-	return n;
+	if (l == &m->pending)
+		return NULL;
+	q = rmca_list_entry(l, const struct tcp_pending, link);
+	*e = (struct rmca_fair_entry){
+		.key = q->addr, .len = sizeof(q->addr), .may_go = true};
+	return q;
 }
 
 /* At the bound, the socket that gives way to one from addr: the oldest of
- * the address that holds the most, the newcomer counted with its own
- * (TCP_MAX_PENDING squared comparisons at most, only at the bound). */
+ * the address that holds the most, the newcomer counted with its own (the
+ * core's fair_victim; a core without it: the oldest). */
 static struct tcp_pending *pending_victim(struct tcp_module *m,
 					  const uint8_t *addr)
 {
-	struct tcp_pending *victim = NULL, *oldest;
-	int most = 0;
+	const struct rmca_core *core = m->base.core;
+	const struct rmca_fair_entry e = {.key = addr, .len = 16};
 
-	for (struct rmca_list *l = m->pending.next; l != &m->pending;
-	     l = l->next) {
-		struct tcp_pending *q =
-			rmca_list_entry(l, struct tcp_pending, link);
-		int n = pending_of(m, q->addr, &oldest);
-
-		if (oldest != q)
-			continue; /* its address was counted at its oldest */
-		n += !memcmp(q->addr, addr, 16);
-		if (n > most) {
-			victim = q;
-			most = n;
-		}
-	}
-	return victim;
+	if (!core->ops->fair_victim)
+		return rmca_list_first(&m->pending, struct tcp_pending, link);
+	return (struct tcp_pending *)core->ops->fair_victim(
+		core, (size_t)m->npending, pending_next, m, &e);
 }
 
 static void accept_one(struct tcp_module *m, int fd, const struct sockaddr *sa,
