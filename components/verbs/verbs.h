@@ -345,6 +345,7 @@ struct rmca_verbs_parked {
 	struct rdma_cm_id *id;
 	struct rmca_verbs_pdata pd;
 	long long expires; /* CLOCK_MONOTONIC ms */
+	uint8_t key[16];   /* its peer's address (verbs_cm.c, peer_key) */
 };
 
 /* A type-2 memory window over a use-once region, bound for one connection. */

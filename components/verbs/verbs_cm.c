@@ -264,28 +264,30 @@ static void peer_key(struct rdma_cm_id *id, uint8_t *out)
 	}
 }
 
-/* The requests an address has parked, counted at the bound: a table of
- * them, open addressing on a hash of the address. */
-struct park_slots {
-	uint8_t key[16];
-	int n;
-	int age; /* of its oldest: its place from the newest */
-	struct rmca_verbs_parked **oldest;
+/* The parked requests for fair_victim, as links (park_drop takes one):
+ * the list is newest first, so the rank is the place from the oldest. */
+struct park_walk {
+	struct rmca_verbs_module *vm;
+	unsigned left; /* requests after the one given */
 };
 
-static struct park_slots *park_slots_at(struct park_slots *t, size_t cap,
-					const uint8_t *key)
+static const void *park_next(void *arg, const void *cur,
+			     struct rmca_fair_entry *e)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-	size_t i;
+	struct park_walk *w = arg;
+	struct rmca_verbs_parked **pp =
+		cur ? &(*(struct rmca_verbs_parked **)cur)->next
+		    : &w->vm->parked;
 
-	for (int b = 0; b < 16; b++)
-		h = (h ^ key[b]) * 0x100000001b3ull;
-	for (i = (size_t)h & (cap - 1); t[i].n && memcmp(t[i].key, key, 16);
-	     i = (i + 1) & (cap - 1))
-		;
-	memcpy(t[i].key, key, 16);
-	return &t[i];
+	if (!cur)
+		w->left = (unsigned)w->vm->nparked;
+	if (!*pp)
+		return NULL;
+	*e = (struct rmca_fair_entry){.key = (*pp)->key,
+				      .len = sizeof((*pp)->key),
+				      .may_go = true,
+				      .rank = --w->left};
+	return pp;
 }
 
 /*
@@ -293,50 +295,26 @@ static struct park_slots *park_slots_at(struct park_slots *t, size_t cap,
  * oldest of the address that parks the most, the newcomer counted with
  * its own, so that one address that sends requests as fast as it can
  * pushes out its own, not a peer elsewhere whose connect is about to name
- * its request (the listener, tcp's data port and shm's listener choose the
- * same way). Ties go to the address whose oldest is older. Without memory
- * for the count, the oldest of all, as before. One pass over the parked
- * requests, only at the bound.
+ * its request (the core's fair_victim, as the listener, tcp's data port
+ * and shm's listener choose). Ties go to the address whose oldest is
+ * older. Without memory for the count, or a core without fair_victim, the
+ * oldest of all.
  */
 static struct rmca_verbs_parked **park_victim(struct rmca_verbs_module *vm,
 					      const uint8_t *key)
 {
-	struct rmca_verbs_parked **pp, **last = NULL;
-	struct park_slots *t, *s, *best = NULL;
-	size_t cap = 4;
-	int age = 0;
+	const struct rmca_core *core = vm->m.core;
+	const struct rmca_fair_entry e = {.key = key, .len = 16};
+	struct park_walk w = {.vm = vm};
+	struct rmca_verbs_parked **pp;
 
-	while (cap < 2 * (size_t)vm->nparked + 2)
-		cap *= 2;
-	t = calloc(cap, sizeof(*t));
-	for (pp = &vm->parked; *pp; pp = &(*pp)->next, age++) {
-		uint8_t k[16];
-
-		last = pp;
-		if (!t)
-			continue;
-		peer_key((*pp)->id, k);
-		s = park_slots_at(t, cap, k);
-		s->n++;
-		s->age = age; /* newest first: the last seen is the oldest */
-		s->oldest = pp;
+	if (!core->ops->fair_victim) {
+		for (pp = &vm->parked; (*pp)->next; pp = &(*pp)->next)
+			;
+		return pp;
 	}
-	if (!t)
-		return last;
-	/* the newcomer, with its own (an address with none parked has no
-	 * oldest: no victim there) */
-	park_slots_at(t, cap, key)->n++;
-	for (size_t i = 0; i < cap; i++) {
-		s = &t[i];
-		if (!s->oldest)
-			continue;
-		if (!best || s->n > best->n ||
-		    (s->n == best->n && s->age > best->age))
-			best = s;
-	}
-	pp = best ? best->oldest : last;
-	free(t);
-	return pp;
+	return (struct rmca_verbs_parked **)core->ops->fair_victim(
+		core, (size_t)vm->nparked, park_next, &w, &e);
 }
 
 /* Room for one more parked request, from id's peer. */
@@ -396,6 +374,7 @@ static struct rdma_cm_id *on_request(struct rmca_verbs_module *vm,
 		return ev->id;
 	}
 	p->id = ev->id;
+	peer_key(ev->id, p->key);
 	p->pd = pd;
 	p->pd.magic = (uint32_t)ev->param.conn.initiator_depth << 8 |
 		      ev->param.conn.responder_resources;
