@@ -10,18 +10,25 @@
  * the caller lists (the oldest). A connection that may not go (one whose
  * handshake is done) counts in its source all the same.
  *
- * The counts: an open-addressed table on a hash of the key (FNV-1a), with
- * linear probing at most half full. It is kept from call to call and
- * sized for the largest n asked (16 bytes a slot, four slots a waiting
- * connection with a wider source, two without): a call at the bound
- * allocates nothing once it is, and does not clear it either: a slot
- * belongs to the call whose generation it carries, the others are free.
+ * The counts: an open-addressed table on a hash of the key, with linear
+ * probing at most half full. The keys are the peers' own (their addresses):
+ * with a hash they can compute, many addresses of one attacker land in one
+ * run of slots and each lookup walks it, n^2 work at the bound (4 billion
+ * probes a request at 65,536). So the hash is SipHash-2-4 under a key
+ * drawn from the kernel when the table is made. The table is kept from
+ * call to call and sized for the largest n asked (16 bytes a slot, four
+ * slots a waiting connection with a wider source, two without): a call at
+ * the bound allocates nothing once it is, and does not clear it either: a
+ * slot belongs to the call whose generation it carries, the others are
+ * free.
  * The work: two passes over the connections, one lookup each (two with a
  * wider source). Without memory, every source counts alike: the lowest
  * rank, then the first.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "fair.h"
 
@@ -34,18 +41,67 @@ struct rmca_fair_slot {
 	uint32_t tag; /* gen << 8 | bytes of key; another gen: free */
 };
 
+static inline uint64_t rotl(uint64_t x, unsigned b)
+{
+	return x << b | x >> (64 - b);
+}
+
+static inline void sip_round(uint64_t v[4])
+{
+	v[0] += v[1];
+	v[1] = rotl(v[1], 13) ^ v[0];
+	v[0] = rotl(v[0], 32);
+	v[2] += v[3];
+	v[3] = rotl(v[3], 16) ^ v[2];
+	v[0] += v[3];
+	v[3] = rotl(v[3], 21) ^ v[0];
+	v[2] += v[1];
+	v[1] = rotl(v[1], 17) ^ v[2];
+	v[2] = rotl(v[2], 32);
+}
+
+static uint64_t le64(const uint8_t *p, size_t n)
+{
+	uint64_t w = 0;
+
+	while (n--)
+		w |= (uint64_t)p[n] << (8 * n);
+	return w;
+}
+
+static void sip_word(uint64_t v[4], uint64_t m)
+{
+	v[3] ^= m;
+	sip_round(v);
+	sip_round(v);
+	v[0] ^= m;
+}
+
+uint64_t rmca_fair_hash(const uint64_t k[2], const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	uint64_t v[4] = {
+		k[0] ^ 0x736f6d6570736575ull, k[1] ^ 0x646f72616e646f6dull,
+		k[0] ^ 0x6c7967656e657261ull, k[1] ^ 0x7465646279746573ull};
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8)
+		sip_word(v, le64(p + i, 8));
+	sip_word(v, (uint64_t)len << 56 | le64(p + i, len - i));
+	v[2] ^= 0xff;
+	for (i = 0; i < 4; i++)
+		sip_round(v);
+	return v[0] ^ v[1] ^ v[2] ^ v[3];
+}
+
 /* The slot of key in this call's counts, taken if add and it has none;
  * NULL if absent or the table is full. */
 static struct rmca_fair_slot *slot_of(struct rmca_fair *f, const void *key,
 				      size_t len, bool add)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
 	uint32_t tag = f->gen << 8 | (uint32_t)len;
-	size_t mask = f->cap - 1, i;
-
-	for (size_t b = 0; b < len; b++)
-		h = (h ^ ((const uint8_t *)key)[b]) * 0x100000001b3ull;
-	i = (size_t)h & mask;
+	size_t mask = f->cap - 1;
+	size_t i = (size_t)rmca_fair_hash(f->key, key, len) & mask;
 	for (size_t probes = 0; probes < f->cap; probes++, i = (i + 1) & mask) {
 		struct rmca_fair_slot *s = &f->t[i];
 
@@ -102,6 +158,21 @@ static void held(struct rmca_fair *f, const struct rmca_fair_entry *e,
 	}
 }
 
+/* A new key for a new table. Without the kernel's randomness (a sandbox
+ * that forbids getrandom), the clock and an address: not secret, but not
+ * one an attacker reads off the source either. */
+static void fair_rekey(struct rmca_fair *f)
+{
+	struct timespec ts;
+
+	if (getrandom(f->key, sizeof(f->key), GRND_NONBLOCK) ==
+	    (ssize_t)sizeof(f->key))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	f->key[0] ^= (uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec;
+	f->key[1] ^= (uint64_t)(uintptr_t)f->t;
+}
+
 /* Room for the counts of n connections and a newcomer, this call's
  * generation begun; false: none (every source then counts alike). */
 static bool fair_begin(struct rmca_fair *f, size_t n, bool wide)
@@ -117,6 +188,7 @@ static bool fair_begin(struct rmca_fair *f, size_t n, bool wide)
 			return false;
 		free(f->t);
 		f->t = t;
+		fair_rekey(f);
 		f->cap = cap;
 		f->gen = 0;
 	}

@@ -209,6 +209,45 @@ static void no_allocation_once_sized(void **state)
 	free(c);
 }
 
+/* The reference vectors of SipHash-2-4 (key 00 01 .. 0f, the message the
+ * first len bytes of 00 01 02 ..): lengths 0-3, then 15 (a word and a
+ * tail of 7). */
+static void hash_is_siphash_2_4(void **state)
+{
+	static const struct {
+		size_t len;
+		uint64_t h;
+	} v[] = {{0, 0x726fdb47dd0e0e31ull},
+		 {1, 0x74f839c593dc67fdull},
+		 {2, 0x0d6c8009d9a94f5aull},
+		 {3, 0x85676696d7fb7e2dull},
+		 {15, 0xa129ca6149be45e5ull}};
+	const uint64_t k[2] = {0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
+	uint8_t msg[16];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)i;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		assert_true(rmca_fair_hash(k, msg, v[i].len) == v[i].h);
+}
+
+/* An attacker picks its addresses: with a hash it can compute, it picks
+ * ones that share a run of slots. Each table's key is drawn anew. */
+static void each_table_draws_its_key(void **state)
+{
+	struct rmca_fair a = {0}, b = {0};
+	struct conn c[] = {C("h1"), C("h2")};
+
+	(void)state;
+	assert_int_equal(victim_of(&a, c, 2, "h1", 0), 0);
+	assert_int_equal(victim_of(&b, c, 2, "h1", 0), 0);
+	assert_true(a.key[0] || a.key[1]);
+	assert_true(a.key[0] != b.key[0] || a.key[1] != b.key[1]);
+	rmca_fair_fini(&a);
+	rmca_fair_fini(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -219,6 +258,8 @@ int main(void)
 		cmocka_unit_test(empty_list_gives_none),
 		cmocka_unit_test(wider_source_counts_first),
 		cmocka_unit_test(no_allocation_once_sized),
+		cmocka_unit_test(hash_is_siphash_2_4),
+		cmocka_unit_test(each_table_draws_its_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
