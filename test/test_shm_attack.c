@@ -190,6 +190,74 @@ static void test_head_past_our_tail_ends_the_connection(void **state)
 	rmca_shm_module_destroy(m);
 }
 
+/* ---- a message whose pieces add up past 2^64 bytes ---- */
+
+/*
+ * A message comes in pieces (SHM_RF_MORE), each inline, and its last piece
+ * may name its data in the sender's memory (cross-memory attach). The
+ * peer's first piece is 8 bytes; its last claims 2^64 - 8 more: 2^64 in
+ * all, which is no length. Added up in 64 bits it is 0, within any
+ * receive, and the receive (whose 64 bytes were all written) would end
+ * RMCA_OK with 0 bytes. It is a lie: the connection ends, the receive with
+ * RMCA_ERR_PROTOCOL, once.
+ */
+static void test_message_pieces_past_2_64_end_the_connection(void **state)
+{
+	static char src[64];
+	struct shm_conn_parts parts = {
+		.side = 1, .pidfd = -1, .cma = true, .peer_pid = getpid()};
+	struct shm_module *m = shm_fake_module();
+	struct shm_req q = {.type = SHM_R_SEND,
+			    .flags = SHM_RF_INLINE | SHM_RF_MORE,
+			    .units = 1,
+			    .len = 8};
+	struct treq recv;
+	struct shm_conn *c;
+	struct shm_seg *seg;
+	uint8_t *ring;
+	int sv[2];
+
+	(void)state;
+	memset(&recv, 0, sizeof(recv));
+	memset(src, 0x5a, sizeof(src));
+	seg = mmap(NULL, sizeof(*seg), PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(seg != MAP_FAILED);
+	seg->magic = SHM_SEG_MAGIC;
+	seg->version = SHM_PROTO_VERSION;
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	parts.seg = seg;
+	assert_int_equal(rmca_shm_conn_create(m, sv[0], &parts, NULL, &c), 0);
+	assert_int_equal(rmca_shm_recv(&c->base, recv.buf, sizeof(recv.buf),
+				       NULL, &recv),
+			 0);
+	/* The peer is side 0: its requests are req[0]. */
+	ring = seg->reqbuf[0];
+	memcpy(ring, &q, sizeof(q));
+	memset(ring + shm_pl_off(SHM_R_SEND), 0x11, 8);
+	__atomic_store_n((uint32_t *)(void *)ring, shm_stamp(0),
+			 __ATOMIC_RELEASE);
+	q = (struct shm_req){.type = SHM_R_SEND,
+			     .units = 1,
+			     .len = UINT64_MAX - 7,
+			     .laddr = (uint64_t)(uintptr_t)src};
+	memcpy(ring + SHM_UNIT, &q, sizeof(q));
+	__atomic_store_n((uint32_t *)(void *)(ring + SHM_UNIT),
+			 shm_stamp(SHM_UNIT), __ATOMIC_RELEASE);
+	rmca_shm_progress(&m->base);
+	print_message("# the receive ended %d with %zu bytes\n", recv.status,
+		      recv.len);
+	assert_int_equal(recv.done, 1);
+	assert_int_equal(recv.status, RMCA_ERR_PROTOCOL);
+	assert_true(c->failed);
+	rmca_shm_disconnect(&c->base);
+	rmca_shm_reap_zombies(m, true);
+	assert_int_equal(recv.done, 1);
+	close(sv[1]);
+	rmca_shm_module_destroy(m);
+}
+
 /* ---- a flood of connections on the module's socket ---- */
 
 /*
@@ -269,6 +337,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_request_flood_ends_each_pass),
 		cmocka_unit_test(test_head_past_our_tail_ends_the_connection),
+		cmocka_unit_test(
+			test_message_pieces_past_2_64_end_the_connection),
 		cmocka_unit_test(test_connection_flood_ends_each_pass),
 	};
 

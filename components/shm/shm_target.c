@@ -108,6 +108,12 @@ static void on_send(struct shm_conn *c, const struct shm_req *h,
 		protocol_error(c, "message without a receive");
 		return;
 	}
+	/* Its pieces add up to its length: one past 2^64 bytes would wrap
+	 * to a total any receive holds, and end it RMCA_OK short. */
+	if (h->len > UINT64_MAX - off) {
+		protocol_error(c, "message longer than 2^64 bytes");
+		return;
+	}
 	/* What does not fit is not copied: the end says TRUNCATED. */
 	if (off < r->len)
 		n = h->len > r->len - off ? r->len - (size_t)off
