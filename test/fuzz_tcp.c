@@ -3,9 +3,11 @@
  * libFuzzer target for what the tcp component reads from a peer: the frame
  * header decoder, and a whole byte stream arriving on a data connection of
  * a real module (the target of puts, gets, atomics and sends, and the
- * initiator of a get and a put waiting for their answers), the test playing
- * its core. Regions sit between inaccessible pages, so an access outside
- * them faults even without ASan.
+ * initiator of a get, a put, an atomic and two sends waiting for their
+ * answers, counts and credits, and of a flush behind them), the test
+ * playing its core. Every op posted completes exactly once, by the
+ * connection's end at the latest. Regions sit between inaccessible pages,
+ * so an access outside them faults even without ASan.
  *
  * Input: byte 0 holds flags (bit 0: the region is deregistered halfway
  * through the stream, and must not change after that); the rest is the
@@ -53,6 +55,8 @@ static char *snapshot;
 static char recv_buf[4][256];
 static char get_buf[128];
 static char put_src[64];
+static char send_src[2][48];
+static uint64_t atomic_result;
 static struct tcp_conn *conn; /* the data connection under test */
 static char put_tag, recv_tag;
 
@@ -60,13 +64,16 @@ static char put_tag, recv_tag;
  * module's bytes (component.h, req_size). One per op posted below. */
 struct fz_request {
 	void *tag;
+	unsigned done; /* completions reported: exactly one by the end */
 	_Alignas(RMCA_REQ_ALIGN) char mine[RMCA_COMPONENT_REQ_MAX];
 };
-static struct fz_request fz_reqs[6];
+#define FZ_NREQS 10
+static struct fz_request fz_reqs[FZ_NREQS];
 
 static void *fz_req(int i, void *tag)
 {
 	fz_reqs[i].tag = tag;
+	fz_reqs[i].done = 0;
 	return &fz_reqs[i];
 }
 
@@ -143,8 +150,12 @@ static void fz_fd_del(const struct rmca_core *core, int fd)
 static void fz_complete(const struct rmca_core *core, void *request, int status,
 			size_t len, uint64_t revoked)
 {
-	void *req = ((struct fz_request *)request)->tag;
+	struct fz_request *r = request;
+	void *req = r->tag;
 
+	/* a request of this input's, completed once */
+	if (r < fz_reqs || r >= fz_reqs + FZ_NREQS || r->done++)
+		__builtin_trap();
 	if (req == &put_tag && !status && conn && !conn->by_count_out)
 		__builtin_trap();
 	if (req == &recv_tag && len > sizeof(recv_buf[0]))
@@ -317,13 +328,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    !rmca_tcp_mr_rkey(once, &c->base))
 		__builtin_trap();
 	/* The target also waits for answers (ids 1, 2) and has receives. */
-	rmca_tcp_get(&c->base, get_buf, sizeof(get_buf), NULL, 0x1000, 0x2222,
-		     fz_req(0, NULL));
-	rmca_tcp_put(&c->base, put_src, sizeof(put_src), NULL, 0x1000, 0x2222,
-		     fz_req(1, &put_tag));
+	if (rmca_tcp_get(&c->base, get_buf, sizeof(get_buf), NULL, 0x1000,
+			 0x2222, fz_req(0, NULL)) ||
+	    rmca_tcp_put(&c->base, put_src, sizeof(put_src), NULL, 0x1000,
+			 0x2222, fz_req(1, &put_tag)))
+		__builtin_trap();
 	for (int i = 0; i < 4; i++)
-		rmca_tcp_recv(&c->base, recv_buf[i], sizeof(recv_buf[i]), NULL,
-			      fz_req(2 + i, &recv_tag));
+		if (rmca_tcp_recv(&c->base, recv_buf[i], sizeof(recv_buf[i]),
+				  NULL, fz_req(2 + i, &recv_tag)))
+			__builtin_trap();
+	/* And is the initiator of an atomic (id 7), two sends that wait for
+	 * the peer's credits (ids 8, 9) and a flush behind them all: what
+	 * the peer's counts, credits and answers end, each once. */
+	if (rmca_tcp_atomic(&c->base,
+			    &(struct rmca_atomic){.kind = RMCA_ATOMIC_FADD,
+						  .raddr = 0x1008,
+						  .rkey = 0x2222,
+						  .operand = 1},
+			    &atomic_result, NULL, fz_req(6, NULL)) ||
+	    rmca_tcp_send(&c->base, send_src[0], sizeof(send_src[0]), NULL,
+			  fz_req(7, NULL)) ||
+	    rmca_tcp_send(&c->base, send_src[1], sizeof(send_src[1]), NULL,
+			  fz_req(8, NULL)) ||
+	    rmca_tcp_flush(&c->base, fz_req(9, NULL)))
+		__builtin_trap();
 
 	half = dereg_mid ? size / 2 : size;
 	feed(sv[1], data, half);
@@ -350,6 +378,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	rmca_tcp_conn_destroy(c);
 	conn = NULL;
+	/* Every op posted completed exactly once, CANCELED at the latest. */
+	for (int i = 0; i < FZ_NREQS; i++)
+		if (fz_reqs[i].done != 1)
+			__builtin_trap();
 	close(sv[1]);
 	rmca_tcp_mr_dereg(once);
 	if (mr)
@@ -367,14 +399,15 @@ static void seed_frame(uint8_t **p, const struct tcp_frame *f, size_t payload)
 }
 
 /* Well-formed streams to start from: one of each request; then the
- * answers to the target's own get and put (the put by the count), and a
- * credit; then counts that go beyond what was sent, or backwards. */
+ * answers to the target's own get, put (by the count), atomic and sends
+ * (by the count, with credits), one send refused; then counts that go
+ * beyond what was sent, or backwards. */
 size_t rmca_fuzz_seed(unsigned i, uint8_t *buf, size_t cap)
 {
 	const uint64_t key = 0x1111111111111111ull, base = FZ_REGION_ADDR;
 	uint8_t *p = buf;
 
-	if (i >= 6 || cap < 1 + 9 * (TCP_HDR_LEN + 64) + sizeof(get_buf))
+	if (i >= 6 || cap < 1 + 12 * (TCP_HDR_LEN + 64) + sizeof(get_buf))
 		return 0;
 	*p++ = (uint8_t)(i & 1);
 	seed_frame(&p,
@@ -418,6 +451,23 @@ size_t rmca_fuzz_seed(unsigned i, uint8_t *buf, size_t cap)
 			   &(struct tcp_frame){
 				   .type = TCP_F_ACK, .acked = 1, .credits = 1},
 			   0);
+		/* the atomic's answer; the first send acknowledged, a
+		 * credit for the second, which is refused in seed 3 */
+		seed_frame(&p,
+			   &(struct tcp_frame){
+				   .type = TCP_F_RESP, .id = 7, .operand = 41},
+			   0);
+		seed_frame(&p,
+			   &(struct tcp_frame){
+				   .type = TCP_F_ACK, .acked = 2, .credits = 2},
+			   0);
+		if (i == 3)
+			seed_frame(&p,
+				   &(struct tcp_frame){
+					   .type = TCP_F_RESP,
+					   .id = 9,
+					   .status = RMCA_ERR_TRUNCATED},
+				   0);
 	}
 	if (i >= 4)
 		seed_frame(&p,
