@@ -181,14 +181,19 @@ static void on_resp(struct tcp_conn *c, const struct tcp_frame *f)
 	/* A refused send or put: the oldest not acknowledged, written. */
 	if (st && (!op || op->id != f->id) && c->acked != c->by_count_out)
 		op = rmca_list_first(&c->unacked, struct tcp_op, qlink);
-	if (!op || op->id != f->id) {
+	/* Ids go 1, 2, ...: a peer knows the next without reading it. Only
+	 * a request whose frame is written whole (off the queue) can have
+	 * been read, and answered. */
+	if (!op || op->id != f->id || rmca_list_linked(&op->out.link)) {
 		protocol_error(c, "answer to no outstanding request");
 		return;
 	}
+	/* A send touches no region: only a receive too small refuses it. */
 	if ((op->kind != TCP_OP_GET && f->len) ||
 	    (op->kind == TCP_OP_GET && !st && f->len != op->len) ||
 	    (op->kind != TCP_OP_ATOMIC && f->operand) ||
-	    (op->kind != TCP_OP_SEND && st == RMCA_ERR_TRUNCATED)) {
+	    (op->kind != TCP_OP_SEND && st == RMCA_ERR_TRUNCATED) ||
+	    (op->kind == TCP_OP_SEND && st && st != RMCA_ERR_TRUNCATED)) {
 		protocol_error(c, "answer does not fit its request");
 		return;
 	}
