@@ -7,7 +7,7 @@
 #                           [--devices "rxe0 siw0"] [--mode wait|spin]
 #                           [--runs K] [--base DIR] [--count] [-t TESTS]
 #                           [-r RX_DEPTH] [--guest-clock tsc|hpet]
-#                           [--instructions] [--no-perftest]
+#                           [--instructions] [--no-perftest] [--no-strace]
 #
 # --runs K: K runs in one guest, the tools interleaved; each table cell is
 # the median of the K. --base DIR: a second build (another commit) measured
@@ -17,6 +17,12 @@
 # each side, system calls and the doorbell write()s) for rmca,
 # the base build and perftest at n and 2n iterations (contrib/bench/
 # verbs_count.c, strace -c), in wait mode unless --mode spin is given.
+# --no-strace (with --count): no tracer, so that a spinning process runs
+# at its own speed; the system calls it makes through libc (write, read,
+# timerfd_settime, clock_gettime, epoll_wait, ioctl) are counted by
+# verbs_count.c instead, each side (strace -c's slowdown multiplies
+# whatever a spinning process does per unit of time: the core's look at
+# its fds once a millisecond, a module's timer).
 # --instructions: as --count, but each process runs under callgrind, and
 # the table gives the user-space instructions per operation (what the
 # guest's emulated CPUs spend per message, which the other counts do not
@@ -52,6 +58,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/contrib/bench/lib.sh"
 build= iters=300 sizes=8,4096,65536 out= devices="rxe0 siw0" mode=spin
 runs=1 base= count=0 instr=0 perftest=1 tests=all rx=512 mode_set=0 clock=tsc
+strace=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2; shift ;;
@@ -65,10 +72,11 @@ while [ $# -gt 0 ]; do
 	--count) count=1 ;;
 	--instructions) count=1 instr=1 ;;
 	--no-perftest) perftest=0 ;;
+	--no-strace) strace=0 ;;
 	-t) tests=$2; shift ;;
 	-r) rx=$2; shift ;;
 	--guest-clock) clock=$2; shift ;;
-	-h|--help) sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,54p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-vm.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -97,8 +105,10 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 [ -n "$base" ] && base=$(cd "$base" && pwd)
+if [ "$count" = 1 ] && [ "$strace" = 1 ]; then
+	command -v strace >/dev/null || { echo "run-vm.sh: --count needs strace (or --no-strace)" >&2; exit 1; }
+fi
 if [ "$count" = 1 ]; then
-	command -v strace >/dev/null || { echo "run-vm.sh: --count needs strace" >&2; exit 1; }
 	${CC:-cc} -O2 -shared -fPIC -o "$out/verbs_count.so" \
 		"$top/contrib/bench/verbs_count.c" \
 		"$top/test/verbs_interpose.c" -I"$top/test" -ldl ||
@@ -115,8 +125,8 @@ share="$out $build"
 BENCH_BUILD=$build BENCH_OUT=$out BENCH_ITERS=$iters BENCH_SIZES=$sizes \
 BENCH_DEVICES=$devices BENCH_MODE=$mode BENCH_RUNS=$runs BENCH_BASE=$base \
 BENCH_COUNT=$count BENCH_TESTS=$tests BENCH_RX=$rx BENCH_INSTR=${instr:-0} \
-BENCH_PERFTEST=$perftest \
-VM_ENV="BENCH_BUILD BENCH_OUT BENCH_ITERS BENCH_SIZES BENCH_DEVICES BENCH_MODE BENCH_RUNS BENCH_BASE BENCH_COUNT BENCH_TESTS BENCH_RX BENCH_INSTR BENCH_PERFTEST" \
+BENCH_PERFTEST=$perftest BENCH_STRACE=$strace \
+VM_ENV="BENCH_BUILD BENCH_OUT BENCH_ITERS BENCH_SIZES BENCH_DEVICES BENCH_MODE BENCH_RUNS BENCH_BASE BENCH_COUNT BENCH_TESTS BENCH_RX BENCH_INSTR BENCH_PERFTEST BENCH_STRACE" \
 VM_APPEND="${VM_APPEND:+$VM_APPEND }$guest_append" \
 VM_SHARE="$share" VM_TIMEOUT=${VM_TIMEOUT:-$(( (count == 1 ? 1800 : 420) * runs ))} \
 	"$top/contrib/vm/run-vm.sh" bash "$top/contrib/bench/vm-payload.sh" ||
@@ -193,6 +203,7 @@ instr_table() { # dev
 count_table() { # dev
 	local dev=$1
 	[ -s "$out/count-$dev.csv" ] || { echo "(no counts for $dev)"; return; }
+	: >"$out/syscalls-$dev.csv"
 	for f in "$out"/strace-"$dev"-*.txt; do
 		[ -f "$f" ] || continue
 		set -- $(basename "$f" .txt | tr '-' ' ')
@@ -222,11 +233,44 @@ count_table() { # dev
 		awk -F, '{ split($1, f, " ")
 			printf "%-8s %-9s %6s %-7s %7.2f %7.2f\n", f[1], f[2], f[3], f[4], $2, $3 }'
 	echo
-	printf "%-8s %-9s %6s %10s %10s\n" tool test bytes syscalls/op writes/op
-	awk -F, '{ print $1 " " $2 " " $3 "," $4 "," $6 "," $7 }' \
-		"$out/syscalls-$dev.csv" | per_op |
+	echo "send work requests by opcode, signalled sends, receive completions"
+	printf "%-8s %-9s %6s %7s %7s %7s %7s %7s %7s\n" tool test bytes \
+		send/op read/op write/op atom/op sigsnd/op rcqe/op
+	# columns 17-21: read_wrs write_wrs atomic_wrs sig_sends recv_cqes
+	# (empty from an older shim: 0)
+	awk -F, '{ print $1 " " $2 " " $3 "," $4 "," $7 - $17 - $18 - $19 "," \
+		$17 + 0 "," $18 + 0 "," $19 + 0 "," $20 + 0 "," $21 + 0 }' \
+		"$out/count-$dev.csv" | per_op |
+		awk -F, '{ split($1, f, " "); printf "%-8s %-9s %6s", f[1], f[2], f[3]
+			for (c = 2; c <= NF; c++) printf " %7.2f", $c
+			printf "\n" }'
+	echo
+	echo "calls through libc per operation, each side (no tracer: their own speed"
+	echo "with --no-strace); clock_gettime counts the program's own reads too"
+	printf "%-8s %-9s %6s %-7s %7s %7s %8s %7s %7s %7s\n" tool test bytes side \
+		write read timerfd clock epoll ioctl
+	# columns 22-27: write read timerfd_settime clock_gettime epoll_wait ioctl
+	awk -F, 'NF >= 27 { print $1 " " $2 " " $3 " " $5 "," $4 "," $22 "," $23 "," \
+		$24 "," $25 "," $26 "," $27 }' "$out/count-$dev.csv" | per_op |
 		awk -F, '{ split($1, f, " ")
-			printf "%-8s %-9s %6s %10.2f %10.2f\n", f[1], f[2], f[3], $2, $3 }'
+			printf "%-8s %-9s %6s %-7s %7.2f %7.2f %8.2f %7.2f %7.2f %7.2f\n",
+				f[1], f[2], f[3], f[4], $2, $3, $4, $5, $6, $7 }'
+	if [ -s "$out/syscalls-$dev.csv" ]; then
+		echo
+		printf "%-8s %-9s %6s %10s %10s\n" tool test bytes syscalls/op writes/op
+		awk -F, '{ print $1 " " $2 " " $3 "," $4 "," $6 "," $7 }' \
+			"$out/syscalls-$dev.csv" | per_op |
+			awk -F, '{ split($1, f, " ")
+				printf "%-8s %-9s %6s %10.2f %10.2f\n", f[1], f[2], f[3], $2, $3 }'
+		echo
+		echo "system calls by name per operation (strace -c), server + client:"
+		for f in "$out"/strace-"$dev"-*.txt; do
+			set -- $(basename "$f" .txt | tr '-' ' ')
+			bench_strace_calls "$f" | awk -v k="$3 $4 $5" -v n="$6" -v OFS=, \
+				'{ print k " " $1, n, $2 }'
+		done | per_op | awk -F, '$2 > 0.005 || $2 < -0.005 { split($1, f, " ")
+			printf "%-8s %-9s %6s %-18s %8.2f\n", f[1], f[2], f[3], f[4], $2 }'
+	fi
 	[ -s "$out/hw-$dev.csv" ] || return 0
 	echo
 	echo "device counters per operation (n to 2n; rxe only), nonzero ones:"

@@ -129,7 +129,9 @@ perftest_all() {
 # read; rmca_perf's: its clock, and rmca's look at the fds) then shows per
 # operation, scaled by how long each operation took. Each process runs under
 # verbs_count.so (work requests, CQ polls) and strace -c (system calls; the
-# doorbells of rxe and siw are write()s). Lines "tool,test,size,n,side" +
+# doorbells of rxe and siw are write()s), or, with BENCH_STRACE=0, under
+# verbs_count.so alone (its counts of calls through libc, no tracer's
+# slowdown). Lines "tool,test,size,n,side" +
 # the shim's counters go to count-DEV.csv, strace summaries to
 # strace-DEV-*.txt.
 # a server under valgrind takes its time to listen
@@ -143,6 +145,12 @@ count_wrap() { # tag file cmd...
 		valgrind -q --trace-children=yes --tool=callgrind \
 			"${cg_opts[@]}" \
 			--callgrind-out-file="${f%.txt}.%p.cg" "$@"
+		return
+	fi
+	if [ "${BENCH_STRACE:-1}" = 0 ]; then
+		# no tracer: verbs_count.so counts the calls through libc
+		VERBS_COUNT_TAG=$tag VERBS_COUNT_OUT=$out/count-$dev.csv \
+		LD_PRELOAD=$out/verbs_count.so "$@"
 		return
 	fi
 	VERBS_COUNT_TAG=$tag VERBS_COUNT_OUT=$out/count-$dev.csv \
