@@ -35,6 +35,11 @@
  *  - on iWARP a ping-pong's send reads the clock before its post (to
  *    time the reply) for one send in several, not for each: the rest of
  *    its book-keeping reads it, if at all, once the message is on its way;
+ *  - on iWARP a ping-pong spinning on rmca_poll arms no timer for its
+ *    held sends (the module's timerfd: a system call after a send, and
+ *    an epoll wakeup and a read() at its expiry); a send no reply
+ *    confirms still completes, from the caller's passes while it spins,
+ *    and from the timer once it sleeps on the wait fd;
  *  - a message that carries an immediate (ib: the sender's count of
  *    receives) revokes no key, whatever its immediate: the work
  *    completion keeps imm_data and invalidated_rkey in one word, and a
@@ -57,7 +62,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <poll.h>
 #include <unistd.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 
 #include <infiniband/verbs.h>
@@ -477,6 +484,163 @@ static void clock_side(struct api_peer *p)
 static void test_ping_pong_reads_the_clock_after_the_post(void **state)
 {
 	const struct api_test t = {.server = clock_side, .client = clock_side};
+
+	(void)state;
+	api_run(&t);
+}
+
+/* ---- held sends of a spinning ping-pong: no timer ---- */
+
+/* timerfd_settime calls (the verbs module's timer) while vi_counting */
+static long timer_arms;
+
+int timerfd_settime(int fd, int flags, const struct itimerspec *v,
+		    struct itimerspec *old)
+{
+	static int (*real)(int, int, const struct itimerspec *,
+			   struct itimerspec *);
+
+	if (!real)
+		real = (int (*)(int, int, const struct itimerspec *,
+				struct itimerspec *))dlsym(RTLD_NEXT,
+							   "timerfd_settime");
+	timer_arms += vi_counting;
+	return real(fd, flags, v, old);
+}
+
+/* messages the client sends after the ping-pong that no reply confirms:
+ * one while it spins, one while it sleeps on the wait fd */
+#define UNANSWERED 2
+
+/* Set-up and teardown without the harness's progressing pipe waits, which
+ * take the wait fd (then somebody may sleep, and the timer is armed as
+ * before): the server listens, writes its port and accepts (blocking: the
+ * core sleeps); the client reads the port before it has a context. */
+static char timer_hp[128]; /* client: the server's host:port */
+
+static void timer_setup(struct api_peer *p)
+{
+	if (p->is_server) {
+		api_server_listen(p, api_host());
+		api_server_accept_all(p);
+		return;
+	}
+	api_host_port(timer_hp, sizeof(timer_hp), api_host(),
+		      api_client_read_port(p));
+	API_CHECK_OK(rmca_init(&p->ctx));
+	API_CHECK_OK(rmca_connect(p->ctx, timer_hp, API_TIMEOUT_MS, &p->ep));
+}
+
+static void timer_finish(struct api_peer *p)
+{
+	if (p->is_server) {
+		api_token(p, 0, API_TOKEN_GO);
+		api_expect_token_deaf(p, 0, API_TOKEN_GO);
+	} else {
+		api_expect_token_deaf(p, 0, API_TOKEN_GO);
+		api_token(p, 0, API_TOKEN_GO);
+	}
+	rmca_ep_close(p->ep);
+	if (p->l)
+		rmca_listener_close(p->l);
+	rmca_finalize(p->ctx);
+	p->ctx = NULL;
+}
+
+static void timer_side(struct api_peer *p)
+{
+	uint8_t *buf = api_alloc(64 + 8 * CLOCK_AHEAD);
+	const char *side = p->is_server ? "server" : "client";
+	struct rmca_completion c;
+	long polls = 0, arms, wakes = 0;
+	struct pollfd pf;
+	rmca_mr_t *mr;
+
+	timer_setup(p);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64 + 8 * CLOCK_AHEAD,
+				 RMCA_ACCESS_LOCAL, &mr));
+	for (int i = 0; i < CLOCK_AHEAD; i++)
+		API_CHECK_OK(rmca_recv(p->ep, buf + 64 + 8 * i, 8, mr,
+				       API_CTX(0x100 + i)));
+	api_progress(p);
+	if (p->is_server)
+		api_token(p, 0, API_TOKEN_GO);
+	else
+		api_expect_token_deaf(p, 0, API_TOKEN_GO);
+	for (int i = 0; i < PINGS + WARMUP; i++) {
+		bool send_now = !p->is_server;
+
+		if (i == WARMUP) {
+			timer_arms = 0;
+			vi_counting = true;
+		}
+		for (int k = 0; k < 2; k++, send_now = !send_now) {
+			if (send_now) {
+				API_CHECK_OK(rmca_send(p->ep, buf, 8, mr,
+						       API_CTX(2)));
+				continue;
+			}
+			spin_wait(p, API_CTX(0x100 + i), &polls);
+			API_CHECK_OK(rmca_recv(
+				p->ep, buf + 64 + 8 * (i % CLOCK_AHEAD), 8, mr,
+				API_CTX(0x100 + i + CLOCK_AHEAD)));
+		}
+		spin_wait(p, API_CTX(2), &polls);
+	}
+	arms = timer_arms;
+	fprintf(stderr, "# %s: %ld timer arms in %d round trips\n", side, arms,
+		PINGS);
+	/* Before, on iWARP each send found the timer unarmed once the
+	 * last arming had expired (confirm_wait, a millisecond or more)
+	 * and armed it; ib has no held sends. */
+	API_CHECK_MSG(arms == 0,
+		      "%s: %ld timer arms in %d round trips spinning on "
+		      "rmca_poll",
+		      side, arms, PINGS);
+	if (p->is_server) {
+		/* the client's last messages, never answered */
+		for (int i = 0; i < UNANSWERED; i++)
+			spin_wait(p, API_CTX(0x100 + PINGS + WARMUP + i),
+				  &polls);
+		vi_counting = false;
+		goto done;
+	}
+	/* A send no reply confirms, while the caller spins: its READ goes
+	 * from a pass once it waited, without the timer. */
+	API_CHECK_OK(rmca_send(p->ep, buf, 8, mr, API_CTX(3)));
+	spin_wait(p, API_CTX(3), &polls);
+	API_CHECK_MSG(timer_arms == 0,
+		      "client: %ld timer arms for a send spun on until its "
+		      "READ confirmed it",
+		      timer_arms);
+	vi_counting = false;
+	/* Then asleep on the wait fd: the timer wakes it for the READ. */
+	pf = (struct pollfd){.fd = rmca_wait_fd(p->ctx), .events = POLLIN};
+	API_CHECK(pf.fd >= 0);
+	API_CHECK_OK(rmca_send(p->ep, buf, 8, mr, API_CTX(4)));
+	while (!api_take(API_CTX(4), &c)) {
+		int n = poll(&pf, 1, API_TIMEOUT_MS);
+
+		wakes++;
+		API_CHECK_MSG(n == 1,
+			      "client: asleep on the wait fd for %d ms, a "
+			      "send no reply confirms never completed (%ld "
+			      "wakes)",
+			      API_TIMEOUT_MS, wakes);
+		api_progress(p);
+	}
+	API_CHECK_MSG(c.status == RMCA_OK, "client: the unanswered send: %s",
+		      api_strerror(c.status));
+done:
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	timer_finish(p);
+	free(buf);
+}
+
+static void test_spinning_ping_pong_arms_no_timer(void **state)
+{
+	const struct api_test t = {
+		.server = timer_side, .client = timer_side, .manual = true};
 
 	(void)state;
 	api_run(&t);
@@ -1317,6 +1481,7 @@ int main(void)
 		cmocka_unit_test(test_ping_pong_reads_no_idle_cm_channel),
 		cmocka_unit_test(test_spinning_ping_pong_reads_the_cq_alone),
 		cmocka_unit_test(test_ping_pong_reads_the_clock_after_the_post),
+		cmocka_unit_test(test_spinning_ping_pong_arms_no_timer),
 		cmocka_unit_test(test_ping_pong_reposts_receives_in_batches),
 		cmocka_unit_test(test_put_stream_is_signalled_once_in_many),
 		cmocka_unit_test(test_page_sized_wrs_are_signalled_on_siw_only),

@@ -84,6 +84,12 @@ struct rmca_verbs_module {
 	struct rdma_cm_id *listen_id;
 	int timer_fd; /* credit re-read (iwarp) */
 	bool timer_armed;
+	/* Held sends wait for a reply with nobody who may sleep: their
+	 * wait is checked from the caller's passes, not the timer
+	 * (rmca_verbs_confirm_poll, verbs_post.c); passes since the last
+	 * look. */
+	bool confirm_polled;
+	int confirm_passes;
 	struct rmca_verbs_conn *conns;	  /* every live connection */
 	struct rmca_verbs_parked *parked; /* requests waiting for connect() */
 	int nparked, park_max; /* RMCA_handshake_max */
@@ -571,6 +577,7 @@ void rmca_verbs_pending_run(struct rmca_verbs_conn *c);
 void rmca_verbs_credit_read(struct rmca_verbs_conn *c);
 void rmca_verbs_credit_imm(struct rmca_verbs_conn *c, uint32_t low);
 void rmca_verbs_timer_event(void *arg, uint32_t events);
+void rmca_verbs_confirm_poll(struct rmca_verbs_module *vm);
 void rmca_verbs_timer_arm(struct rmca_verbs_module *vm);
 void rmca_verbs_release_held(struct rmca_verbs_conn *c, int status);
 int rmca_verbs_qp_make(struct rmca_verbs_conn *c, struct rdma_cm_id *id,

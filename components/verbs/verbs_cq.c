@@ -429,6 +429,8 @@ cq_poll(struct rmca_verbs_module *vm)
 		for (c = vm->conns; c; c = c->next)
 			rmca_verbs_sq_close(c);
 	}
+	if (vm->confirm_polled)
+		rmca_verbs_confirm_poll(vm);
 	if (total) {
 		vm->cq_found = true;
 		vm->cq_busy = true;

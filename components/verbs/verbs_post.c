@@ -1007,9 +1007,72 @@ static void arm_ns(struct rmca_verbs_module *vm, long long ns)
 		vm->timer_armed = true;
 }
 
+/*
+ * Whether somebody may sleep in the context's epoll set before the
+ * module's next pass: the rule of the CQ's arming (arm_due, verbs_cq.c).
+ * A core that does not say when it sleeps is taken to have a sleeper at
+ * any time.
+ */
+static bool sleeper(const struct rmca_verbs_module *vm)
+{
+	const struct rmca_core *core = vm->m.core;
+	const struct rmca_core_ops *ops = core->ops;
+
+	return vm->self_wait || !ops->will_sleep || !ops->may_sleep ||
+	       ops->will_sleep(core) || ops->may_sleep(core);
+}
+
+/*
+ * Held sends wait confirm_wait for a reply. The module's timer wakes a
+ * sleeper for them; a caller that spins on rmca_poll (nobody may sleep)
+ * has its passes look instead (rmca_verbs_confirm_poll): arming the timer
+ * after a ping-pong's sends (a timerfd_settime) and taking its expiry (an
+ * epoll wakeup and a read()) were two system calls per confirm_wait that
+ * a reply nearly always made useless.
+ */
 static void arm_confirm(struct rmca_verbs_conn *c)
 {
+	if (!sleeper(c->mod)) {
+		c->mod->confirm_polled = true;
+		return;
+	}
 	arm_ns(c->mod, confirm_wait(c));
+}
+
+/* Passes between two looks at the clock for held sends (a look costs a
+ * clock read, in user space; confirm_wait is a millisecond or more). */
+#define CONFIRM_POLL_EVERY 64
+
+/* A pass of a caller whose held sends wait without the timer (see
+ * arm_confirm): every CONFIRM_POLL_EVERY passes, held sends that waited
+ * confirm_wait get their READ, as from the timer (confirm_late); once
+ * somebody may sleep, the timer is armed for the rest of the wait. */
+void rmca_verbs_confirm_poll(struct rmca_verbs_module *vm)
+{
+	struct rmca_verbs_conn *c;
+	bool sleeps = sleeper(vm), waiting = false;
+	long long now, left;
+
+	if (!sleeps && ++vm->confirm_passes < CONFIRM_POLL_EVERY)
+		return;
+	vm->confirm_passes = 0;
+	now = rmca_now_ns();
+	for (c = vm->conns; c; c = c->next) {
+		/* a READ out confirms them, and what it leaves held comes
+		 * back through confirm_soon */
+		if (!c->held || c->credit_inflight || c->state != RMCA_VCONN_UP)
+			continue;
+		left = c->held_ns + confirm_wait(c) - now;
+		if (left <= 0) {
+			c->ack_late = true;
+			rmca_verbs_credit_read(c);
+		} else if (sleeps) {
+			arm_ns(vm, left);
+		} else {
+			waiting = true;
+		}
+	}
+	vm->confirm_polled = waiting;
 }
 
 /* The module's timer found held sends: a READ confirms them once they
