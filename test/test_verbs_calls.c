@@ -35,6 +35,8 @@
  *  - on iWARP a ping-pong's send reads the clock before its post (to
  *    time the reply) for one send in several, not for each: the rest of
  *    its book-keeping reads it, if at all, once the message is on its way;
+ *  - on iWARP, once a late reply came (its send confirmed by a READ),
+ *    the next sends wait for their replies, without a READ each;
  *  - on iWARP a ping-pong spinning on rmca_poll arms no timer for its
  *    held sends (the module's timerfd: a system call after a send, and
  *    an epoll wakeup and a read() at its expiry); a send no reply
@@ -1187,6 +1189,107 @@ static void test_late_replies_confirm_sends_without_reads(void **state)
 	api_run(&t);
 }
 
+/* ---- after a late reply, the next sends wait for their replies ---- */
+
+#define NLATE_RT   80
+#define LATE_EVERY 8
+#define LATE_AT	   3 /* its send is not one timed for its reply (seq 4) */
+#define LATE_MS	   40
+
+/* Answers every message at once but one in LATE_EVERY, which it answers
+ * LATE_MS later: later than a confirming READ of its send. */
+static void late_server(struct api_peer *p)
+{
+	uint64_t *buf = api_alloc(8 * (NLATE_RT + 1));
+	const struct timespec d = {.tv_nsec = LATE_MS * 1000000L};
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 8 * (NLATE_RT + 1),
+				 RMCA_ACCESS_LOCAL, &mr));
+	/* all the receives first: no send waits for a credit */
+	for (int i = 0; i < NLATE_RT; i++)
+		API_CHECK_OK(rmca_recv(p->ep, buf + 1 + i, 8, mr,
+				       API_CTX(0x100 + i)));
+	api_progress(p);
+	api_token(p, 0, API_TOKEN_GO);
+	for (int i = 0; i < NLATE_RT; i++) {
+		struct timespec left = d;
+		long polls = 0;
+
+		spin_wait(p, API_CTX(0x100 + i), &polls);
+		while (i % LATE_EVERY == LATE_AT && nanosleep(&left, &left))
+			;
+		API_CHECK_OK(rmca_send(p->ep, buf, 8, mr, API_CTX(2)));
+		spin_wait(p, API_CTX(2), &polls);
+	}
+	api_expect_token(p, 0, API_TOKEN_GO);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+static void late_client(struct api_peer *p)
+{
+	uint64_t *buf = api_alloc(8 * (NLATE_RT + 1));
+	long polls = 0;
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 8 * (NLATE_RT + 1),
+				 RMCA_ACCESS_LOCAL, &mr));
+	for (int i = 0; i < NLATE_RT; i++)
+		API_CHECK_OK(rmca_recv(p->ep, buf + 1 + i, 8, mr,
+				       API_CTX(0x100 + i)));
+	api_progress(p);
+	api_expect_token(p, 0, API_TOKEN_GO);
+	msgs = reads = send_reads = early_reads = 0;
+	lastmsg = 0;
+	/* a READ sooner than this after a send went at once (at the next
+	 * empty poll); one for a late reply waits confirm_wait, 1 ms or
+	 * more */
+	early_ns = 1000000LL;
+	timing_reads = vi_counting = true;
+	for (int i = 0; i < NLATE_RT; i++) {
+		send_ns = now_ns();
+		in_send = true;
+		API_CHECK_OK(rmca_send(p->ep, buf, 8, mr, API_CTX(2)));
+		in_send = false;
+		spin_wait(p, API_CTX(0x100 + i), &polls);
+		spin_wait(p, API_CTX(2), &polls);
+	}
+	timing_reads = vi_counting = false;
+	api_token(p, 0, API_TOKEN_GO);
+	fprintf(stderr,
+		"# %d round trips, %d replies %d ms late: %ld READs, %ld "
+		"sooner than 1 ms after a send, %ld with a send\n",
+		NLATE_RT, NLATE_RT / LATE_EVERY, LATE_MS, reads, early_reads,
+		send_reads);
+	/*
+	 * iWARP: a late reply's send is confirmed by a READ (after
+	 * confirm_wait), and the reply, when it comes, covers every send:
+	 * the next sends wait for their replies again. Before, the READ
+	 * left the connection "late" until a timed send's reply came (one
+	 * in 8), and each send until then took a READ at the caller's next
+	 * empty poll: on siw a READ's response goes from the peer's kernel
+	 * thread, and the peer's next message waits behind it. ib sends
+	 * complete by themselves.
+	 */
+	API_CHECK_MSG(early_reads <= NLATE_RT / LATE_EVERY / 5,
+		      "%d round trips, %d replies %d ms late: %ld READs "
+		      "sooner than 1 ms after a send (%ld in all)",
+		      NLATE_RT, NLATE_RT / LATE_EVERY, LATE_MS, early_reads,
+		      reads);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+static void test_after_a_late_reply_sends_wait_for_replies(void **state)
+{
+	const struct api_test t = {.server = late_server,
+				   .client = late_client};
+
+	(void)state;
+	api_run(&t);
+}
+
 /* ---- sends before the peer's receives: no RNR NAK ---- */
 
 #define NMSG 8
@@ -1487,6 +1590,8 @@ int main(void)
 		cmocka_unit_test(test_page_sized_wrs_are_signalled_on_siw_only),
 		cmocka_unit_test(test_send_stream_reads_the_count_seldom),
 		cmocka_unit_test(test_late_replies_confirm_sends_without_reads),
+		cmocka_unit_test(
+			test_after_a_late_reply_sends_wait_for_replies),
 		cmocka_unit_test(test_sends_before_receives_wait_without_rnr),
 		cmocka_unit_test(
 			test_send_stream_reads_credits_before_they_run_out),

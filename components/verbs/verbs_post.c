@@ -1181,6 +1181,15 @@ int rmca_verbs_taken(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 		c->confirmed = n;
 		c->ack_late = false; /* a reply was quicker than a READ */
 		rmca_verbs_release_held(c, 0);
+	} else if (n == c->send_seq) {
+		/* A reply to every send posted, after a READ confirmed them:
+		 * replies come, and the next sends wait for theirs. Before,
+		 * the connection stayed ack_late until a timed send's reply
+		 * (one in REPLY_EVERY), and each send until then took a READ
+		 * at the caller's next empty poll; on siw a READ's response
+		 * goes from the peer's kernel thread, and the peer's next
+		 * message waits behind it. */
+		c->ack_late = false;
 	}
 	return 0;
 }
