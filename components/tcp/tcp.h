@@ -25,6 +25,7 @@
 
 #include "frame.h"
 #include "keytab.h"
+#include "tcp_io.h"
 
 #define TCP_MAX_OPS 16384 /* outstanding ops per connection, then AGAIN */
 #define TCP_MAX_PENDING 64 /* accepted sockets awaiting their connect() */
@@ -102,6 +103,9 @@ struct tcp_module {
 	long long log_next_ms; /* rate limit of eviction lines */
 	unsigned log_suppressed;
 	char *scratch;
+	/* The socket calls of the data path go straight to the kernel
+	 * (tcp_io.h): recv() and the rest are the C library's own. */
+	bool io_direct;
 	/* With an interface list in force, accepts must arrive on one of
 	 * these local addresses. */
 	struct tcp_laddr *laddrs;

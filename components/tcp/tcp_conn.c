@@ -452,7 +452,8 @@ frame_writev(struct tcp_conn *c, const uint8_t *hdr, const char *pl, size_t len)
 	ssize_t n;
 
 	do {
-		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+		n = rmca_tcp_io_sendmsg(c->mod->io_direct, c->fd, &msg,
+					MSG_NOSIGNAL);
 	} while (n < 0 && errno == EINTR);
 	return n;
 }
@@ -481,7 +482,8 @@ frame_write(struct tcp_conn *c, const uint8_t *hdr, const char *pl, size_t len)
 		buf = s;
 	}
 	do {
-		n = send(c->fd, buf, TCP_HDR_LEN + len, MSG_NOSIGNAL);
+		n = rmca_tcp_io_send(c->mod->io_direct, c->fd, buf,
+				     TCP_HDR_LEN + len, MSG_NOSIGNAL);
 	} while (n < 0 && errno == EINTR);
 	return n;
 }
@@ -494,8 +496,8 @@ static void peeked_drop(struct tcp_conn *c)
 	ssize_t n;
 
 	while (c->peeked && c->fd >= 0) {
-		n = recv(c->fd, c->mod->scratch, c->peeked,
-			 MSG_TRUNC | MSG_DONTWAIT);
+		n = rmca_tcp_io_recv(c->mod->io_direct, c->fd, c->mod->scratch,
+				     c->peeked, MSG_TRUNC | MSG_DONTWAIT);
 		if (n > 0)
 			c->peeked -= (size_t)n;
 		else if (n < 0 && errno == EINTR)
@@ -562,7 +564,8 @@ void rmca_tcp_out_flush(struct tcp_conn *c)
 			n = frame_write(c, o->hdr, o->payload, o->len);
 		} else {
 			msg.msg_iovlen = (size_t)out_iov(c, iov);
-			n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+			n = rmca_tcp_io_sendmsg(c->mod->io_direct, c->fd, &msg,
+						MSG_NOSIGNAL);
 		}
 		if (n < 0 && errno == EINTR)
 			continue;

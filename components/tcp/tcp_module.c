@@ -212,6 +212,7 @@ int rmca_tcp_module_create(const struct rmca_core *core, const char *device,
 	rmca_list_init(&m->spare_outs);
 	m->req_offset = core->req_offset;
 	rmca_list_init(&m->awaiting);
+	m->io_direct = rmca_tcp_io_direct_ok();
 	m->scratch = malloc(TCP_SCRATCH_LEN);
 	if (!m->scratch) {
 		free(m);

@@ -379,7 +379,7 @@ static __attribute__((noinline)) ssize_t rx_read_peeked(struct tcp_conn *c,
 	ssize_t n;
 
 	do {
-		n = recvmsg(c->fd, &msg, 0);
+		n = rmca_tcp_io_recvmsg(c->mod->io_direct, c->fd, &msg, 0);
 	} while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		return rx_read_none(c, n);
@@ -405,7 +405,8 @@ static inline ssize_t rx_read(struct tcp_conn *c, void *buf, size_t len,
 	if (c->peeked)
 		return rx_read_peeked(c, buf, len);
 	do {
-		n = recv(c->fd, buf, len, peek ? MSG_PEEK : 0);
+		n = rmca_tcp_io_recv(c->mod->io_direct, c->fd, buf, len,
+				     peek ? MSG_PEEK : 0);
 	} while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		return rx_read_none(c, n);

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Socket helpers: options every data socket gets, and its name for logs.
+ * Socket helpers: options every data socket gets, its name for logs, and
+ * whether the data path may make its socket calls itself (tcp_io.h).
  */
+#define _GNU_SOURCE 1 /* dladdr */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -56,4 +59,26 @@ void rmca_tcp_sockname(int fd, bool peer, char *buf, size_t len)
 		port = ntohs(s->sin6_port);
 	}
 	snprintf(buf, len, "%s:%d", host, port);
+}
+
+/* Where fn is defined: the base of the object holding it, or NULL. */
+static void *defined_in(void *fn)
+{
+	Dl_info info;
+
+	return dladdr(fn, &info) ? info.dli_fbase : NULL;
+}
+
+bool rmca_tcp_io_direct_ok(void)
+{
+	/* syscall() is the C library's: the calls defined in the same
+	 * object are its own. Each is taken through the name this object
+	 * links against, so an earlier definition (the program's, a
+	 * preloaded library's) is the one compared. */
+	void *libc = defined_in((void *)syscall);
+
+	return TCP_IO_DIRECT && libc && defined_in((void *)recv) == libc &&
+	       defined_in((void *)send) == libc &&
+	       defined_in((void *)recvmsg) == libc &&
+	       defined_in((void *)sendmsg) == libc;
 }
