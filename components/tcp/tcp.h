@@ -466,11 +466,11 @@ static inline bool rmca_tcp_rx_ready(const struct tcp_conn *c)
 {
 	const struct tcp_rx *rx = &c->rx;
 
-	if (c->failed || c->fd < 0 || rmca_tcp_rx_held(c))
+	/* What is buffered first: after a read, mostly nothing is left. */
+	if (rx->payload ? rx->start == rx->end
+			: rx->end - rx->start < TCP_HDR_LEN)
 		return false;
-	if (rx->payload)
-		return rx->start < rx->end;
-	return rx->end - rx->start >= TCP_HDR_LEN;
+	return !c->failed && c->fd >= 0 && !rmca_tcp_rx_held(c);
 }
 
 /*
@@ -581,6 +581,42 @@ static inline void rmca_tcp_op_done(struct tcp_conn *c, struct tcp_op *op,
 	c->nops--;
 	core->ops->complete(core, req, status, len, revoked);
 	/* A flush ends once everything posted before it has ended. */
+	op = rmca_list_first(&c->ops, struct tcp_op, link);
+	if (op && op->kind == TCP_OP_FLUSH)
+		rmca_tcp_flushes_done(c);
+}
+
+/* n off its list, not left linked to itself: for an op that ends, whose
+ * list fields op_new sets anew before any use. */
+static inline void rmca_tcp_unlink(struct rmca_list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+}
+
+/* A receive delivered, inline where a message lands: on c->recvs alone
+ * (its qlink and frame are never linked), and no flush waits for a
+ * receive, so none is looked for. */
+static inline void rmca_tcp_recv_done(struct tcp_conn *c, struct tcp_op *op,
+				      size_t len)
+{
+	const struct rmca_core *core = c->mod->base.core;
+
+	rmca_tcp_unlink(&op->link);
+	c->nops--;
+	core->ops->complete(core, op->req, RMCA_OK, len, 0);
+}
+
+/* A send or put acknowledged by the peer's count, its qlink already off
+ * c->unacked: written whole before it could be counted, so its frame is
+ * on no queue either; a flush may wait behind it. */
+static inline void rmca_tcp_acked_done(struct tcp_conn *c, struct tcp_op *op)
+{
+	const struct rmca_core *core = c->mod->base.core;
+
+	rmca_tcp_unlink(&op->link);
+	c->nops--;
+	core->ops->complete(core, op->req, RMCA_OK, 0, 0);
 	op = rmca_list_first(&c->ops, struct tcp_op, link);
 	if (op && op->kind == TCP_OP_FLUSH)
 		rmca_tcp_flushes_done(c);

@@ -139,7 +139,7 @@ static void on_send(struct tcp_conn *c, const struct tcp_frame *f)
 		}
 		c->rx.start += (size_t)f->len;
 		c->rx.op = NULL;
-		rmca_tcp_op_done(c, r, RMCA_OK, (size_t)f->len, 0);
+		rmca_tcp_recv_done(c, r, (size_t)f->len);
 		c->done_in++;
 		c->delivered = true;
 		return;
@@ -247,8 +247,8 @@ static bool take_counts(struct tcp_conn *c, const struct tcp_frame *f)
 	for (; acks && !c->failed; acks--) {
 		op = rmca_list_first(&c->unacked, struct tcp_op, qlink);
 		c->acked++;
-		rmca_list_del(&op->qlink);
-		rmca_tcp_op_done(c, op, RMCA_OK, 0, 0);
+		rmca_tcp_unlink(&op->qlink);
+		rmca_tcp_acked_done(c, op);
 	}
 	if (grants && !rmca_list_empty(&c->sendq))
 		rmca_tcp_pump_sends(c);
