@@ -350,6 +350,8 @@ struct rmca_cq {
 
 	/* The progress ops run right before the core sleeps itself. */
 	bool will_sleep;
+	/* A look that does not wait calls the kernel itself (progress.c). */
+	bool epoll_direct;
 };
 
 int rmca_cq_init(struct rmca_context *ctx);
