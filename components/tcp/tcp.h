@@ -565,6 +565,8 @@ static inline int rmca_tcp_access(struct tcp_module *m,
 static inline void rmca_tcp_op_release(struct tcp_op *op)
 {
 	rmca_list_del(&op->link);
+	if (op->kind == TCP_OP_RECV)
+		return; /* on c->recvs alone, with no frame (op_new) */
 	rmca_list_del(&op->qlink);
 	if (rmca_list_linked(&op->out.link))
 		rmca_list_del(&op->out.link);

@@ -105,12 +105,15 @@ op_new(struct tcp_conn *c, enum tcp_op_kind kind, void *req, int *err)
 	op->kind = kind;
 	op->req = req;
 	op->id = ++c->next_id;
-	op->inv_rkey = 0;
 	op->mr = NULL;
-	rmca_list_init(&op->qlink);
-	rmca_list_init(&op->out.link);
-	op->out.answer = false;
-	op->out.mr = NULL;
+	/* A receive is on c->recvs alone, and has no frame: its qlink and
+	 * frame are never read (rmca_tcp_op_release); a send sets its key. */
+	if (kind != TCP_OP_RECV) {
+		rmca_list_init(&op->qlink);
+		rmca_list_init(&op->out.link);
+		op->out.answer = false;
+		op->out.mr = NULL;
+	}
 	rmca_list_add_tail(kind == TCP_OP_RECV ? &c->recvs : &c->ops,
 			   &op->link);
 	c->nops++;
