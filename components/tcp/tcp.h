@@ -340,6 +340,10 @@ void rmca_tcp_out_flush(struct tcp_conn *c);
 /* Write a post's frame o, not queued, on a connection with nothing queued:
  * see rmca_tcp_out_post(). */
 void rmca_tcp_out_direct(struct tcp_conn *c, struct tcp_out *o);
+/* rmca_tcp_out_direct() of a frame of at most TCP_TX_COPY payload bytes
+ * whose header is encoded in the module's scratch buffer: see
+ * rmca_tcp_out_post_scratch(). */
+void rmca_tcp_out_direct_scratch(struct tcp_conn *c, struct tcp_out *o);
 /* Write the answer f (payload pl of len bytes, in region) at once: see
  * rmca_tcp_answer_now(). False: nothing written, queue it. */
 bool rmca_tcp_answer_direct(struct tcp_conn *c, const struct tcp_frame *f,
@@ -522,6 +526,27 @@ static inline void rmca_tcp_out_post(struct tcp_conn *c, struct tcp_out *o,
 	}
 	rmca_tcp_out_queue(c, o);
 	rmca_tcp_out_kick(c, defer);
+}
+
+/*
+ * rmca_tcp_out_post() of a post's frame o whose header is not encoded
+ * yet: f. Where o goes at once and is copied whole anyway (at most
+ * TCP_TX_COPY payload bytes), the header is encoded straight into the
+ * module's scratch buffer, where the write copies the frame to; else
+ * into o, as rmca_tcp_out_post() takes it.
+ */
+static inline __attribute__((always_inline)) void
+rmca_tcp_out_post_frame(struct tcp_conn *c, struct tcp_out *o,
+			const struct tcp_frame *f, bool defer)
+{
+	if (!defer && o->len <= TCP_TX_COPY && rmca_list_empty(&c->outq) &&
+	    c->fd >= 0 && !c->failed) {
+		rmca_tcp_frame_encode(f, (uint8_t *)c->mod->scratch);
+		rmca_tcp_out_direct_scratch(c, o);
+		return;
+	}
+	rmca_tcp_frame_encode(f, o->hdr);
+	rmca_tcp_out_post(c, o, defer);
 }
 
 /* The live key rkey as seen from c, or NULL. */

@@ -593,10 +593,9 @@ void rmca_tcp_out_flush(struct tcp_conn *c)
  * hold of the counts it carries, and the message peeked for that hold is
  * dropped after it, as the flush does.
  */
-void rmca_tcp_out_direct(struct tcp_conn *c, struct tcp_out *o)
+static inline __attribute__((always_inline)) void
+direct_hold_end(struct tcp_conn *c)
 {
-	ssize_t n;
-
 	if (c->hold) {
 		c->hold = false;
 		/* A hold on the module's held list began where nobody may
@@ -613,8 +612,13 @@ void rmca_tcp_out_direct(struct tcp_conn *c, struct tcp_out *o)
 	} else if (c->peeked) {
 		c->peek = false; /* peeked for a hold that did not come */
 	}
-	out_lone_told(c, o);
-	n = frame_write(c, o->hdr, o->payload, o->len);
+}
+
+/* What a direct write of o that wrote n bytes leaves: o on the wire, or
+ * queued from where it stopped. */
+static inline __attribute__((always_inline)) void
+direct_written(struct tcp_conn *c, struct tcp_out *o, ssize_t n)
+{
 	if (n == (ssize_t)(TCP_HDR_LEN + o->len)) {
 		if (o->by_count)
 			c->by_count_out++;
@@ -630,6 +634,42 @@ void rmca_tcp_out_direct(struct tcp_conn *c, struct tcp_out *o)
 		return;
 	}
 	out_after(c);
+}
+
+void rmca_tcp_out_direct(struct tcp_conn *c, struct tcp_out *o)
+{
+	direct_hold_end(c);
+	out_lone_told(c, o);
+	direct_written(c, o, frame_write(c, o->hdr, o->payload, o->len));
+}
+
+/*
+ * rmca_tcp_out_direct() of a post's frame of up to TCP_TX_COPY payload
+ * bytes whose header the post encoded straight into the module's scratch
+ * buffer (rmca_tcp_out_post_scratch): the payload is copied after it and
+ * the whole goes with one send(), without first encoding the header in o
+ * and copying it over. Only a write the socket does not take whole copies
+ * the header (with the counts it carries) into o, to be finished from
+ * the queue.
+ */
+void rmca_tcp_out_direct_scratch(struct tcp_conn *c, struct tcp_out *o)
+{
+	uint8_t *s = (uint8_t *)c->mod->scratch;
+	ssize_t n;
+
+	direct_hold_end(c);
+	rmca_tcp_frame_counts(s, c->done_in, c->granted);
+	c->done_told = c->done_in;
+	c->granted_told = c->granted;
+	if (o->len)
+		rmca_tcp_copy((char *)s + TCP_HDR_LEN, o->payload, o->len);
+	do {
+		n = rmca_tcp_io_send(c->mod->io_direct, c->fd, s,
+				     TCP_HDR_LEN + o->len, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)(TCP_HDR_LEN + o->len))
+		memcpy(o->hdr, s, TCP_HDR_LEN);
+	direct_written(c, o, n);
 }
 
 /*

@@ -25,14 +25,14 @@
 #include "tcp.h"
 
 /* Inline in every post: its frame's type is known there, and with it the
- * queue the op waits on. The frame itself is not queued yet. */
+ * queue the op waits on. The frame itself is not queued yet, nor its
+ * header encoded (op_frame, op_frame_post). */
 static inline __attribute__((always_inline)) void
-op_frame(struct tcp_conn *c, struct tcp_op *op, const struct tcp_frame *f,
-	 const void *pl, size_t len)
+op_frame_meta(struct tcp_conn *c, struct tcp_op *op, const struct tcp_frame *f,
+	      const void *pl, size_t len)
 {
 	bool by_count = f->type == TCP_F_SEND || f->type == TCP_F_PUT;
 
-	rmca_tcp_frame_encode(f, op->out.hdr);
 	op->out.payload = pl;
 	op->out.len = len;
 	op->out.off = 0;
@@ -41,8 +41,29 @@ op_frame(struct tcp_conn *c, struct tcp_op *op, const struct tcp_frame *f,
 	rmca_list_add_tail(by_count ? &c->unacked : &c->inflight, &op->qlink);
 }
 
-/* The frame of a send the peer has a credit for. */
-static inline void send_frame(struct tcp_conn *c, struct tcp_op *op)
+/* The op's frame, its header encoded in it, not queued yet. */
+static inline __attribute__((always_inline)) void
+op_frame(struct tcp_conn *c, struct tcp_op *op, const struct tcp_frame *f,
+	 const void *pl, size_t len)
+{
+	op_frame_meta(c, op, f, pl, len);
+	rmca_tcp_frame_encode(f, op->out.hdr);
+}
+
+/* The op's frame posted (rmca_tcp_out_post_frame): written at once where
+ * it can be, its header encoded where the write needs it. */
+static inline __attribute__((always_inline)) void
+op_frame_post(struct tcp_conn *c, struct tcp_op *op, const struct tcp_frame *f,
+	      const void *pl, size_t len, bool defer)
+{
+	op_frame_meta(c, op, f, pl, len);
+	rmca_tcp_out_post_frame(c, &op->out, f, defer);
+}
+
+/* The frame of a send the peer has a credit for: queued (post false), or
+ * posted now or at the next pass (post, defer). */
+static inline __attribute__((always_inline)) void
+send_frame(struct tcp_conn *c, struct tcp_op *op, bool post, bool defer)
 {
 	struct tcp_frame f = {
 		.type = TCP_F_SEND,
@@ -55,7 +76,12 @@ static inline void send_frame(struct tcp_conn *c, struct tcp_op *op)
 		f.rkey = op->inv_rkey;
 	}
 	c->msgs_out++;
+	if (post) {
+		op_frame_post(c, op, &f, op->buf, op->len, defer);
+		return;
+	}
 	op_frame(c, op, &f, op->buf, op->len);
+	rmca_tcp_out_queue(c, &op->out);
 }
 
 void rmca_tcp_pump_sends(struct tcp_conn *c)
@@ -65,8 +91,7 @@ void rmca_tcp_pump_sends(struct tcp_conn *c)
 	while (c->credits != c->msgs_out &&
 	       (op = rmca_list_first(&c->sendq, struct tcp_op, qlink))) {
 		rmca_list_del(&op->qlink);
-		send_frame(c, op);
-		rmca_tcp_out_queue(c, &op->out);
+		send_frame(c, op, false, false);
 	}
 }
 
@@ -141,8 +166,7 @@ post_send(struct tcp_conn *c, const void *buf, size_t len,
 	/* Sends go in post order: past those waiting for a credit, or at
 	 * once with one. */
 	if (rmca_list_empty(&c->sendq) && c->credits != c->msgs_out) {
-		send_frame(c, op);
-		rmca_tcp_out_post(c, &op->out, defer);
+		send_frame(c, op, true, defer);
 		return 0;
 	}
 	rmca_list_add_tail(&c->sendq, &op->qlink);
@@ -218,9 +242,8 @@ post_rdma(struct tcp_conn *c, enum tcp_op_kind kind, void *buf, size_t len,
 	op->len = len;
 	op->mr = mr;
 	f.id = op->id;
-	op_frame(c, op, &f, kind == TCP_OP_PUT ? buf : NULL,
-		 kind == TCP_OP_PUT ? len : 0);
-	rmca_tcp_out_post(c, &op->out, defer);
+	op_frame_post(c, op, &f, kind == TCP_OP_PUT ? buf : NULL,
+		      kind == TCP_OP_PUT ? len : 0, defer);
 	return 0;
 }
 
@@ -279,8 +302,7 @@ int rmca_tcp_atomic(struct rmca_conn *conn, const struct rmca_atomic *a,
 	op->result = result;
 	op->mr = tcp_mr_from_base(mr);
 	f.id = op->id;
-	op_frame(c, op, &f, NULL, 0);
-	rmca_tcp_out_post(c, &op->out, defer);
+	op_frame_post(c, op, &f, NULL, 0, defer);
 	return 0;
 }
 
