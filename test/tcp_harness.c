@@ -303,6 +303,17 @@ void th_pump_idle(void)
 		;
 }
 
+bool th_peer_closed(int fd)
+{
+	char buf[4096];
+	ssize_t r;
+
+	th_pump_idle();
+	while ((r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		;
+	return r == 0;
+}
+
 size_t th_peer_write_some(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;

@@ -93,5 +93,8 @@ void th_peer_frame(int fd, const struct tcp_frame *f);
 size_t th_peer_read(int fd, void *buf, size_t n);
 /* Read one frame header: true, or false at end of stream. */
 bool th_peer_read_frame(int fd, struct tcp_frame *f);
+/* The target pumped until idle, what it sent the peer discarded: true if
+ * it closed the connection (the peer's end reads end of stream). */
+bool th_peer_closed(int fd);
 
 #endif

@@ -23,18 +23,6 @@
 #define GET_LEN 16
 #define PUT_LEN (8u << 20) /* more than the socket takes at once */
 
-/* The peer's end shows the target closed the connection. */
-static bool closed(int peer)
-{
-	char buf[4096];
-	ssize_t r;
-
-	th_pump_idle();
-	while ((r = recv(peer, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
-		;
-	return r == 0;
-}
-
 /* The completion of request tag: its status; fails unless it came once. */
 static int ended_once(void *tag)
 {
@@ -85,7 +73,7 @@ static void answer_to_a_get_not_written_closes(void **state)
 	print_message(
 		"# %d completions, the first %d, the get's buffer '%.*s'\n",
 		th_ndone, th_ndone ? th_done[0].status : 1, GET_LEN, buf);
-	assert_true(closed(p.peer));
+	assert_true(th_peer_closed(p.peer));
 	assert_int_equal(th_nfailed, 1);
 	assert_int_equal(ended_once(REQ(2)), RMCA_ERR_PROTOCOL);
 	assert_int_equal(ended_once(REQ(1)), RMCA_ERR_PROTOCOL);
@@ -122,7 +110,7 @@ static void access_refusal_of_a_send_closes(void **state)
 	assert_int_equal(p.c->by_count_out, 1); /* written whole */
 	r.id = f.id;
 	th_peer_frame(p.peer, &r);
-	assert_true(closed(p.peer));
+	assert_true(th_peer_closed(p.peer));
 	print_message("# the send ended %d: %s\n", ended_once(REQ(1)),
 		      th_last_log);
 	assert_int_equal(th_nfailed, 1);

@@ -89,18 +89,6 @@ static struct tcp_frame one_frame(int peer, uint8_t t)
 	return f[0];
 }
 
-/* The peer's end shows the target closed the connection. */
-static bool closed(int peer)
-{
-	char buf[4096];
-	ssize_t r;
-
-	th_pump_idle();
-	while ((r = recv(peer, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
-		;
-	return r == 0;
-}
-
 /*
  * A message the application answers: the answer's header acknowledges it,
  * and nothing else goes (version 1 sent a RESP frame first).
@@ -290,7 +278,7 @@ static void truncation_reaches_the_sender_by_a_refusal(void **state)
 	assert_int_equal(f[0].id, 2);
 	assert_int_equal(f[0].status, RMCA_ERR_TRUNCATED);
 	assert_int_equal(f[0].acked, 1);
-	assert_true(closed(p.peer));
+	assert_true(th_peer_closed(p.peer));
 
 	assert_int_equal(th_ndone, 2);
 	assert_int_equal(th_done[0].status, 0);
@@ -352,7 +340,7 @@ static void refusal_names_the_oldest_unacknowledged(void **state)
  * the op it would have completed ends with RMCA_ERR_PROTOCOL. */
 static void expect_refused_count(const struct th_pair *p, const char *why)
 {
-	assert_true(closed(p->peer));
+	assert_true(th_peer_closed(p->peer));
 	assert_int_equal(th_nfailed, 1);
 	assert_true(p->c->failed);
 	assert_non_null(strstr(th_last_log, why));
@@ -461,7 +449,7 @@ static void a_lying_peer_ends_only_its_connection(void **state)
 	struct tcp_frame f[MAXF];
 
 	peer_ack(p.peer, 1, 0);
-	assert_true(closed(p.peer));
+	assert_true(th_peer_closed(p.peer));
 	assert_true(p.c->failed);
 	assert_int_equal(
 		rmca_tcp_put(&c2->base, src, 8, NULL, 0x1000, 0x2222, REQ(1)),

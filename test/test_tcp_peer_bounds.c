@@ -26,18 +26,6 @@
 #define GET_LEN 16
 #define PUT_LEN (8u << 20) /* more than the socket takes at once */
 
-/* The peer's end shows the target closed the connection. */
-static bool closed(int peer)
-{
-	char buf[4096];
-	ssize_t r;
-
-	th_pump_idle();
-	while ((r = recv(peer, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
-		;
-	return r == 0;
-}
-
 /* A get of GET_LEN bytes into buf posted, and its frame read by the peer:
  * its id. */
 static uint64_t get_posted(struct th_pair *p, char *buf)
@@ -68,7 +56,7 @@ static void answer_is_refused(struct tcp_frame *r, size_t len)
 	th_peer_frame(p.peer, r);
 	if (len)
 		th_peer_write(p.peer, data, len);
-	assert_true(closed(p.peer));
+	assert_true(th_peer_closed(p.peer));
 	assert_int_equal(th_nfailed, 1);
 	assert_int_equal(th_ndone, 1);
 	assert_int_equal(th_done[0].status, RMCA_ERR_PROTOCOL);
@@ -134,7 +122,7 @@ static void refused_get_completes_once_with_the_refusal(void **state)
 	(void)state;
 	r.id = get_posted(&p, buf);
 	th_peer_frame(p.peer, &r);
-	assert_true(closed(p.peer));
+	assert_true(th_peer_closed(p.peer));
 	assert_int_equal(th_nfailed, 1);
 	assert_int_equal(th_ndone, 1);
 	assert_int_equal(th_done[0].status, RMCA_ERR_REMOTE_ACCESS);
@@ -163,7 +151,7 @@ static void refusal_of_a_put_still_on_its_way_closes(void **state)
 	assert_int_equal(p.c->by_count_out, 0); /* the payload is on its way */
 	r.id = f.id;
 	th_peer_frame(p.peer, &r);
-	assert_true(closed(p.peer));
+	assert_true(th_peer_closed(p.peer));
 	assert_int_equal(th_nfailed, 1);
 	assert_int_equal(th_ndone, 1);
 	assert_int_equal(th_done[0].status, RMCA_ERR_PROTOCOL);
