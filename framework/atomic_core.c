@@ -23,6 +23,7 @@ int rmca_atomic_send(struct rmca_ep *ep, struct rmca_req *r)
 		return rc;
 	ep->am_next_id++;
 	r->am_id = m.id;
+	r->ctrl_end = rmca_ctrl_sent_end(ep);
 	rmca_core_add(&ep->am_wait, r);
 	return 0;
 }
@@ -67,13 +68,19 @@ void rmca_atomic_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req)
 	rmca_ctrl_send_owed(ep, &resp);
 }
 
-/* The answer is for the oldest atomic: the peer's core answers in order. */
+/* The answer is for the oldest atomic: the peer's core answers in order,
+ * and only what it read (ctrl.h: ids are guessed easily). */
 int rmca_atomic_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 {
 	struct rmca_req *r = rmca_core_first(&ep->am_wait);
 
 	if (!r || r->am_id != m->id)
 		return RMCA_ERR_PROTOCOL;
+	if (!rmca_ctrl_written(ep, r->ctrl_end)) {
+		rmca_log(0, "%s: answer to atomic %llu, which is not sent yet",
+			 ep->peer, (unsigned long long)m->id);
+		return RMCA_ERR_PROTOCOL;
+	}
 	rmca_list_del(&r->core_link);
 	ep->nheld--;
 	if (!m->status)

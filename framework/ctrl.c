@@ -36,6 +36,9 @@ struct rmca_ctrl {
 	size_t rx_len;
 	uint8_t *tx;
 	size_t tx_len, tx_off, tx_cap;
+	/* Bytes ever queued: with what is still queued, where the socket's
+	 * writes have got to in the stream (rmca_ctrl_written). */
+	uint64_t tx_total;
 	bool want_out;
 	bool deaf; /* not reading: too much queued for the peer */
 	/* A message the peer is owed that could not be queued
@@ -297,6 +300,7 @@ int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	if (n < 0)
 		return n;
 	c->tx_len += (size_t)n;
+	c->tx_total += (uint64_t)n;
 	rmca_progress_ctrl_busy(ep->ctx);
 	if (!c->want_out && ctrl_flush_tx(ep)) {
 		/* Report the loss from the event loop, not from inside the
@@ -347,6 +351,18 @@ long rmca_ctrl_verify_answer(struct rmca_ep *ep, uint64_t id, bool late)
 	if (late)
 		c->verify_late++;
 	return (long)c->verify_late;
+}
+
+uint64_t rmca_ctrl_sent_end(const struct rmca_ep *ep)
+{
+	return ep->ctrl ? ep->ctrl->tx_total : 0;
+}
+
+bool rmca_ctrl_written(const struct rmca_ep *ep, uint64_t end)
+{
+	const struct rmca_ctrl *c = ep->ctrl;
+
+	return c && c->tx_total - ctrl_queued(c) >= end;
 }
 
 size_t rmca_ctrl_queued_bytes(const struct rmca_ep *ep)

@@ -97,6 +97,15 @@ int rmca_ctrl_send_verify(struct rmca_ep *ep, struct rmca_ctrl_msg *m);
 /* Take an answer to VERIFY id: RMCA_ERR_PROTOCOL when it is not the one
  * owed, else the number of late answers on the channel so far. */
 long rmca_ctrl_verify_answer(struct rmca_ep *ep, uint64_t id, bool late);
+/*
+ * Ids go 1, 2, ...: a peer knows the next one without reading it. A
+ * request's answer is taken only once the request was written to the
+ * socket whole: rmca_ctrl_sent_end, right after it was queued, is where it
+ * ends in the channel's send stream; rmca_ctrl_written says whether the
+ * writes have got that far (false without a channel).
+ */
+uint64_t rmca_ctrl_sent_end(const struct rmca_ep *ep);
+bool rmca_ctrl_written(const struct rmca_ep *ep, uint64_t end);
 /* Bytes queued for the peer and not sent yet (0 without a channel). */
 size_t rmca_ctrl_queued_bytes(const struct rmca_ep *ep);
 

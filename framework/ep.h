@@ -70,6 +70,10 @@ struct rmca_req {
 	 * ep->get_wait, ep->verify_wait), and read nowhere else: not
 	 * cleared. */
 	uint64_t am_id;
+	/* ... and where that message ends in the channel's send stream
+	 * (rmca_ctrl_sent_end): its answer is taken only once it was
+	 * written that far. Set and read as am_id. */
+	uint64_t ctrl_end;
 
 	/* From here to the per-path union, zero when it leaves the pool
 	 * (rmca_req_alloc clears each member RMCA_REQ_CLEARED lists, and a

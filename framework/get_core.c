@@ -46,6 +46,7 @@ static int get_send(struct rmca_ep *ep, struct rmca_req *r)
 		return rc;
 	ep->am_next_id++;
 	r->am_id = m.id;
+	r->ctrl_end = rmca_ctrl_sent_end(ep);
 	rmca_core_add(&ep->get_wait, r);
 	return 0;
 }
@@ -182,7 +183,8 @@ void rmca_get_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *req)
 	rmca_ctrl_send_owed(ep, &resp);
 }
 
-/* The answer is for the oldest get sent: the peer's core answers in order. */
+/* The answer is for the oldest get sent: the peer's core answers in order,
+ * and only what it read (ctrl.h: ids are guessed easily). */
 int rmca_get_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 {
 	struct rmca_req *r = rmca_core_first(&ep->get_wait);
@@ -191,6 +193,11 @@ int rmca_get_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 		rmca_log(0,
 			 "%s: answer to get %llu, which is not the oldest "
 			 "outstanding",
+			 ep->peer, (unsigned long long)m->id);
+		return RMCA_ERR_PROTOCOL;
+	}
+	if (!rmca_ctrl_written(ep, r->ctrl_end)) {
+		rmca_log(0, "%s: answer to get %llu, which is not sent yet",
 			 ep->peer, (unsigned long long)m->id);
 		return RMCA_ERR_PROTOCOL;
 	}

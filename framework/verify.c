@@ -28,6 +28,7 @@ bool rmca_verify_start(struct rmca_ep *ep, struct rmca_req *r)
 	if (rmca_ctrl_send_verify(ep, &m))
 		return false;
 	r->am_id = m.id;
+	r->ctrl_end = rmca_ctrl_sent_end(ep);
 	r->verify_deadline = rmca_now_ms() + RMCA_VERIFY_MS;
 	r->verify_next = ep->verify_wait;
 	ep->verify_wait = r;
@@ -76,6 +77,15 @@ int rmca_verify_answered(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 
 	for (r = ep->verify_wait; r && r->am_id != m->id; r = r->verify_next)
 		;
+	/* Only what the peer read is answered (ctrl.h: ids are guessed
+	 * easily). One no longer waited for is dropped, whatever it says. */
+	if (r && !rmca_ctrl_written(ep, r->ctrl_end)) {
+		rmca_log(0,
+			 "%s: answer to verification %llu, which is not sent "
+			 "yet",
+			 ep->peer, (unsigned long long)m->id);
+		return RMCA_ERR_PROTOCOL;
+	}
 	late = rmca_ctrl_verify_answer(ep, m->id, !r);
 	if (late < 0) {
 		rmca_log(0,
