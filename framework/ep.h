@@ -72,7 +72,8 @@ struct rmca_req {
 	uint64_t am_id;
 	/* ... and where that message ends in the channel's send stream
 	 * (rmca_ctrl_sent_end): its answer is taken only once it was
-	 * written that far. Set and read as am_id. */
+	 * written that far. Set and read as am_id; for a send by revoke
+	 * message, where its REVOKE ends (ep->unacked). */
 	uint64_t ctrl_end;
 
 	/* From here to the per-path union, zero when it leaves the pool

@@ -72,7 +72,10 @@ struct sent_keys {
 struct key_wait {
 	struct key_wait *next;
 	uint64_t key;
-	unsigned left;
+	unsigned left, acked;
+	/* where each RAIL_KEY ends in the channel's send stream: its ack is
+	 * taken once the peer can have read it (ctrl.h) */
+	uint64_t end[RMCA_WIRE_MAX_RAILS];
 };
 
 struct rmca_rails {
@@ -597,7 +600,7 @@ void rmca_rails_announce(struct rmca_mr *mr, struct rmca_ep *ep, uint64_t key)
 			break;
 		}
 		rs->unacked++;
-		w->left++;
+		w->end[w->left++] = rmca_ctrl_sent_end(ep);
 	}
 	if (!w->left) {
 		free(w);
@@ -679,6 +682,14 @@ int rmca_rails_ctrl_msg(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	 * a key never told, or one more than was told, breaks the protocol. */
 	if (!rs || !rs->wait || rs->wait->key != m->id)
 		return RMCA_ERR_PROTOCOL;
+	if (!rmca_ctrl_written(ep, rs->wait->end[rs->wait->acked])) {
+		rmca_log(0,
+			 "%s: ack of rail key 0x%llx, whose RAIL_KEY is not "
+			 "sent yet",
+			 ep->peer, (unsigned long long)m->id);
+		return RMCA_ERR_PROTOCOL;
+	}
+	rs->wait->acked++;
 	if (!--rs->wait->left)
 		key_wait_pop(rs);
 	if (!--rs->unacked && !rmca_list_empty(&ep->deferred)) {

@@ -19,8 +19,11 @@ int rmca_revoke_send(struct rmca_ep *ep, struct rmca_req *r)
 	struct rmca_ctrl_msg m = { .type = RMCA_CTRL_REVOKE,
 				   .id = r->seq,
 				   .rkey = r->inv_rkey };
+	int rc = rmca_ctrl_send(ep, &m);
 
-	return rmca_ctrl_send(ep, &m);
+	if (!rc)
+		r->ctrl_end = rmca_ctrl_sent_end(ep);
+	return rc;
 }
 
 /*
@@ -201,13 +204,21 @@ int rmca_revoke_serve(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 }
 
 /* The peer answers REVOKEs in the order it read them: an ack is for the
- * oldest revoke unacknowledged, or the peer breaks the protocol. */
+ * oldest revoke unacknowledged, one it can have read (ctrl.h: ids are
+ * guessed easily), or the peer breaks the protocol. */
 int rmca_revoke_acked(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 {
 	struct rmca_req *r = ep->unacked;
 
 	if (!r || r->seq != m->id)
 		return RMCA_ERR_PROTOCOL;
+	if (!rmca_ctrl_written(ep, r->ctrl_end)) {
+		rmca_log(0,
+			 "%s: ack of the REVOKE for message %llu, which is not "
+			 "sent yet",
+			 ep->peer, (unsigned long long)m->id);
+		return RMCA_ERR_PROTOCOL;
+	}
 	ep->unacked = r->unacked_next;
 	if (!ep->unacked)
 		ep->unacked_tail = NULL;

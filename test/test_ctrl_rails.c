@@ -37,6 +37,10 @@
 static unsigned nsent, fail_at; /* fail_at: the nth send fails (0: none) */
 static struct rmca_ctrl_msg sent[16];
 
+/* The channel's send stream: bytes queued, and written to the socket
+ * (all of it, but where a test says otherwise). */
+static uint64_t stream_end, stream_written;
+
 int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 {
 	(void)ep;
@@ -47,7 +51,20 @@ int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 	if (nsent < 16)
 		sent[nsent] = *m;
 	nsent++;
+	stream_end += 38; /* a RAIL_KEY with its prefix */
 	return 0;
+}
+
+uint64_t rmca_ctrl_sent_end(const struct rmca_ep *ep)
+{
+	(void)ep;
+	return stream_end;
+}
+
+bool rmca_ctrl_written(const struct rmca_ep *ep, uint64_t end)
+{
+	(void)ep;
+	return stream_written >= end;
 }
 
 int rmca_ctrl_send_owed(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
@@ -169,6 +186,8 @@ static int setup(void **state)
 
 	assert_non_null(f);
 	nsent = fail_at = nputs = ntaken = 0;
+	stream_end = 0;
+	stream_written = UINT64_MAX;
 	f->ctx.rail_min_size = 64;
 	for (int i = 0; i <= NRAILS; i++) {
 		mods[i].ops = &t_ops;
@@ -314,6 +333,29 @@ static void test_key_acks_in_order_let_the_sends_go(void **state)
 	assert_int_equal(key_ack(f, KEY + 1), RMCA_ERR_PROTOCOL);
 }
 
+/*
+ * The first RAIL_KEY of a hand-out is written, the second still in the
+ * channel's send buffer (the peer not reading): a second ack is for a
+ * RAIL_KEY the peer cannot have read, and breaks the protocol; the sends
+ * stay held. Once it is written, the same ack is taken.
+ */
+static void test_ack_of_a_rail_key_not_sent_breaks_the_protocol(void **state)
+{
+	struct fixture *f = *state;
+
+	stream_written = 0;
+	rmca_rails_announce(&f->mr, &f->ep, KEY);
+	assert_int_equal(nsent, NRAILS);
+	stream_written = stream_end / NRAILS; /* the first one */
+	assert_int_equal(key_ack(f, KEY), 0);
+	assert_int_equal(key_ack(f, KEY), RMCA_ERR_PROTOCOL);
+	assert_true(rmca_rails_holding(&f->ep));
+	stream_written = stream_end;
+	for (int i = 1; i < NRAILS; i++)
+		assert_int_equal(key_ack(f, KEY), 0);
+	assert_false(rmca_rails_holding(&f->ep));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +374,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_key_acks_in_order_let_the_sends_go, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_ack_of_a_rail_key_not_sent_breaks_the_protocol,
+			setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

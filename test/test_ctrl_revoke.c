@@ -15,6 +15,11 @@
  * nothing and is not acknowledged. A note taken by its receive frees its
  * place.
  *
+ * The acks this side's REVOKEs get: one to a REVOKE still in the channel's
+ * send buffer (the peer cannot have read it; it guessed the number) breaks
+ * the protocol, and holds the send back; once written, the ack lets the
+ * send go.
+ *
  * revoke_msg.c alone; the rest of the core stubbed, the ack captured.
  */
 #include <setjmp.h>
@@ -36,11 +41,27 @@
 static struct rmca_ctrl_msg acked;
 static unsigned nacks, revoked;
 
+/* The channel's send stream: bytes queued, and written to the socket. */
+static uint64_t stream_end, stream_written;
+
 int rmca_ctrl_send(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
 {
 	(void)ep;
 	(void)m;
+	stream_end += 30; /* a REVOKE with its prefix */
 	return 0;
+}
+
+uint64_t rmca_ctrl_sent_end(const struct rmca_ep *ep)
+{
+	(void)ep;
+	return stream_end;
+}
+
+bool rmca_ctrl_written(const struct rmca_ep *ep, uint64_t end)
+{
+	(void)ep;
+	return stream_written >= end;
 }
 
 int rmca_ctrl_send_owed(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
@@ -62,6 +83,8 @@ void rmca_core_work_due(struct rmca_context *ctx)
 	(void)ctx;
 }
 
+static unsigned ndone;
+
 void rmca_req_done(struct rmca_req *r, int status, size_t len,
 		   uint64_t revoked_rkey)
 {
@@ -69,6 +92,7 @@ void rmca_req_done(struct rmca_req *r, int status, size_t len,
 	(void)status;
 	(void)len;
 	(void)revoked_rkey;
+	ndone++;
 }
 
 static unsigned nlogs;
@@ -105,7 +129,22 @@ static int t_revoke(struct rmca_module_mr *mr, struct rmca_conn *c,
 	return 0;
 }
 
-static const struct rmca_module_ops t_ops = {.revoke = t_revoke};
+static unsigned nsends; /* messages posted to the module */
+
+static int t_send(struct rmca_conn *c, const void *buf, size_t len,
+		  struct rmca_module_mr *mr, void *req)
+{
+	(void)c;
+	(void)buf;
+	(void)len;
+	(void)mr;
+	(void)req;
+	nsends++;
+	return 0;
+}
+
+static const struct rmca_module_ops t_ops = {.revoke = t_revoke,
+					     .send = t_send};
 static struct rmca_module t_module = {.ops = &t_ops};
 static struct rmca_mod t_mod = {.m = &t_module};
 
@@ -121,8 +160,10 @@ static int setup(void **state)
 	ep->mod = &t_mod;
 	ep->recv_seq = 5; /* five messages received */
 	memset(&acked, 0, sizeof(acked));
-	nacks = revoked = nlogs = 0;
+	nacks = revoked = nlogs = nsends = ndone = 0;
 	revoke_fails = 0;
+	stream_end = stream_written = 0;
+	rmca_list_init(&ep->deferred);
 	*state = ep;
 	return 0;
 }
@@ -306,6 +347,37 @@ static void test_revoke_out_of_order_breaks_the_protocol(void **state)
 	assert_int_equal(ep->nrevokes, 0);
 }
 
+/*
+ * A send_inv by revoke message: its REVOKE (message 1) is stuck in the
+ * channel's send buffer, the peer not reading. The peer acks message 1 all
+ * the same: a REVOKE it cannot have read. That breaks the protocol,
+ * logged; the send stays held, not posted before its key is revoked. The
+ * same ack once the REVOKE is written lets the send go.
+ */
+static void test_ack_of_a_revoke_not_sent_breaks_the_protocol(void **state)
+{
+	struct rmca_ep *ep = *state;
+	struct rmca_req r = {.op = RMCA_OP_SEND, .inv_rkey = KEY};
+	struct rmca_ctrl_msg ack = {.type = RMCA_CTRL_REVOKE_ACK, .id = 1};
+
+	assert_int_equal(rmca_deferred_add(ep, &r), 0);
+	assert_int_equal(r.seq, 1);
+	stream_written = stream_end - 1; /* all but its last byte */
+	assert_int_equal(rmca_revoke_acked(ep, &ack), RMCA_ERR_PROTOCOL);
+	assert_int_equal(nlogs, 1);
+	assert_false(r.acked);
+	assert_ptr_equal(ep->unacked, &r);
+	assert_int_equal(nsends, 0);
+	assert_int_equal(ndone, 0);
+
+	stream_written = stream_end;
+	assert_int_equal(rmca_revoke_acked(ep, &ack), 0);
+	assert_true(r.acked);
+	assert_null(ep->unacked);
+	assert_int_equal(nsends, 1);
+	assert_int_equal(ndone, 0);
+}
+
 extern unsigned long rmca_revoke_steps; /* revoke_msg.c, for tests */
 
 /*
@@ -380,6 +452,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_a_receive_looks_at_the_oldest_note_alone, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_ack_of_a_revoke_not_sent_breaks_the_protocol,
+			setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
