@@ -26,86 +26,14 @@
 #include <cmocka.h>
 
 #include "ctrl.h"
+#include "ctrl_stub_core.h"
 #include "ep.h"
 #include "paths.h"
 #include "rails.h"
 
-static struct {
-	rmca_fd_cb cb;
-	void *arg;
-} watched;
 static int lost_status; /* 0 while the channel is up */
 static unsigned ndone;
 static int done_status;
-
-static int t_fd_add(const struct rmca_core *core, int fd, uint32_t events,
-		    rmca_fd_cb cb, void *arg)
-{
-	(void)core;
-	(void)fd;
-	(void)events;
-	watched.cb = cb;
-	watched.arg = arg;
-	return 0;
-}
-
-static int t_fd_mod(const struct rmca_core *core, int fd, uint32_t events)
-{
-	(void)core;
-	(void)fd;
-	(void)events;
-	return 0;
-}
-
-static void t_fd_del(const struct rmca_core *core, int fd)
-{
-	(void)core;
-	(void)fd;
-	watched.cb = NULL;
-}
-
-static const struct rmca_core_ops t_ops = {
-	.fd_add = t_fd_add,
-	.fd_del = t_fd_del,
-	.fd_mod = t_fd_mod,
-};
-
-/* What ctrl.c, atomic_core.c, get_core.c and verify.c need of the rest. */
-void rmca_log(int level, const char *fmt, ...)
-{
-	va_list ap;
-
-	(void)level;
-	va_start(ap, fmt);
-	fprintf(stderr, "# ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-void rmca_progress_ctrl_busy(struct rmca_context *ctx)
-{
-	(void)ctx;
-}
-
-void rmca_core_work_due(struct rmca_context *ctx)
-{
-	(void)ctx;
-}
-
-void rmca_ep_advance(struct rmca_ep *ep)
-{
-	(void)ep;
-}
-
-struct rmca_mr *rmca_mr_by_key(struct rmca_ep *ep, uint64_t rkey,
-			       struct rmca_module_mr **mmr)
-{
-	(void)ep;
-	(void)rkey;
-	*mmr = NULL;
-	return NULL;
-}
 
 void rmca_req_done(struct rmca_req *r, int status, size_t len,
 		   uint64_t revoked_rkey)
@@ -174,7 +102,7 @@ static int setup(void **state)
 	lost_status = 0;
 	ndone = 0;
 	done_status = 1;
-	f->ctx.core.ops = &t_ops;
+	f->ctx.core.ops = &ctrl_stub_ops;
 	f->ctx.ctrl_max_queued = 1 << 20;
 	f->ctx.ep_max_core_ops = 16;
 	f->ep.ctx = &f->ctx;
@@ -233,7 +161,7 @@ static void drain(struct fixture *f)
 	       recv(f->peer, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
 		while (recv(f->peer, buf, sizeof(buf), MSG_DONTWAIT) > 0)
 			;
-		watched.cb(watched.arg, EPOLLOUT);
+		ctrl_stub_event(EPOLLOUT);
 	}
 }
 
@@ -245,8 +173,7 @@ static void answer(struct fixture *f, const struct rmca_ctrl_msg *m)
 
 	assert_true(n > 0);
 	assert_int_equal(write(f->peer, buf, (size_t)n), n);
-	if (watched.cb)
-		watched.cb(watched.arg, EPOLLIN);
+	ctrl_stub_event(EPOLLIN);
 }
 
 static void atomic_post(struct fixture *f)

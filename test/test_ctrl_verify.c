@@ -29,87 +29,11 @@
 #include <cmocka.h>
 
 #include "ctrl.h"
+#include "ctrl_stub_core.h"
 #include "ep.h"
 #include "paths.h"
 
-static struct {
-	int fd;
-	rmca_fd_cb cb;
-	void *arg;
-} watched = {.fd = -1};
 static int lost_status; /* 0 while the channel is up */
-static unsigned advanced;
-
-static int t_fd_add(const struct rmca_core *core, int fd, uint32_t events,
-		    rmca_fd_cb cb, void *arg)
-{
-	(void)core;
-	(void)events;
-	watched.fd = fd;
-	watched.cb = cb;
-	watched.arg = arg;
-	return 0;
-}
-
-static int t_fd_mod(const struct rmca_core *core, int fd, uint32_t events)
-{
-	(void)core;
-	(void)fd;
-	(void)events;
-	return 0;
-}
-
-static void t_fd_del(const struct rmca_core *core, int fd)
-{
-	(void)core;
-	(void)fd;
-	watched.cb = NULL;
-	watched.fd = -1;
-}
-
-static const struct rmca_core_ops t_ops = {
-	.fd_add = t_fd_add,
-	.fd_del = t_fd_del,
-	.fd_mod = t_fd_mod,
-};
-
-/* What ctrl.c and verify.c need of the rest of the core. */
-void rmca_log(int level, const char *fmt, ...)
-{
-	va_list ap;
-
-	(void)level;
-	va_start(ap, fmt);
-	fprintf(stderr, "# ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-void rmca_progress_ctrl_busy(struct rmca_context *ctx)
-{
-	(void)ctx;
-}
-
-void rmca_core_work_due(struct rmca_context *ctx)
-{
-	(void)ctx;
-}
-
-void rmca_ep_advance(struct rmca_ep *ep)
-{
-	(void)ep;
-	advanced++;
-}
-
-struct rmca_mr *rmca_mr_by_key(struct rmca_ep *ep, uint64_t rkey,
-			       struct rmca_module_mr **mmr)
-{
-	(void)ep;
-	(void)rkey;
-	*mmr = NULL;
-	return NULL;
-}
 
 /* core_msg.c, for the two kinds here */
 int rmca_emul_ctrl_msg(struct rmca_ep *ep, const struct rmca_ctrl_msg *m)
@@ -144,8 +68,8 @@ static int setup(void **state)
 
 	assert_non_null(f);
 	lost_status = 0;
-	advanced = 0;
-	f->ctx.core.ops = &t_ops;
+	ctrl_stub_advanced = 0;
+	f->ctx.core.ops = &ctrl_stub_ops;
 	f->ctx.ctrl_max_queued = 1 << 20;
 	f->ep.ctx = &f->ctx;
 	snprintf(f->ep.peer, sizeof(f->ep.peer), "peer");
@@ -184,8 +108,7 @@ static int teardown(void **state)
 /* The event loop looks at the channel once. */
 static void event(void)
 {
-	if (watched.cb)
-		watched.cb(watched.arg, EPOLLIN);
+	ctrl_stub_event(EPOLLIN);
 }
 
 /* r's verification is sent: the VERIFY the peer reads; its id. */
