@@ -33,7 +33,6 @@
  * a sleep follows (will_sleep).
  */
 #define _GNU_SOURCE 1 /* dladdr */
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -45,6 +44,7 @@
 #include <unistd.h>
 
 #include <rmca/support/clock.h>
+#include <rmca/support/syscall.h>
 
 #include "ep.h"
 #include "rails.h"
@@ -75,29 +75,20 @@ struct rmca_req *rmca_req_alloc_new(struct rmca_context *ctx)
 	return r;
 }
 
-/* Where fn is defined: the base of the object holding it, or NULL. */
-static void *defined_in(void *fn)
-{
-	Dl_info info;
-
-	return dladdr(fn, &info) ? info.dli_fbase : NULL;
-}
-
 /*
  * libc's epoll_wait() is a cancellation point: in a process that ever had
  * a second thread it switches the thread's cancellation type on and off
  * around the system call, about 30 of the 55 instructions it costs in
  * user space, where a spinning pass's whole look costs 230. A look that
  * does not wait (timeout 0) cannot be where a thread is cancelled, so it
- * is made with syscall() when epoll_wait is the C library's own; a program
- * that defines its own (a test that counts the looks) still gets them.
+ * is made directly (rmca/support/syscall.h) when epoll_wait is the C
+ * library's own; a program that defines its own (a test that counts the
+ * looks) still gets them.
  */
 static bool epoll_direct_ok(void)
 {
 #ifdef SYS_epoll_wait
-	void *libc = defined_in((void *)syscall);
-
-	return libc && defined_in((void *)epoll_wait) == libc;
+	return rmca_libc_own((void *)epoll_wait);
 #else
 	return false;
 #endif
@@ -108,7 +99,8 @@ static inline int epoll_look(struct rmca_context *ctx, struct epoll_event *ev,
 {
 #ifdef SYS_epoll_wait
 	if (!timeout_ms && ctx->cq->epoll_direct)
-		return (int)syscall(SYS_epoll_wait, ctx->epfd, ev, max, 0);
+		return (int)rmca_sys(SYS_epoll_wait, ctx->epfd, (long)ev, max,
+				     0, 0, 0);
 #endif
 	return epoll_wait(ctx->epfd, ev, max, timeout_ms);
 }

@@ -81,12 +81,15 @@ ok $? "the examples build with pkg-config --cflags --libs rmca"
 # A component out of tree: the ABI and the support headers, installed,
 # are all it needs (-fsyntax-only: a component is a plugin, not a program).
 cat >"$work/comp.c" <<'C'
+#define _GNU_SOURCE 1
+#include <sys/socket.h>
 #include <rmca/component.h>
 #include <rmca/support/clock.h>
 #include <rmca/support/container.h>
 #include <rmca/support/list.h>
 #include <rmca/support/names.h>
 #include <rmca/support/sockio.h>
+#include <rmca/support/syscall.h>
 struct my_module {
 	struct rmca_list link;
 	struct rmca_module base;
@@ -98,7 +101,9 @@ int my_check(struct rmca_module *m, int fd)
 	char b[4];
 
 	return rmca_list_linked(&mm->link) && rmca_names_has("a,b", "a") &&
-	       !rmca_recv_full(fd, b, sizeof(b), rmca_now_ms() + 1000);
+	       !rmca_recv_full(fd, b, sizeof(b), rmca_now_ms() + 1000) &&
+	       rmca_libc_own((void *)send) &&
+	       rmca_sys(SYS_getpid, 0, 0, 0, 0, 0, 0) > 0;
 }
 C
 # shellcheck disable=SC2046

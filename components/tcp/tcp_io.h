@@ -6,8 +6,9 @@
  * and off around the system call, about 45 instructions of the 55 or so a
  * call costs in user space, four times per round trip. The sockets here
  * are non-blocking, so none of these calls waits: nothing is lost by
- * making the system call itself (rmca_tcp_sys), which is no cancellation
- * point. Only where those four names are libc's (rmca_tcp_io_direct_ok):
+ * making the system call itself (rmca_sys, rmca/support/syscall.h), which
+ * is no cancellation point. Only where those four names are libc's
+ * (rmca_tcp_io_direct_ok):
  * a process that puts its own in their place (an LD_PRELOAD socket
  * library, a test that counts or cuts the calls) goes on getting the calls
  * through them.
@@ -23,42 +24,13 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <rmca/support/syscall.h>
+
 #if defined(SYS_recvfrom) && defined(SYS_sendto) && defined(SYS_recvmsg) &&    \
 	defined(SYS_sendmsg)
 #define TCP_IO_DIRECT 1
 #else
 #define TCP_IO_DIRECT 0
-#endif
-
-/* The system call nr with up to six arguments, as syscall() makes it
- * (-1 and errno on an error). On x86-64 inline: six instructions and a
- * test, not a call that moves every argument over by one register. */
-#if TCP_IO_DIRECT && defined(__x86_64__)
-static inline long rmca_tcp_sys(long nr, long a1, long a2, long a3, long a4,
-				long a5, long a6)
-{
-	register long r10 __asm__("r10") = a4;
-	register long r8 __asm__("r8") = a5;
-	register long r9 __asm__("r9") = a6;
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10),
-			   "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	if ((unsigned long)ret > -4096ul) {
-		errno = (int)-ret;
-		return -1;
-	}
-	return ret;
-}
-#elif TCP_IO_DIRECT
-static inline long rmca_tcp_sys(long nr, long a1, long a2, long a3, long a4,
-				long a5, long a6)
-{
-	return syscall(nr, a1, a2, a3, a4, a5, a6);
-}
 #endif
 
 /* True when recv, send, recvmsg and sendmsg resolve to the C library's
@@ -70,8 +42,8 @@ static inline ssize_t rmca_tcp_io_recv(bool direct, int fd, void *buf,
 {
 #if TCP_IO_DIRECT
 	if (direct)
-		return rmca_tcp_sys(SYS_recvfrom, fd, (long)buf, (long)len,
-				    flags, 0, 0);
+		return rmca_sys(SYS_recvfrom, fd, (long)buf, (long)len, flags,
+				0, 0);
 #endif
 	(void)direct;
 	return recv(fd, buf, len, flags);
@@ -82,8 +54,8 @@ static inline ssize_t rmca_tcp_io_send(bool direct, int fd, const void *buf,
 {
 #if TCP_IO_DIRECT
 	if (direct)
-		return rmca_tcp_sys(SYS_sendto, fd, (long)buf, (long)len, flags,
-				    0, 0);
+		return rmca_sys(SYS_sendto, fd, (long)buf, (long)len, flags, 0,
+				0);
 #endif
 	(void)direct;
 	return send(fd, buf, len, flags);
@@ -94,7 +66,7 @@ static inline ssize_t rmca_tcp_io_recvmsg(bool direct, int fd,
 {
 #if TCP_IO_DIRECT
 	if (direct)
-		return rmca_tcp_sys(SYS_recvmsg, fd, (long)msg, flags, 0, 0, 0);
+		return rmca_sys(SYS_recvmsg, fd, (long)msg, flags, 0, 0, 0);
 #endif
 	(void)direct;
 	return recvmsg(fd, msg, flags);
@@ -105,7 +77,7 @@ static inline ssize_t rmca_tcp_io_sendmsg(bool direct, int fd,
 {
 #if TCP_IO_DIRECT
 	if (direct)
-		return rmca_tcp_sys(SYS_sendmsg, fd, (long)msg, flags, 0, 0, 0);
+		return rmca_sys(SYS_sendmsg, fd, (long)msg, flags, 0, 0, 0);
 #endif
 	(void)direct;
 	return sendmsg(fd, msg, flags);

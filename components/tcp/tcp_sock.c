@@ -5,7 +5,6 @@
  */
 #define _GNU_SOURCE 1 /* dladdr */
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -61,24 +60,9 @@ void rmca_tcp_sockname(int fd, bool peer, char *buf, size_t len)
 	snprintf(buf, len, "%s:%d", host, port);
 }
 
-/* Where fn is defined: the base of the object holding it, or NULL. */
-static void *defined_in(void *fn)
-{
-	Dl_info info;
-
-	return dladdr(fn, &info) ? info.dli_fbase : NULL;
-}
-
 bool rmca_tcp_io_direct_ok(void)
 {
-	/* syscall() is the C library's: the calls defined in the same
-	 * object are its own. Each is taken through the name this object
-	 * links against, so an earlier definition (the program's, a
-	 * preloaded library's) is the one compared. */
-	void *libc = defined_in((void *)syscall);
-
-	return TCP_IO_DIRECT && libc && defined_in((void *)recv) == libc &&
-	       defined_in((void *)send) == libc &&
-	       defined_in((void *)recvmsg) == libc &&
-	       defined_in((void *)sendmsg) == libc;
+	return TCP_IO_DIRECT && rmca_libc_own((void *)recv) &&
+	       rmca_libc_own((void *)send) && rmca_libc_own((void *)recvmsg) &&
+	       rmca_libc_own((void *)sendmsg);
 }
