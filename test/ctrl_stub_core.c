@@ -1,7 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /* The core around a control channel under test: see ctrl_stub_core.h. */
+#include <setjmp.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+
+#include "ctrl.h"
 
 #include "ctrl_stub_core.h"
 #include "log.h"
@@ -83,4 +90,28 @@ struct rmca_mr *rmca_mr_by_key(struct rmca_ep *ep, uint64_t rkey,
 	(void)rkey;
 	*mmr = NULL;
 	return NULL;
+}
+
+int ctrl_stub_open(struct rmca_context *ctx, struct rmca_ep *ep, int bufsize)
+{
+	int sv[2];
+
+	ctx->core.ops = &ctrl_stub_ops;
+	ctx->ctrl_max_queued = 1 << 20;
+	ep->ctx = ctx;
+	snprintf(ep->peer, sizeof(ep->peer), "peer");
+	assert_int_equal(socketpair(AF_UNIX,
+				    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				    0, sv),
+			 0);
+	if (bufsize > 0) {
+		assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF,
+					    &bufsize, sizeof(bufsize)),
+				 0);
+		assert_int_equal(setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF,
+					    &bufsize, sizeof(bufsize)),
+				 0);
+	}
+	assert_int_equal(rmca_ctrl_open(ep, sv[0]), 0);
+	return sv[1];
 }

@@ -28,4 +28,10 @@ extern const struct rmca_core_ops ctrl_stub_ops;
 /* The watched callback run for events, if an fd is watched. */
 void ctrl_stub_event(uint32_t events);
 
+/* ep, named "peer", on ctx (this core's ops, RMCA_ctrl_max_queued 1 MiB),
+ * its control channel open on one end of a socket pair; the other end,
+ * the peer core's, is returned. bufsize > 0: our end's send buffer and
+ * the peer's receive buffer that small. */
+int ctrl_stub_open(struct rmca_context *ctx, struct rmca_ep *ep, int bufsize);
+
 #endif

@@ -96,31 +96,15 @@ struct fixture {
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	int sv[2], small = 4096;
 
 	assert_non_null(f);
 	lost_status = 0;
 	ndone = 0;
 	done_status = 1;
-	f->ctx.core.ops = &ctrl_stub_ops;
-	f->ctx.ctrl_max_queued = 1 << 20;
 	f->ctx.ep_max_core_ops = 16;
-	f->ep.ctx = &f->ctx;
 	rmca_ep_lists_init(&f->ep);
-	snprintf(f->ep.peer, sizeof(f->ep.peer), "peer");
-	assert_int_equal(socketpair(AF_UNIX,
-				    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-				    0, sv),
-			 0);
 	/* small buffers: a few KiB fill them */
-	assert_int_equal(
-		setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)),
-		0);
-	assert_int_equal(
-		setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)),
-		0);
-	assert_int_equal(rmca_ctrl_open(&f->ep, sv[0]), 0);
-	f->peer = sv[1];
+	f->peer = ctrl_stub_open(&f->ctx, &f->ep, 4096);
 	f->r.ep = &f->ep;
 	f->r.ctx = &f->ctx;
 	f->result = UNTOUCHED;

@@ -64,21 +64,11 @@ struct fixture {
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	int sv[2];
 
 	assert_non_null(f);
 	lost_status = 0;
 	ctrl_stub_advanced = 0;
-	f->ctx.core.ops = &ctrl_stub_ops;
-	f->ctx.ctrl_max_queued = 1 << 20;
-	f->ep.ctx = &f->ctx;
-	snprintf(f->ep.peer, sizeof(f->ep.peer), "peer");
-	assert_int_equal(socketpair(AF_UNIX,
-				    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-				    0, sv),
-			 0);
-	assert_int_equal(rmca_ctrl_open(&f->ep, sv[0]), 0);
-	f->peer = sv[1];
+	f->peer = ctrl_stub_open(&f->ctx, &f->ep, 0);
 	for (int i = 0; i < 3; i++) {
 		struct rmca_req *r = &f->r[i];
 
