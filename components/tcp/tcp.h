@@ -613,14 +613,6 @@ static inline void rmca_tcp_op_done(struct tcp_conn *c, struct tcp_op *op,
 		rmca_tcp_flushes_done(c);
 }
 
-/* n off its list, not left linked to itself: for an op that ends, whose
- * list fields op_new sets anew before any use. */
-static inline void rmca_tcp_unlink(struct rmca_list *n)
-{
-	n->prev->next = n->next;
-	n->next->prev = n->prev;
-}
-
 /* A receive delivered, inline where a message lands: on c->recvs alone
  * (its qlink and frame are never linked), and no flush waits for a
  * receive, so none is looked for. */
@@ -629,7 +621,7 @@ static inline void rmca_tcp_recv_done(struct tcp_conn *c, struct tcp_op *op,
 {
 	const struct rmca_core *core = c->mod->base.core;
 
-	rmca_tcp_unlink(&op->link);
+	rmca_list_unlink(&op->link);
 	c->nops--;
 	core->ops->complete(core, op->req, RMCA_OK, len, 0);
 }
@@ -641,7 +633,7 @@ static inline void rmca_tcp_acked_done(struct tcp_conn *c, struct tcp_op *op)
 {
 	const struct rmca_core *core = c->mod->base.core;
 
-	rmca_tcp_unlink(&op->link);
+	rmca_list_unlink(&op->link);
 	c->nops--;
 	core->ops->complete(core, op->req, RMCA_OK, 0, 0);
 	op = rmca_list_first(&c->ops, struct tcp_op, link);

@@ -247,7 +247,7 @@ static bool take_counts(struct tcp_conn *c, const struct tcp_frame *f)
 	for (; acks && !c->failed; acks--) {
 		op = rmca_list_first(&c->unacked, struct tcp_op, qlink);
 		c->acked++;
-		rmca_tcp_unlink(&op->qlink);
+		rmca_list_unlink(&op->qlink);
 		rmca_tcp_acked_done(c, op);
 	}
 	if (grants && !rmca_list_empty(&c->sendq))

@@ -87,11 +87,19 @@ static inline void rmca_list_add_tail(struct rmca_list *h, struct rmca_list *n)
 	rmca_list_insert_(n, h->prev, h);
 }
 
-/* n leaves its list, and is left linked to itself. */
-static inline void rmca_list_del(struct rmca_list *n)
+/* n leaves its list, its own links left as they were: for an element that
+ * is done with, which nothing asks rmca_list_linked() of before it is
+ * added again. */
+static inline void rmca_list_unlink(struct rmca_list *n)
 {
 	n->prev->next = n->next;
 	n->next->prev = n->prev;
+}
+
+/* n leaves its list, and is left linked to itself. */
+static inline void rmca_list_del(struct rmca_list *n)
+{
+	rmca_list_unlink(n);
 	n->next = n;
 	n->prev = n;
 }
