@@ -3,7 +3,9 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <setjmp.h>
@@ -134,4 +136,23 @@ struct shm_module *shm_fake_module(void)
 		shm_fake_fds[i] = (struct shm_fake_fd){.fd = -1};
 	assert_int_equal(rmca_shm_module_create(&t_core, &m), 0);
 	return m;
+}
+
+struct shm_conn *shm_fake_conn(struct shm_module *m,
+			       const struct shm_conn_parts *parts,
+			       struct shm_seg **seg, int sv[2])
+{
+	struct shm_conn_parts p = *parts;
+	struct shm_conn *c;
+
+	*seg = mmap(NULL, sizeof(**seg), PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(*seg != MAP_FAILED);
+	(*seg)->magic = SHM_SEG_MAGIC;
+	(*seg)->version = SHM_PROTO_VERSION;
+	assert_int_equal(
+		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	p.seg = *seg;
+	assert_int_equal(rmca_shm_conn_create(m, sv[0], &p, NULL, &c), 0);
+	return c;
 }

@@ -41,4 +41,11 @@ extern void (*shm_fake_on_complete)(struct treq *r);
 /* A module made on the fake core, its fd table emptied first. */
 struct shm_module *shm_fake_module(void);
 
+/* A connection of m made from parts (its seg aside) over a fresh shared
+ * segment (*seg, which the connection unmaps when it goes) and a socket
+ * pair (sv[0] its, sv[1] the peer's): the test plays the other side. */
+struct shm_conn *shm_fake_conn(struct shm_module *m,
+			       const struct shm_conn_parts *parts,
+			       struct shm_seg **seg, int sv[2]);
+
 #endif

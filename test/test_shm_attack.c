@@ -96,16 +96,7 @@ static void test_request_flood_ends_each_pass(void **state)
 	(void)state;
 	memset(&fl, 0, sizeof(fl));
 	fl.limit = LAPS * lap;
-	fl.seg = mmap(NULL, sizeof(*fl.seg), PROT_READ | PROT_WRITE,
-		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(fl.seg != MAP_FAILED);
-	fl.seg->magic = SHM_SEG_MAGIC;
-	fl.seg->version = SHM_PROTO_VERSION;
-	assert_int_equal(
-		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-	parts.seg = fl.seg;
-	assert_int_equal(rmca_shm_conn_create(m, sv[0], &parts, NULL, &fl.c),
-			 0);
+	fl.c = shm_fake_conn(m, &parts, &fl.seg, sv);
 	assert_int_equal(rmca_shm_recv(&fl.c->base, fl.recv.buf,
 				       sizeof(fl.recv.buf), NULL, &fl.recv),
 			 0);
@@ -156,15 +147,7 @@ static void test_head_past_our_tail_ends_the_connection(void **state)
 
 	(void)state;
 	memset(puts, 0, sizeof(puts));
-	seg = mmap(NULL, sizeof(*seg), PROT_READ | PROT_WRITE,
-		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(seg != MAP_FAILED);
-	seg->magic = SHM_SEG_MAGIC;
-	seg->version = SHM_PROTO_VERSION;
-	assert_int_equal(
-		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-	parts.seg = seg;
-	assert_int_equal(rmca_shm_conn_create(m, sv[0], &parts, NULL, &c), 0);
+	c = shm_fake_conn(m, &parts, &seg, sv);
 	/* We are side 1: our requests are req[1], the peer moves its head. */
 	__atomic_store_n(&seg->req[1].head, 4 * SHM_REQ_BYTES,
 			 __ATOMIC_RELEASE);
@@ -220,15 +203,7 @@ static void test_message_pieces_past_2_64_end_the_connection(void **state)
 	(void)state;
 	memset(&recv, 0, sizeof(recv));
 	memset(src, 0x5a, sizeof(src));
-	seg = mmap(NULL, sizeof(*seg), PROT_READ | PROT_WRITE,
-		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(seg != MAP_FAILED);
-	seg->magic = SHM_SEG_MAGIC;
-	seg->version = SHM_PROTO_VERSION;
-	assert_int_equal(
-		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-	parts.seg = seg;
-	assert_int_equal(rmca_shm_conn_create(m, sv[0], &parts, NULL, &c), 0);
+	c = shm_fake_conn(m, &parts, &seg, sv);
 	assert_int_equal(rmca_shm_recv(&c->base, recv.buf, sizeof(recv.buf),
 				       NULL, &recv),
 			 0);

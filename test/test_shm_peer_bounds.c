@@ -45,16 +45,7 @@ static void open_conn(void)
 	memset(&t, 0, sizeof(t));
 	shm_fake_on_complete = NULL;
 	t.m = shm_fake_module();
-	t.seg = mmap(NULL, sizeof(*t.seg), PROT_READ | PROT_WRITE,
-		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(t.seg != MAP_FAILED);
-	t.seg->magic = SHM_SEG_MAGIC;
-	t.seg->version = SHM_PROTO_VERSION;
-	assert_int_equal(
-		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, t.sv), 0);
-	parts.seg = t.seg;
-	assert_int_equal(rmca_shm_conn_create(t.m, t.sv[0], &parts, NULL, &t.c),
-			 0);
+	t.c = shm_fake_conn(t.m, &parts, &t.seg, t.sv);
 }
 
 static void close_conn(void)
