@@ -20,6 +20,9 @@
  *  - puts posted one call at a time in a window are signalled once in many
  *    work requests (the completion of a signalled one retires those before
  *    it), and each still completes once, RMCA_OK, with its own context;
+ *  - a ping-pong whose sides keep one receive posted reads no count of
+ *    receives (an RDMA READ) from inside rmca_send: each reply carries
+ *    its sender's count (ib: the immediate; iWARP: rmca's header);
  *  - a stream of sends to a receiver that keeps perftest's 512 receives
  *    posted reads the receiver's count (an RDMA READ) about once per 256
  *    messages;
@@ -1377,6 +1380,85 @@ static void test_sends_before_receives_wait_without_rnr(void **state)
 	api_run(&t);
 }
 
+/* ---- a ping-pong's replies carry the credits ---- */
+
+/*
+ * Each side keeps one receive posted, reposted before its answer: every
+ * send needs the receive the peer posted since its last message. The
+ * reply that follows that repost says so (ib: its immediate; iWARP: the
+ * header's count of receives), so no send waits for a READ of the peer's
+ * count. Before, iWARP messages carried no count and every send of this
+ * ping-pong read it from inside rmca_send (on siw the READ's response
+ * leaves from the peer's kernel thread, ahead of its next message). The
+ * READs a late reply brings (a confirmation, from a later pass) are not
+ * counted: only those posted inside rmca_send.
+ */
+static void credit_side(struct api_peer *p)
+{
+	uint64_t *buf = api_alloc(16);
+	const char *side = p->is_server ? "server" : "client";
+	long polls = 0;
+	rmca_mr_t *mr;
+
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 16, RMCA_ACCESS_LOCAL, &mr));
+	API_CHECK_OK(rmca_recv(p->ep, buf + 1, 8, mr, API_CTX(0x100)));
+	api_progress(p);
+	if (p->is_server)
+		api_token(p, 0, API_TOKEN_GO);
+	else
+		api_expect_token(p, 0, API_TOKEN_GO);
+	for (int i = 0; i < PINGS + WARMUP; i++) {
+		bool send_now = !p->is_server;
+
+		if (i == WARMUP) {
+			reads = send_reads = 0;
+			timing_reads = vi_counting = true;
+			early_ns = 0;
+		}
+		for (int k = 0; k < 2; k++, send_now = !send_now) {
+			if (send_now) {
+				buf[0] = 0x5000u + (uint64_t)i;
+				in_send = true;
+				API_CHECK_OK(rmca_send(p->ep, buf, 8, mr,
+						       API_CTX(2)));
+				in_send = false;
+				continue;
+			}
+			spin_wait(p, API_CTX(0x100 + i), &polls);
+			API_CHECK_MSG(buf[1] == 0x5000u + (uint64_t)i,
+				      "%s: message %d arrived as %#llx", side,
+				      i, (unsigned long long)buf[1]);
+			API_CHECK_OK(rmca_recv(p->ep, buf + 1, 8, mr,
+					       API_CTX(0x100 + i + 1)));
+		}
+		spin_wait(p, API_CTX(2), &polls);
+	}
+	timing_reads = vi_counting = false;
+	fprintf(stderr,
+		"# %s: %d round trips, one receive posted: %ld READs inside "
+		"rmca_send (%ld in all)\n",
+		side, PINGS, send_reads, reads);
+	API_CHECK_MSG(send_reads == 0,
+		      "%s: %ld of %d sends read the peer's count of receives",
+		      side, send_reads, PINGS);
+	if (p->is_server)
+		api_expect_token(p, 0, API_TOKEN_GO);
+	else
+		api_token(p, 0, API_TOKEN_GO);
+	/* the last receive posted, never filled */
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	free(buf);
+}
+
+static void test_ping_pong_replies_carry_the_credits(void **state)
+{
+	const struct api_test t = {.server = credit_side,
+				   .client = credit_side};
+
+	(void)state;
+	api_run(&t);
+}
+
 /* ---- a stream of sends reads credits before they run out ---- */
 
 #define NSTREAM 64
@@ -1589,6 +1671,7 @@ int main(void)
 		cmocka_unit_test(test_put_stream_is_signalled_once_in_many),
 		cmocka_unit_test(test_page_sized_wrs_are_signalled_on_siw_only),
 		cmocka_unit_test(test_send_stream_reads_the_count_seldom),
+		cmocka_unit_test(test_ping_pong_replies_carry_the_credits),
 		cmocka_unit_test(test_late_replies_confirm_sends_without_reads),
 		cmocka_unit_test(
 			test_after_a_late_reply_sends_wait_for_replies),

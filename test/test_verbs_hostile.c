@@ -25,6 +25,10 @@
  * tcp and shm. The module reported a connect that failed ("could not
  * connect: connection lost") and the listener accepted nothing, while the
  * peer had its endpoint (test_api_wait_fd's ep_close case, once on siw0).
+ *
+ * A connection request of another verbs wire version (an earlier rmca's,
+ * whose iWARP header read as this one's would confirm sends never placed)
+ * is refused at once, and the listener's log names both versions.
  */
 #include "config.h"
 
@@ -294,6 +298,9 @@ static int port_hold(struct sockaddr_in *a)
 	return fd;
 }
 
+/* The private data's magic: "rmc" and the verbs wire version. */
+static uint32_t req_magic = 0x726d6332u;
+
 /* A connection request to the module the answer chose, carrying token,
  * by hand: on its own event channel, *ec; from the address from (NULL:
  * the module's own). */
@@ -308,7 +315,7 @@ static struct rdma_cm_id *cm_request_from(const struct rmca_hello *answer,
 					      .max_recv_wr = 4,
 					      .max_send_sge = 1,
 					      .max_recv_sge = 1}};
-	struct vpdata pd = {.magic = htole32(0x726d6331u),
+	struct vpdata pd = {.magic = htole32(req_magic),
 			    .token = htole64(token)};
 	struct rdma_conn_param cp = {.private_data = &pd,
 				     .private_data_len = sizeof(pd),
@@ -500,6 +507,44 @@ static void client_park_expires(struct api_peer *p)
 	close(fd);
 #endif
 	api_token(p, 0, TOKEN_DONE);
+}
+
+/* A request of wire version 1, the rest of it as a current peer's */
+static void client_old_version(struct api_peer *p)
+{
+	int port = api_client_read_port(p);
+#ifdef HAVE_VERBS
+	struct rdma_event_channel *ec;
+	struct rdma_cm_id *id;
+	struct rmca_hello answer;
+	int fd;
+
+	fd = atk_connect(api_host(), port);
+	verbs_hello(fd, SILENT_TOKEN, &answer);
+	req_magic = 0x726d6331u;
+	id = cm_request(&answer, SILENT_TOKEN, &ec);
+	cm_expect_refused(ec, "a request of wire version 1");
+	cm_close(id, ec);
+	close(fd);
+#endif
+	api_token(p, 0, TOKEN_DONE);
+}
+
+static void test_other_wire_version_is_refused(void **state)
+{
+	const struct api_test t = {.server = park_server,
+				   .client = client_old_version,
+				   .manual = true};
+	char *log;
+
+	(void)state;
+	setenv("RMCA_atomic_mode", "cpu", 1);
+	log = api_run_log(&t);
+	unsetenv("RMCA_atomic_mode");
+	if (!strstr(log, "connection refused: the peer speaks verbs wire "
+			 "version 1, this side 2"))
+		fail_msg("no refusal naming the versions in the log: %s", log);
+	free(log);
 }
 
 static void test_parked_requests_are_bounded(void **state)
@@ -851,6 +896,8 @@ int main(void)
 		cmocka_unit_test(test_parked_requests_are_bounded),
 		cmocka_unit_test(test_parked_requests_expire),
 		cmocka_unit_test(test_peer_made_and_gone_is_accepted),
+		cmocka_unit_test_teardown(test_other_wire_version_is_refused,
+					  api_log_show),
 		cmocka_unit_test_teardown(
 			test_parked_flooder_gives_way_to_others,
 			second_addr_del),

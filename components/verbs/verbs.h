@@ -129,7 +129,10 @@ struct rmca_verbs_pdata {
 	uint64_t token;
 	uint64_t ctl_addr;
 } __attribute__((packed));
-#define RMCA_VERBS_MAGIC 0x726d6331u /* "rmc1" */
+/* "rmc" and the wire version: 2 since iWARP headers carry the count of
+ * receives (verbs_post.c); a peer of another version is refused. */
+#define RMCA_VERBS_MAGIC      0x726d6332u /* "rmc2" */
+#define RMCA_VERBS_MAGIC_MASK 0xffffff00u
 
 /* addr() blob. */
 struct rmca_verbs_addr {

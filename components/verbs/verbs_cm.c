@@ -98,17 +98,35 @@ static void pdata_fill(struct rmca_verbs_conn *c, struct rmca_verbs_pdata *pd)
 	pd->ctl_addr = htole64((uintptr_t)&c->ctl->posted);
 }
 
+/* 0, -1 (not ours), or the wire version of a peer that speaks another */
 static int pdata_parse(const void *p, size_t len, struct rmca_verbs_pdata *out)
 {
+	uint32_t magic;
+
 	if (!p || len < sizeof(*out))
 		return -1;
 	memcpy(out, p, sizeof(*out));
-	if (le32toh(out->magic) != RMCA_VERBS_MAGIC)
+	magic = le32toh(out->magic);
+	if ((magic & RMCA_VERBS_MAGIC_MASK) !=
+	    (RMCA_VERBS_MAGIC & RMCA_VERBS_MAGIC_MASK))
 		return -1;
+	if (magic != RMCA_VERBS_MAGIC)
+		return magic & 0xff ? (int)(magic & 0xff) : -1;
 	out->token = le64toh(out->token);
 	out->ctl_rkey = le32toh(out->ctl_rkey);
 	out->ctl_addr = le64toh(out->ctl_addr);
 	return 0;
+}
+
+/* A peer of another rmca release: say why its connection cannot be. */
+static void version_refused(struct rmca_verbs_module *vm, int version)
+{
+	const struct rmca_core *core = vm->m.core;
+
+	core->ops->log(core, RMCA_LOG_WARN,
+		       "%s: connection refused: the peer speaks verbs wire "
+		       "version %c, this side %c (rmca releases differ)",
+		       vm->m.device, version, (char)(RMCA_VERBS_MAGIC & 0xff));
 }
 
 static uint8_t rd_depth(struct rmca_verbs_module *vm, bool initiator)
@@ -340,10 +358,13 @@ static struct rdma_cm_id *on_request(struct rmca_verbs_module *vm,
 	struct rmca_verbs_pdata pd;
 	struct rmca_verbs_parked *p;
 	struct rmca_verbs_conn *c;
+	int ret;
 
-	if (pdata_parse(ev->param.conn.private_data,
-			ev->param.conn.private_data_len, &pd) ||
-	    !pd.token) {
+	ret = pdata_parse(ev->param.conn.private_data,
+			  ev->param.conn.private_data_len, &pd);
+	if (ret > 0)
+		version_refused(vm, ret);
+	if (ret || !pd.token) {
 		rdma_reject(ev->id, NULL, 0);
 		return ev->id;
 	}
@@ -390,9 +411,12 @@ static void on_established(struct rmca_verbs_conn *c, struct rdma_cm_event *ev)
 	struct rmca_verbs_pdata pd;
 
 	if (c->active) {
-		if (pdata_parse(ev->param.conn.private_data,
-				ev->param.conn.private_data_len, &pd) ||
-		    pd.token != c->token) {
+		int ret = pdata_parse(ev->param.conn.private_data,
+				      ev->param.conn.private_data_len, &pd);
+
+		if (ret > 0)
+			version_refused(c->mod, ret);
+		if (ret || pd.token != c->token) {
 			c->fail_status = RMCA_ERR_PROTOCOL;
 			c->state = RMCA_VCONN_FAILED;
 			return;

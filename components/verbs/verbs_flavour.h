@@ -26,7 +26,8 @@ struct rmca_verbs_flavour {
 	bool confirm_sends;
 	/* Messages carry an 8-byte header: how many messages the sender has
 	 * taken from its peer, which confirms the peer's held sends up to
-	 * there (verbs_post.c). */
+	 * there, and how many receives it has posted, which refreshes the
+	 * peer's credits as credit_imm does on ib (verbs_post.c). */
 	bool ack_header;
 	/* An RDMA READ response is a tagged write into the sink, which must
 	 * grant remote write. */

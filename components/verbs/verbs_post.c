@@ -75,16 +75,29 @@ static bool is_msg(const struct rmca_verbs_op *op)
  * Acknowledgement headers (flavours with ack_header, iWARP). An iWARP send
  * completes locally once its data has left; rmca reports it only once the
  * peer has it in a receive (a truncated message must fail its send). Every
- * message therefore starts with 8 bytes: how many messages the sender has
- * taken from this connection so far. RDMAP delivers in order, so a message
- * whose header says n proves the peer had placed our first n messages, and
- * every held send up to there completes: a reply confirms all the sends
- * before it, with nothing more on the wire. A send that no message will
- * confirm soon is confirmed by an RDMA READ, as before (see
- * rmca_verbs_confirm_soon). The headers live in one registered array per
- * connection: a slot per receive queue entry, then one per send queue
- * slot (a send too big for inline data reads its header when it goes).
+ * message therefore starts with 8 bytes, little endian: the low 32 bits of
+ * how many messages the sender has taken from this connection so far, then
+ * of how many receives it has posted. RDMAP delivers in order, so a
+ * message whose header says n proves the peer had placed our first n
+ * messages, and every held send up to there completes: a reply confirms
+ * all the sends before it, with nothing more on the wire. A send that no
+ * message will confirm soon is confirmed by an RDMA READ, as before (see
+ * rmca_verbs_confirm_soon). The count of receives is ib's immediate: a
+ * reply refreshes the credits, and a ping-pong needs no credit READ (on
+ * siw each READ's response leaves from the peer's kernel thread, ahead of
+ * the peer's next message). Both counts are read relative to what the
+ * reader knows already, so 32 bits are enough while fewer than 2^31 sends
+ * are outstanding, which the queues bound. The headers live in one
+ * registered array per connection: a slot per receive queue entry, then
+ * one per send queue slot (a send too big for inline data reads its
+ * header when it goes).
  */
+static inline uint64_t hdr_word(const struct rmca_verbs_conn *c)
+{
+	return htole64((uint64_t)(uint32_t)c->taken |
+		       (uint64_t)(uint32_t)c->rposted << 32);
+}
+
 static int hdr_init(struct rmca_verbs_conn *c,
 		    const struct ibv_qp_init_attr *qa)
 {
@@ -372,7 +385,7 @@ fill_send(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 	if (hdr) {
 		uint64_t *h = &c->hdr[c->hdr_nr + slot % RMCA_VERBS_SQ_RING];
 
-		*h = c->taken;
+		*h = hdr_word(c);
 		sg[0] = (struct ibv_sge){ .addr = (uintptr_t)h,
 					  .length = sizeof(*h),
 					  .lkey = c->hdr_mr->lkey };
@@ -1153,11 +1166,13 @@ void rmca_verbs_confirm_soon(struct rmca_verbs_conn *c)
 	}
 }
 
-/* A user receive completed (status 0): its header confirms our sends. */
+/* A user receive completed (status 0): its header confirms our sends and
+ * refreshes our credits. */
 int rmca_verbs_taken(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 		     size_t *len)
 {
-	uint64_t n;
+	uint64_t w, n;
+	int32_t ahead;
 
 	if (!c->hdr)
 		return 0;
@@ -1165,8 +1180,17 @@ int rmca_verbs_taken(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 		return RMCA_ERR_PROTOCOL; /* a message without its header */
 	*len -= sizeof(*c->hdr);
 	c->taken++;
-	/* a peer cannot confirm what was never sent */
-	n = __atomic_load_n(&c->hdr[op->seq], __ATOMIC_ACQUIRE);
+	w = le64toh(__atomic_load_n(&c->hdr[op->seq], __ATOMIC_ACQUIRE));
+	rmca_verbs_credit_imm(c, (uint32_t)(w >> 32));
+	/* how far past what a READ or an earlier reply confirmed; a peer
+	 * cannot confirm what was never sent */
+	ahead = (int32_t)((uint32_t)w - (uint32_t)c->confirmed);
+	if (ahead >= 0)
+		n = c->confirmed + (uint64_t)ahead;
+	else
+		n = (uint64_t)-(int64_t)ahead > c->confirmed ?
+			    0 :
+			    c->confirmed - (uint64_t)-(int64_t)ahead;
 	if (n > c->send_seq)
 		n = c->send_seq;
 	if (c->timed_seq && n >= c->timed_seq) {
@@ -1318,7 +1342,7 @@ post_msg(struct rmca_verbs_conn *c, struct rmca_verbs_op *op, bool timed,
 		uint64_t *h =
 			&c->hdr[c->hdr_nr + c->sq_tail % RMCA_VERBS_SQ_RING];
 
-		*h = c->taken;
+		*h = hdr_word(c);
 		c->msg_sg[0].addr = (uintptr_t)h;
 		wr->num_sge++;
 	}
