@@ -456,6 +456,9 @@ static int open_components(struct rmca_context *ctx)
 			m->caps = m->m->caps & ~c->caps_mask;
 			m->index = (int)ctx->nmods++;
 			m->ordered = c->entry->flags & RMCA_COMPONENT_ORDERED;
+			/* only with a progress op to call when it is set */
+			if (m->m->ops->progress && m->m->ops->progress_due)
+				m->due = m->m->ops->progress_due(m->m);
 			rmca_log(1, "%s %s: caps 0x%x (probed 0x%x) %s",
 				 c->comp->name, m->m->device, m->caps,
 				 m->m->caps, m->m->detail);

@@ -50,6 +50,9 @@ struct rmca_mod {
 	 * every operation posted before it on the connection, so the core
 	 * need not keep the others in post order itself (ops.c). */
 	bool ordered;
+	/* The module's word that says its progress op has work
+	 * (progress_due), or NULL: the op, if any, runs every pass. */
+	unsigned *due;
 };
 
 struct rmca_fd_slot {

@@ -260,9 +260,10 @@ static bool eps_polled(struct rmca_context *ctx)
 	return !rmca_list_empty(&ctx->eps);
 }
 
-/* Every module's progress op; true when one says RMCA_PROGRESS_SERVED.
- * Inline: it runs at least once a pass, and its loop is short (one module
- * per transport). */
+/* Every module's progress op that has work (a module that gave the core
+ * its word, progress_due, says when: a pass with none costs it a load);
+ * true when one says RMCA_PROGRESS_SERVED. Inline: it runs at least once
+ * a pass, and its loop is short (one module per transport). */
 static inline __attribute__((always_inline)) bool
 mods_progress(struct rmca_context *ctx)
 {
@@ -270,10 +271,18 @@ mods_progress(struct rmca_context *ctx)
 
 	for (size_t i = 0; i < ctx->nmods; i++) {
 		const struct rmca_module *m = ctx->mods[i].m;
+		unsigned *due = ctx->mods[i].due;
 		int r;
 
-		if (!m->ops->progress)
+		if (due) {
+			/* zeroed before the call: what the op leaves to do,
+			 * or what comes while it runs, sets it again */
+			if (!*due)
+				continue;
+			*due = 0;
+		} else if (!m->ops->progress) {
 			continue;
+		}
 		r = m->ops->progress(ctx->mods[i].m);
 		if ((r & RMCA_PROGRESS_POLLED) && ctx->mods[i].index < 32)
 			ctx->cq->polled |= 1u << ctx->mods[i].index;

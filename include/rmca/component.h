@@ -67,8 +67,9 @@ extern "C" {
  * 9: rmca_component.req_size and rmca_core.req_offset: bytes of the
  *    module's own in every request.
  * 10: rmca_component.flags (RMCA_COMPONENT_ORDERED).
- * 11: core op fair_victim. */
-#define RMCA_COMPONENT_ABI_VERSION 11u
+ * 11: core op fair_victim.
+ * 12: module op progress_due. */
+#define RMCA_COMPONENT_ABI_VERSION 12u
 #define RMCA_COMPONENT_ABI_MIN	   5u
 
 /* The symbol every component exports, defined as
@@ -245,9 +246,10 @@ struct rmca_core_ops {
 
 	/* ABI 7. True once the application may sleep on the context's
 	 * epoll set (rmca_wait_fd() handed it out). Until then only the core
-	 * sleeps in it, and it runs every progress op right before it does:
-	 * work a module holds for its next pass then needs nothing to keep
-	 * the set readable meanwhile. */
+	 * sleeps in it, and it runs every progress op right before it does
+	 * (one that gave progress_due if its word is set): work a module
+	 * holds for its next pass then needs nothing to keep the set
+	 * readable meanwhile. */
 	bool (*may_sleep)(const struct rmca_core *core);
 
 	/* ABI 8. True while the core runs the progress ops right before it
@@ -402,7 +404,9 @@ struct rmca_module_ops {
 	 * at the fds once a millisecond only. It ORs in RMCA_PROGRESS_SERVED
 	 * when its fd callbacks read input since its last call (a peer's
 	 * request served makes no completion here): after an eager read
-	 * (RMCA_FD_EAGER) that did, the core does not go on to epoll_wait. */
+	 * (RMCA_FD_EAGER) that did, the core does not go on to epoll_wait.
+	 * A module that gives progress_due is called only when it says it
+	 * has work (see there). */
 	int (*progress)(struct rmca_module *m);
 	int (*put)(struct rmca_conn *c, const void *buf, size_t len,
 		   struct rmca_module_mr *mr, uint64_t raddr, uint64_t rkey,
@@ -429,6 +433,18 @@ struct rmca_module_ops {
 	 * 10.0.2.1"). */
 	int (*reach)(struct rmca_module *m, const struct rmca_reach_args *a,
 		     char *why, size_t why_len);
+	/*
+	 * ABI 12. Optional, with progress: where the module says its progress
+	 * op has work. The core asks it once, when the module opens, and from
+	 * then on calls progress only in a pass that finds the word non-zero,
+	 * zeroing it right before the call. The module sets it, on any path
+	 * (its fd callbacks, its posts, its progress op itself), whenever its
+	 * progress op must run: work held for the next pass, input read that
+	 * it reports as RMCA_PROGRESS_SERVED, a deadline it watches. A pass
+	 * with none then costs a load, not a call. The word stays where it is
+	 * until the module closes. NULL, or no op: progress runs every pass.
+	 */
+	unsigned *(*progress_due)(struct rmca_module *m);
 };
 
 struct rmca_module {
