@@ -84,6 +84,12 @@ struct tcp_module {
 	 * with buffered input to go on with (struct tcp_conn, dirty_link). */
 	struct rmca_list dirty;
 	bool served; /* input read since the last progress op */
+	/* Non-zero when the progress op has work (the core's word,
+	 * progress_due): dirty or held connections, input served, sockets
+	 * parked or a port resting. Set by whatever makes such work; the
+	 * core zeroes it before each call, and the op sets it again for
+	 * what it leaves. */
+	unsigned progress_due;
 	/* Connections holding counts for a reply with nothing armed to bring
 	 * them back (struct tcp_conn, held_link): no one sleeps on the set
 	 * yet (may_sleep), so the progress op after the next one ends their
@@ -349,8 +355,10 @@ void rmca_tcp_out_direct_scratch(struct tcp_conn *c, struct tcp_out *o);
 bool rmca_tcp_answer_direct(struct tcp_conn *c, const struct tcp_frame *f,
 			    const char *pl, size_t len,
 			    const struct tcp_mr *region);
-/* The module's progress op: held-back frames, then parked sockets. */
+/* The module's progress op: held-back frames, then parked sockets; and
+ * the word that says it has some (module op progress_due). */
 int rmca_tcp_progress(struct rmca_module *mod);
+unsigned *rmca_tcp_progress_due(struct rmca_module *mod);
 /* The flushes now at the head of c->ops end: all before them have. */
 void rmca_tcp_flushes_done(struct tcp_conn *c);
 void rmca_tcp_complete_all(struct tcp_conn *c, int status);
@@ -496,6 +504,7 @@ static inline void rmca_tcp_dirty_add(struct tcp_conn *c)
 {
 	if (!rmca_list_linked(&c->dirty_link))
 		rmca_list_add_tail(&c->mod->dirty, &c->dirty_link);
+	c->mod->progress_due = 1;
 }
 
 /* Frames were queued by a post: write them now, or (defer) leave them for

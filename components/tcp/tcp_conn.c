@@ -120,6 +120,7 @@ static bool hold_answers(struct tcp_conn *c)
 		c->hold_pass = c->mod->pass;
 		if (!rmca_list_linked(&c->held_link))
 			rmca_list_add_tail(&c->mod->held, &c->held_link);
+		c->mod->progress_due = 1;
 	}
 	return true;
 }
@@ -236,6 +237,11 @@ static __attribute__((noinline)) int progress_work(struct tcp_module *m)
 			conn_serve(c, false);
 	}
 	m->pass++;
+	/* Holds begun in this pass end in a later one; parked sockets and a
+	 * resting port are watched every pass (dirty_add set it already for
+	 * a connection queued again). */
+	if (!rmca_list_empty(&m->held) || m->npending || m->lfd_rest_until)
+		m->progress_due = 1;
 	/* Parked sockets and a resting port are rare: no call without. */
 	if (m->npending || m->lfd_rest_until)
 		return rmca_tcp_pending_expire(&m->base);
@@ -267,6 +273,9 @@ int rmca_tcp_progress(struct rmca_module *mod)
 	    !m->lfd_rest_until) {
 		m->next_expiry = 0;
 		m->pass++;
+		/* a hold begun in this pass ends in the next */
+		if (!rmca_list_empty(&m->held))
+			m->progress_due = 1;
 	} else {
 		r = progress_work(m);
 	}
@@ -274,6 +283,13 @@ int rmca_tcp_progress(struct rmca_module *mod)
 		return r;
 	m->served = false;
 	return r | RMCA_PROGRESS_SERVED;
+}
+
+/* The core calls rmca_tcp_progress only while this is set: a pass with
+ * nothing held, dirty, served or parked costs the core a load. */
+unsigned *rmca_tcp_progress_due(struct rmca_module *mod)
+{
+	return &rmca_container_of(mod, struct tcp_module, base)->progress_due;
 }
 
 int rmca_tcp_conn_create(struct tcp_module *m, int fd, void *cookie,

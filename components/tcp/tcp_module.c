@@ -169,6 +169,7 @@ static const struct rmca_module_ops tcp_module_ops = {
 	.mr_reg = rmca_tcp_mr_reg,
 	.mr_rkey = rmca_tcp_mr_rkey,
 	.progress = rmca_tcp_progress,
+	.progress_due = rmca_tcp_progress_due,
 	.put = rmca_tcp_put,
 	.reachable = tcp_reachable,
 	.reach = tcp_reach,
