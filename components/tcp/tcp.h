@@ -58,6 +58,14 @@ struct tcp_addr_blob {
 	uint8_t port[2]; /* little-endian */
 };
 
+/* Why the progress op has work (tcp_module.progress_due). */
+enum {
+	TCP_DUE_DIRTY = 1u << 0,  /* connections on the dirty list */
+	TCP_DUE_HELD = 1u << 1,	  /* connections on the held list */
+	TCP_DUE_SERVED = 1u << 2, /* input read: the op says served */
+	TCP_DUE_PARKED = 1u << 3, /* sockets parked, or the port resting */
+};
+
 /* One listening socket of the data port. */
 struct tcp_lsock {
 	struct tcp_module *m;
@@ -85,10 +93,10 @@ struct tcp_module {
 	struct rmca_list dirty;
 	bool served; /* input read since the last progress op */
 	/* Non-zero when the progress op has work (the core's word,
-	 * progress_due): dirty or held connections, input served, sockets
-	 * parked or a port resting. Set by whatever makes such work; the
-	 * core zeroes it before each call, and the op sets it again for
-	 * what it leaves. */
+	 * progress_due), a bit per reason (TCP_DUE_*). Set by whatever makes
+	 * such work; the core zeroes it before each call, and the op sets
+	 * it again for what it leaves. A list emptied elsewhere (a reply's
+	 * post ends the hold) takes its bit back: no call for nothing. */
 	unsigned progress_due;
 	/* Connections holding counts for a reply with nothing armed to bring
 	 * them back (struct tcp_conn, held_link): no one sleeps on the set
@@ -504,7 +512,7 @@ static inline void rmca_tcp_dirty_add(struct tcp_conn *c)
 {
 	if (!rmca_list_linked(&c->dirty_link))
 		rmca_list_add_tail(&c->mod->dirty, &c->dirty_link);
-	c->mod->progress_due = 1;
+	c->mod->progress_due |= TCP_DUE_DIRTY;
 }
 
 /* Frames were queued by a post: write them now, or (defer) leave them for

@@ -57,8 +57,11 @@ static void conn_close_fd(struct tcp_conn *c)
 
 static void dirty_del(struct tcp_conn *c)
 {
-	if (rmca_list_linked(&c->dirty_link))
+	if (rmca_list_linked(&c->dirty_link)) {
 		rmca_list_del(&c->dirty_link);
+		if (rmca_list_empty(&c->mod->dirty))
+			c->mod->progress_due &= ~TCP_DUE_DIRTY;
+	}
 }
 
 static void dirty_add(struct tcp_conn *c)
@@ -66,10 +69,18 @@ static void dirty_add(struct tcp_conn *c)
 	rmca_tcp_dirty_add(c);
 }
 
+/* Off the held list; the last one off takes the list's bit back. */
+static inline void held_unlink(struct tcp_conn *c)
+{
+	rmca_list_del(&c->held_link);
+	if (rmca_list_empty(&c->mod->held))
+		c->mod->progress_due &= ~TCP_DUE_HELD;
+}
+
 static void held_del(struct tcp_conn *c)
 {
 	if (rmca_list_linked(&c->held_link))
-		rmca_list_del(&c->held_link);
+		held_unlink(c);
 }
 
 /* May the application sleep on the wait fd (rmca_wait_fd handed it out)?
@@ -120,7 +131,7 @@ static bool hold_answers(struct tcp_conn *c)
 		c->hold_pass = c->mod->pass;
 		if (!rmca_list_linked(&c->held_link))
 			rmca_list_add_tail(&c->mod->held, &c->held_link);
-		c->mod->progress_due = 1;
+		c->mod->progress_due |= TCP_DUE_HELD;
 	}
 	return true;
 }
@@ -240,8 +251,10 @@ static __attribute__((noinline)) int progress_work(struct tcp_module *m)
 	/* Holds begun in this pass end in a later one; parked sockets and a
 	 * resting port are watched every pass (dirty_add set it already for
 	 * a connection queued again). */
-	if (!rmca_list_empty(&m->held) || m->npending || m->lfd_rest_until)
-		m->progress_due = 1;
+	if (!rmca_list_empty(&m->held))
+		m->progress_due |= TCP_DUE_HELD;
+	if (m->npending || m->lfd_rest_until)
+		m->progress_due |= TCP_DUE_PARKED;
 	/* Parked sockets and a resting port are rare: no call without. */
 	if (m->npending || m->lfd_rest_until)
 		return rmca_tcp_pending_expire(&m->base);
@@ -275,7 +288,7 @@ int rmca_tcp_progress(struct rmca_module *mod)
 		m->pass++;
 		/* a hold begun in this pass ends in the next */
 		if (!rmca_list_empty(&m->held))
-			m->progress_due = 1;
+			m->progress_due |= TCP_DUE_HELD;
 	} else {
 		r = progress_work(m);
 	}
@@ -620,7 +633,7 @@ direct_hold_end(struct tcp_conn *c)
 		 * have taken the wait fd since, its next hold arms EPOLLOUT
 		 * instead, and peeks from then on). */
 		if (rmca_list_linked(&c->held_link)) {
-			rmca_list_del(&c->held_link);
+			held_unlink(c);
 			c->peek = false;
 		} else {
 			c->peek = may_sleep(c);

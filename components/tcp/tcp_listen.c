@@ -247,7 +247,7 @@ static void accept_one(struct tcp_module *m, int fd, const struct sockaddr *sa,
 	}
 	rmca_list_add_tail(&m->pending, &p->link);
 	m->npending++;
-	m->progress_due = 1; /* its deadline is watched */
+	m->progress_due |= TCP_DUE_PARKED; /* its deadline is watched */
 }
 
 /*
@@ -280,7 +280,7 @@ static bool shed_one(struct tcp_lsock *s)
 	for (int i = 0; i < m->nls; i++)
 		core->ops->fd_mod(core, m->ls[i].fd, 0);
 	m->lfd_rest_until = rmca_now_ms() + 1000;
-	m->progress_due = 1; /* the progress op wakes the port */
+	m->progress_due |= TCP_DUE_PARKED; /* the op wakes the port */
 	return false;
 }
 

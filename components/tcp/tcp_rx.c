@@ -549,6 +549,6 @@ void rmca_tcp_rx(struct tcp_conn *c)
 		if (rx_fill(c, &drained) <= 0)
 			return;
 		c->mod->served = true;
-		c->mod->progress_due = 1;
+		c->mod->progress_due |= TCP_DUE_SERVED;
 	}
 }
