@@ -464,6 +464,7 @@ static int open_components(struct rmca_context *ctx)
 				 m->m->caps, m->m->detail);
 		}
 	}
+	rmca_progress_mods(ctx);
 	return rmca_self_open(ctx, &ctx->mods[ctx->nmods]);
 fail:
 	ctx->registering = NULL;

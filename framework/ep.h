@@ -357,9 +357,15 @@ struct rmca_cq {
 	bool will_sleep;
 	/* A look that does not wait calls the kernel itself (progress.c). */
 	bool epoll_direct;
+	/* The context's one module with a progress op, when that module
+	 * gave its word (progress_due): a pass tests that word alone. */
+	const struct rmca_mod *one;
 };
 
 int rmca_cq_init(struct rmca_context *ctx);
+/* ctx->mods is set (or was changed): what the passes ask of the modules'
+ * progress ops, summed up (progress.c). */
+void rmca_progress_mods(struct rmca_context *ctx);
 /* A control channel sent or read a frame: an answer or the next request
  * is likely soon, and a spinning context looks for it at every pass for a
  * while (progress.c). */

@@ -130,6 +130,20 @@ int rmca_cq_init(struct rmca_context *ctx)
 	return 0;
 }
 
+void rmca_progress_mods(struct rmca_context *ctx)
+{
+	const struct rmca_mod *one = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; i < ctx->nmods; i++) {
+		if (!ctx->mods[i].m->ops->progress)
+			continue;
+		one = &ctx->mods[i];
+		n++;
+	}
+	ctx->cq->one = n == 1 && one->due ? one : NULL;
+}
+
 void rmca_progress_fd_gone(struct rmca_context *ctx, int fd)
 {
 	if (ctx->cq && ctx->cq->hot_fd == fd)
@@ -260,33 +274,48 @@ static bool eps_polled(struct rmca_context *ctx)
 	return !rmca_list_empty(&ctx->eps);
 }
 
+/* One module's progress op; true when it says RMCA_PROGRESS_SERVED. */
+static inline __attribute__((always_inline)) bool
+mod_progress(struct rmca_context *ctx, const struct rmca_mod *md)
+{
+	int r = md->m->ops->progress(md->m);
+
+	if ((r & RMCA_PROGRESS_POLLED) && md->index < 32)
+		ctx->cq->polled |= 1u << md->index;
+	return r > 0 && (r & RMCA_PROGRESS_SERVED);
+}
+
 /* Every module's progress op that has work (a module that gave the core
  * its word, progress_due, says when: a pass with none costs it a load);
  * true when one says RMCA_PROGRESS_SERVED. Inline: it runs at least once
- * a pass, and its loop is short (one module per transport). */
+ * a pass, and its loop is short (one module per transport). The context's
+ * one module with a progress op, when it gave its word, is asked without
+ * the loop. */
 static inline __attribute__((always_inline)) bool
 mods_progress(struct rmca_context *ctx)
 {
+	const struct rmca_mod *one = ctx->cq->one;
 	bool served = false;
 
+	if (one) {
+		if (!*one->due)
+			return false;
+		*one->due = 0;
+		return mod_progress(ctx, one);
+	}
 	for (size_t i = 0; i < ctx->nmods; i++) {
-		const struct rmca_module *m = ctx->mods[i].m;
-		unsigned *due = ctx->mods[i].due;
-		int r;
+		const struct rmca_mod *md = &ctx->mods[i];
 
-		if (due) {
+		if (md->due) {
 			/* zeroed before the call: what the op leaves to do,
 			 * or what comes while it runs, sets it again */
-			if (!*due)
+			if (!*md->due)
 				continue;
-			*due = 0;
-		} else if (!m->ops->progress) {
+			*md->due = 0;
+		} else if (!md->m->ops->progress) {
 			continue;
 		}
-		r = m->ops->progress(ctx->mods[i].m);
-		if ((r & RMCA_PROGRESS_POLLED) && ctx->mods[i].index < 32)
-			ctx->cq->polled |= 1u << ctx->mods[i].index;
-		served |= r > 0 && (r & RMCA_PROGRESS_SERVED);
+		served |= mod_progress(ctx, md);
 	}
 	return served;
 }

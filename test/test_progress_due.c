@@ -12,6 +12,9 @@
  * rmca_poll wakes the wait fd. Idle passes do not call the op. A module
  * that never sets its word never has its op called: the control case,
  * which is what the checks above would see if the word went unset.
+ * Each case runs with the fake alone (the core tests its word alone) and
+ * with a second module that never has work (the core asks both in turn;
+ * the second is never called).
  */
 #define _GNU_SOURCE /* pipe2 */
 #include <fcntl.h>
@@ -43,9 +46,33 @@ struct fake {
 	long work;     /* taken in by the fd callback, not completed yet */
 	long calls;    /* progress op calls */
 	long completed; /* completions it made */
-	struct rmca_mod mod, *saved_mods;
+	struct rmca_mod mods[2], *saved_mods;
 	size_t saved_nmods;
 };
+
+/* A second module, which never has work: with it the core asks the two
+ * in turn (with one, it tests that one's word alone). */
+static unsigned quiet_due;
+static long quiet_calls;
+
+static int quiet_progress(struct rmca_module *m)
+{
+	(void)m;
+	quiet_calls++;
+	return 0;
+}
+
+static unsigned *quiet_progress_due(struct rmca_module *m)
+{
+	(void)m;
+	return &quiet_due;
+}
+
+static const struct rmca_module_ops quiet_ops = {
+	.progress = quiet_progress,
+	.progress_due = quiet_progress_due,
+};
+static struct rmca_module quiet = {.ops = &quiet_ops};
 
 static struct fake *fake_of(struct rmca_module *m)
 {
@@ -102,10 +129,12 @@ static const struct rmca_module_ops fake_ops = {
 	.progress_due = fake_progress_due,
 };
 
-/* A context whose only module is the fake, its word given to the core as
- * the context gives it when a module opens (context.c). */
-static void fake_open(struct fake *f, bool sets_due)
+/* A context whose modules are the fake (and, with nmods 2, the quiet one
+ * before it), their words given to the core as the context gives them
+ * when a module opens (context.c). */
+static void fake_open(struct fake *f, bool sets_due, size_t nmods)
 {
+	struct rmca_mod *fm = &f->mods[nmods - 1];
 	int fds[2];
 
 	memset(f, 0, sizeof(*f));
@@ -113,12 +142,20 @@ static void fake_open(struct fake *f, bool sets_due)
 	f->base.ops = &fake_ops;
 	f->base.core = &f->ctx->core;
 	f->sets_due = sets_due;
-	f->mod.m = &f->base;
-	f->mod.due = fake_ops.progress_due(&f->base);
+	fm->m = &f->base;
+	fm->due = fake_ops.progress_due(&f->base);
+	fm->index = (int)nmods - 1;
+	if (nmods == 2) {
+		f->mods[0].m = &quiet;
+		f->mods[0].due = quiet_ops.progress_due(&quiet);
+	}
+	quiet_due = 0;
+	quiet_calls = 0;
 	f->saved_mods = f->ctx->mods;
 	f->saved_nmods = f->ctx->nmods;
-	f->ctx->mods = &f->mod;
-	f->ctx->nmods = 1;
+	f->ctx->mods = f->mods;
+	f->ctx->nmods = nmods;
+	rmca_progress_mods(f->ctx);
 	assert_int_equal(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
 	f->rfd = fds[0];
 	f->wfd = fds[1];
@@ -137,8 +174,10 @@ static void fake_close(struct fake *f)
 	f->ctx->core.ops->fd_del(&f->ctx->core, f->rfd);
 	close(f->rfd);
 	close(f->wfd);
+	assert_int_equal(quiet_calls, 0);
 	f->ctx->mods = f->saved_mods;
 	f->ctx->nmods = f->saved_nmods;
+	rmca_progress_mods(f->ctx);
 	rmca_finalize(f->ctx);
 }
 
@@ -176,8 +215,7 @@ static void work_arriving_while_idle_is_seen_by_poll(void **state)
 	struct fake f;
 	int polls;
 
-	(void)state;
-	fake_open(&f, true);
+	fake_open(&f, true, *(size_t *)*state);
 	for (int i = 0; i < IDLE_POLLS; i++)
 		assert_int_equal(rmca_poll(f.ctx, NULL, 0), 0);
 	assert_int_equal(f.calls, 0);
@@ -203,8 +241,7 @@ static void work_arriving_while_idle_wakes_the_wait_fd(void **state)
 	struct fake f;
 	int wfd;
 
-	(void)state;
-	fake_open(&f, true);
+	fake_open(&f, true, *(size_t *)*state);
 	wfd = rmca_wait_fd(f.ctx);
 	assert_true(wfd >= 0);
 	/* the first wakeup after the hand-out finds nothing */
@@ -225,8 +262,7 @@ static void work_held_for_later_passes_is_done(void **state)
 {
 	struct fake f;
 
-	(void)state;
-	fake_open(&f, true);
+	fake_open(&f, true, *(size_t *)*state);
 	f.defer = 2;
 	assert_int_equal(write(f.wfd, "w", 1), 1);
 	assert_int_equal(polls_to_complete(&f, 8), 3);
@@ -241,8 +277,7 @@ static void completion_outside_poll_wakes_the_wait_fd(void **state)
 	struct fake f;
 	int wfd;
 
-	(void)state;
-	fake_open(&f, true);
+	fake_open(&f, true, *(size_t *)*state);
 	wfd = rmca_wait_fd(f.ctx);
 	while (readable(wfd))
 		assert_int_equal(rmca_poll(f.ctx, NULL, 0), 0);
@@ -264,8 +299,7 @@ static void a_word_never_set_never_calls_the_op(void **state)
 {
 	struct fake f;
 
-	(void)state;
-	fake_open(&f, false);
+	fake_open(&f, false, *(size_t *)*state);
 	assert_int_equal(write(f.wfd, "w", 1), 1);
 	assert_int_equal(polls_to_complete(&f, IDLE_POLLS), 0);
 	assert_int_equal(f.work, 1);
@@ -279,12 +313,17 @@ static void a_word_never_set_never_calls_the_op(void **state)
 
 int main(void)
 {
+	static size_t one = 1, two = 2;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(work_arriving_while_idle_is_seen_by_poll),
-		cmocka_unit_test(work_arriving_while_idle_wakes_the_wait_fd),
-		cmocka_unit_test(work_held_for_later_passes_is_done),
-		cmocka_unit_test(completion_outside_poll_wakes_the_wait_fd),
-		cmocka_unit_test(a_word_never_set_never_calls_the_op),
+#define BOTH(fn)                                                               \
+	{#fn, fn, NULL, NULL, &one},                                           \
+		{#fn " (two modules)", fn, NULL, NULL, &two}
+		BOTH(work_arriving_while_idle_is_seen_by_poll),
+		BOTH(work_arriving_while_idle_wakes_the_wait_fd),
+		BOTH(work_held_for_later_passes_is_done),
+		BOTH(completion_outside_poll_wakes_the_wait_fd),
+		BOTH(a_word_never_set_never_calls_the_op),
+#undef BOTH
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -211,6 +211,7 @@ static void owed_looks_are_taken_after_served_requests(void **state)
 	nmods = ctx->nmods;
 	ctx->mods = &mod;
 	ctx->nmods = 1;
+	rmca_progress_mods(ctx);
 	served_pipe = &hot;
 	served_at = hot.bytes;
 	for (int r = 0; r < ROUNDS; r++) {
@@ -233,6 +234,7 @@ static void owed_looks_are_taken_after_served_requests(void **state)
 	}
 	ctx->mods = mods;
 	ctx->nmods = nmods;
+	rmca_progress_mods(ctx);
 	if (idle_looks)
 		fail_msg("%d served requests: %ld looks in other passes, %ld "
 			 "in the pass after one",
