@@ -312,6 +312,68 @@ static void spin_wait(struct api_peer *p, void *ctx, long *polls)
 		      api_strerror(c.status));
 }
 
+/*
+ * One side of PINGS round trips after WARMUP (the client sends first),
+ * each side keeping `ahead` receives posted in rx[] (8 bytes each,
+ * contexts 0x100 + i) and reposting one as it takes one: every send
+ * finds a receive. counting() runs as the counted round trips begin;
+ * each rmca_send runs between before_send() and after_send(); with a
+ * tag, message i carries tag + i, checked where it lands.
+ */
+struct ping_pong {
+	uint64_t *msg; /* what each send sends, 8 bytes */
+	uint64_t *rx;
+	rmca_mr_t *mr;
+	int ahead;
+	uint64_t tag;
+	void (*counting)(void);
+	void (*before_send)(void);
+	void (*after_send)(void);
+};
+
+/* The first `ahead` receives, on the device before the peer sends. */
+static void ping_pong_post(struct api_peer *p, const struct ping_pong *pp)
+{
+	for (int i = 0; i < pp->ahead; i++)
+		API_CHECK_OK(rmca_recv(p->ep, pp->rx + i, 8, pp->mr,
+				       API_CTX(0x100 + i)));
+	api_progress(p);
+}
+
+static void ping_pong_run(struct api_peer *p, const struct ping_pong *pp)
+{
+	long polls = 0;
+
+	for (int i = 0; i < PINGS + WARMUP; i++) {
+		bool send_now = !p->is_server;
+		uint64_t *slot = pp->rx + i % pp->ahead;
+
+		if (i == WARMUP && pp->counting)
+			pp->counting();
+		for (int k = 0; k < 2; k++, send_now = !send_now) {
+			if (send_now) {
+				*pp->msg = pp->tag + (uint64_t)i;
+				if (pp->before_send)
+					pp->before_send();
+				API_CHECK_OK(rmca_send(p->ep, pp->msg, 8,
+						       pp->mr, API_CTX(2)));
+				if (pp->after_send)
+					pp->after_send();
+				continue;
+			}
+			/* message i, in the i-th receive posted */
+			spin_wait(p, API_CTX(0x100 + i), &polls);
+			API_CHECK_MSG(!pp->tag || *slot == pp->tag + (uint64_t)i,
+				      "%s: receive %d holds %#llx",
+				      p->is_server ? "server" : "client", i,
+				      (unsigned long long)*slot);
+			API_CHECK_OK(rmca_recv(p->ep, slot, 8, pp->mr,
+					       API_CTX(0x100 + i + pp->ahead)));
+		}
+		spin_wait(p, API_CTX(2), &polls);
+	}
+}
+
 /* ping_side checks the completion channel and the epoll set too. */
 static bool check_spin;
 
@@ -418,46 +480,45 @@ static void test_spinning_ping_pong_reads_the_cq_alone(void **state)
 /* receives each side keeps posted: every send finds a credit */
 #define CLOCK_AHEAD 16
 
+/* messages posted inside rmca_send while counting */
+static long in_call;
+
+static void clock_counting(void)
+{
+	clock_before = clock_after = in_call = 0;
+	vi_counting = true;
+}
+
+static void clock_before_send(void)
+{
+	clock_in_send = vi_counting;
+	clock_msg_posted = false;
+}
+
+static void clock_after_send(void)
+{
+	clock_in_send = false;
+	in_call += clock_msg_posted;
+}
+
 static void clock_side(struct api_peer *p)
 {
-	uint8_t *buf = api_alloc(64 + 8 * CLOCK_AHEAD);
-	long polls = 0, in_call = 0;
-	rmca_mr_t *mr;
+	uint64_t *buf = api_alloc(8 * (CLOCK_AHEAD + 1));
+	struct ping_pong pp = {.msg = buf,
+			       .rx = buf + 1,
+			       .ahead = CLOCK_AHEAD,
+			       .counting = clock_counting,
+			       .before_send = clock_before_send,
+			       .after_send = clock_after_send};
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64 + 8 * CLOCK_AHEAD,
-				 RMCA_ACCESS_LOCAL, &mr));
-	for (int i = 0; i < CLOCK_AHEAD; i++)
-		API_CHECK_OK(rmca_recv(p->ep, buf + 64 + 8 * i, 8, mr,
-				       API_CTX(0x100 + i)));
-	api_progress(p);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 8 * (CLOCK_AHEAD + 1),
+				 RMCA_ACCESS_LOCAL, &pp.mr));
+	ping_pong_post(p, &pp);
 	if (p->is_server)
 		api_token(p, 0, API_TOKEN_GO);
 	else
 		api_expect_token(p, 0, API_TOKEN_GO);
-	for (int i = 0; i < PINGS + WARMUP; i++) {
-		bool send_now = !p->is_server;
-
-		if (i == WARMUP) {
-			clock_before = clock_after = in_call = 0;
-			vi_counting = true;
-		}
-		for (int k = 0; k < 2; k++, send_now = !send_now) {
-			if (send_now) {
-				clock_in_send = vi_counting;
-				clock_msg_posted = false;
-				API_CHECK_OK(rmca_send(p->ep, buf, 8, mr,
-						       API_CTX(2)));
-				clock_in_send = false;
-				in_call += clock_msg_posted;
-				continue;
-			}
-			spin_wait(p, API_CTX(0x100 + i), &polls);
-			API_CHECK_OK(rmca_recv(
-				p->ep, buf + 64 + 8 * (i % CLOCK_AHEAD), 8, mr,
-				API_CTX(0x100 + i + CLOCK_AHEAD)));
-		}
-		spin_wait(p, API_CTX(2), &polls);
-	}
+	ping_pong_run(p, &pp);
 	vi_counting = false;
 	fprintf(stderr,
 		"# %s: %ld of %d messages posted inside rmca_send, %ld clock "
@@ -482,7 +543,7 @@ static void clock_side(struct api_peer *p)
 		api_expect_token(p, 0, API_TOKEN_GO);
 	else
 		api_token(p, 0, API_TOKEN_GO);
-	API_CHECK_OK(rmca_mr_dereg(mr));
+	API_CHECK_OK(rmca_mr_dereg(pp.mr));
 	free(buf);
 }
 
@@ -552,46 +613,35 @@ static void timer_finish(struct api_peer *p)
 	p->ctx = NULL;
 }
 
+static void timer_counting(void)
+{
+	timer_arms = 0;
+	vi_counting = true;
+}
+
 static void timer_side(struct api_peer *p)
 {
-	uint8_t *buf = api_alloc(64 + 8 * CLOCK_AHEAD);
+	uint64_t *buf = api_alloc(8 * (CLOCK_AHEAD + 1));
 	const char *side = p->is_server ? "server" : "client";
+	struct ping_pong pp = {.msg = buf,
+			       .rx = buf + 1,
+			       .ahead = CLOCK_AHEAD,
+			       .counting = timer_counting};
 	struct rmca_completion c;
 	long polls = 0, arms, wakes = 0;
 	struct pollfd pf;
 	rmca_mr_t *mr;
 
 	timer_setup(p);
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 64 + 8 * CLOCK_AHEAD,
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 8 * (CLOCK_AHEAD + 1),
 				 RMCA_ACCESS_LOCAL, &mr));
-	for (int i = 0; i < CLOCK_AHEAD; i++)
-		API_CHECK_OK(rmca_recv(p->ep, buf + 64 + 8 * i, 8, mr,
-				       API_CTX(0x100 + i)));
-	api_progress(p);
+	pp.mr = mr;
+	ping_pong_post(p, &pp);
 	if (p->is_server)
 		api_token(p, 0, API_TOKEN_GO);
 	else
 		api_expect_token_deaf(p, 0, API_TOKEN_GO);
-	for (int i = 0; i < PINGS + WARMUP; i++) {
-		bool send_now = !p->is_server;
-
-		if (i == WARMUP) {
-			timer_arms = 0;
-			vi_counting = true;
-		}
-		for (int k = 0; k < 2; k++, send_now = !send_now) {
-			if (send_now) {
-				API_CHECK_OK(rmca_send(p->ep, buf, 8, mr,
-						       API_CTX(2)));
-				continue;
-			}
-			spin_wait(p, API_CTX(0x100 + i), &polls);
-			API_CHECK_OK(rmca_recv(
-				p->ep, buf + 64 + 8 * (i % CLOCK_AHEAD), 8, mr,
-				API_CTX(0x100 + i + CLOCK_AHEAD)));
-		}
-		spin_wait(p, API_CTX(2), &polls);
-	}
+	ping_pong_run(p, &pp);
 	arms = timer_arms;
 	fprintf(stderr, "# %s: %ld timer arms in %d round trips\n", side, arms,
 		PINGS);
@@ -657,50 +707,29 @@ static void test_spinning_ping_pong_arms_no_timer(void **state)
  * (RMCA_VERBS_RECV_HOLD, 32) */
 #define REPOST_AHEAD 64
 
+static void repost_counting(void)
+{
+	recv_posts = recv_wrs = 0;
+	vi_counting = true;
+}
+
 static void repost_side(struct api_peer *p)
 {
 	uint64_t *buf = api_alloc(8 * (REPOST_AHEAD + 1));
-	uint64_t *slot = buf + 1, got;
-	long polls = 0;
-	rmca_mr_t *mr;
+	struct ping_pong pp = {.msg = buf,
+			       .rx = buf + 1,
+			       .ahead = REPOST_AHEAD,
+			       .tag = 0x7000u,
+			       .counting = repost_counting};
 
 	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 8 * (REPOST_AHEAD + 1),
-				 RMCA_ACCESS_LOCAL, &mr));
-	for (int i = 0; i < REPOST_AHEAD; i++)
-		API_CHECK_OK(
-			rmca_recv(p->ep, slot + i, 8, mr, API_CTX(0x100 + i)));
-	api_progress(p);
+				 RMCA_ACCESS_LOCAL, &pp.mr));
+	ping_pong_post(p, &pp);
 	if (p->is_server)
 		api_token(p, 0, API_TOKEN_GO);
 	else
 		api_expect_token(p, 0, API_TOKEN_GO);
-	for (int i = 0; i < PINGS + WARMUP; i++) {
-		bool send_now = !p->is_server;
-
-		if (i == WARMUP) {
-			recv_posts = recv_wrs = 0;
-			vi_counting = true;
-		}
-		for (int k = 0; k < 2; k++, send_now = !send_now) {
-			if (send_now) {
-				buf[0] = 0x7000u + (uint64_t)i;
-				API_CHECK_OK(rmca_send(p->ep, buf, 8, mr,
-						       API_CTX(2)));
-				continue;
-			}
-			/* message i, in the i-th receive posted */
-			spin_wait(p, API_CTX(0x100 + i), &polls);
-			got = slot[i % REPOST_AHEAD];
-			API_CHECK_MSG(got == 0x7000u + (uint64_t)i,
-				      "%s: receive %d holds %#llx",
-				      p->is_server ? "server" : "client", i,
-				      (unsigned long long)got);
-			API_CHECK_OK(
-				rmca_recv(p->ep, slot + i % REPOST_AHEAD, 8, mr,
-					  API_CTX(0x100 + i + REPOST_AHEAD)));
-		}
-		spin_wait(p, API_CTX(2), &polls);
-	}
+	ping_pong_run(p, &pp);
 	vi_counting = false;
 	fprintf(stderr,
 		"# %s: %ld ibv_post_recv calls, %ld receive work requests, "
@@ -720,7 +749,7 @@ static void repost_side(struct api_peer *p)
 		api_expect_token(p, 0, API_TOKEN_GO);
 	else
 		api_token(p, 0, API_TOKEN_GO);
-	API_CHECK_OK(rmca_mr_dereg(mr));
+	API_CHECK_OK(rmca_mr_dereg(pp.mr));
 	free(buf);
 }
 
@@ -1393,46 +1422,42 @@ static void test_sends_before_receives_wait_without_rnr(void **state)
  * READs a late reply brings (a confirmation, from a later pass) are not
  * counted: only those posted inside rmca_send.
  */
+static void credit_counting(void)
+{
+	reads = send_reads = 0;
+	timing_reads = vi_counting = true;
+	early_ns = 0;
+}
+
+static void credit_before_send(void)
+{
+	in_send = true;
+}
+
+static void credit_after_send(void)
+{
+	in_send = false;
+}
+
 static void credit_side(struct api_peer *p)
 {
 	uint64_t *buf = api_alloc(16);
 	const char *side = p->is_server ? "server" : "client";
-	long polls = 0;
-	rmca_mr_t *mr;
+	struct ping_pong pp = {.msg = buf,
+			       .rx = buf + 1,
+			       .ahead = 1,
+			       .tag = 0x5000u,
+			       .counting = credit_counting,
+			       .before_send = credit_before_send,
+			       .after_send = credit_after_send};
 
-	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 16, RMCA_ACCESS_LOCAL, &mr));
-	API_CHECK_OK(rmca_recv(p->ep, buf + 1, 8, mr, API_CTX(0x100)));
-	api_progress(p);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 16, RMCA_ACCESS_LOCAL, &pp.mr));
+	ping_pong_post(p, &pp);
 	if (p->is_server)
 		api_token(p, 0, API_TOKEN_GO);
 	else
 		api_expect_token(p, 0, API_TOKEN_GO);
-	for (int i = 0; i < PINGS + WARMUP; i++) {
-		bool send_now = !p->is_server;
-
-		if (i == WARMUP) {
-			reads = send_reads = 0;
-			timing_reads = vi_counting = true;
-			early_ns = 0;
-		}
-		for (int k = 0; k < 2; k++, send_now = !send_now) {
-			if (send_now) {
-				buf[0] = 0x5000u + (uint64_t)i;
-				in_send = true;
-				API_CHECK_OK(rmca_send(p->ep, buf, 8, mr,
-						       API_CTX(2)));
-				in_send = false;
-				continue;
-			}
-			spin_wait(p, API_CTX(0x100 + i), &polls);
-			API_CHECK_MSG(buf[1] == 0x5000u + (uint64_t)i,
-				      "%s: message %d arrived as %#llx", side,
-				      i, (unsigned long long)buf[1]);
-			API_CHECK_OK(rmca_recv(p->ep, buf + 1, 8, mr,
-					       API_CTX(0x100 + i + 1)));
-		}
-		spin_wait(p, API_CTX(2), &polls);
-	}
+	ping_pong_run(p, &pp);
 	timing_reads = vi_counting = false;
 	fprintf(stderr,
 		"# %s: %d round trips, one receive posted: %ld READs inside "
@@ -1446,7 +1471,7 @@ static void credit_side(struct api_peer *p)
 	else
 		api_token(p, 0, API_TOKEN_GO);
 	/* the last receive posted, never filled */
-	API_CHECK_OK(rmca_mr_dereg(mr));
+	API_CHECK_OK(rmca_mr_dereg(pp.mr));
 	free(buf);
 }
 
