@@ -8,8 +8,10 @@
  * a real client is served afterwards by the same listener.
  * - on the data connection: an answer to no request, a second hello, a
  *   length past the limit, an unknown frame type, a status no answer may
- *   carry, more credits than receives, a header cut short and a message
- *   cut short by the peer leaving;
+ *   carry, more credits than receives, a header of each type of the data
+ *   path (ACK, SEND, PUT, GET, ATOMIC, RESP) that breaks its type's rules
+ *   (each type is decoded and acted on by its own copy of the checks), a
+ *   header cut short and a message cut short by the peer leaving;
  * - on the data connection, puts, gets and atomics outside the region
  *   their key names (past its end, before it, wrapping, longer than it,
  *   misaligned, under a key that names nothing): each is refused with an
@@ -71,6 +73,13 @@ enum lie {
 	LIE_UNKNOWN_TYPE, /* a frame type that does not exist */
 	LIE_RESP_STATUS,  /* an answer's status no answer may carry */
 	LIE_CREDITS,	  /* more receives granted than a peer may have */
+	LIE_ACK_ID,	  /* an ACK with an id */
+	LIE_SEND_KEY,	  /* a SEND's key without its flag */
+	LIE_RESERVED_SET, /* a SEND with the reserved byte set */
+	LIE_PUT_OPERAND,  /* a PUT with an operand */
+	LIE_GET_MASK,	  /* a GET with a mask */
+	LIE_ATOMIC_KIND,  /* an ATOMIC of a kind that does not exist */
+	LIE_RESP_COMPARE, /* an answer with a compare word */
 	LIE_CUT_HEADER,	  /* half a header, then gone */
 	LIE_CUT_MESSAGE,  /* a message's first bytes, then gone */
 	LIE_MAX,
@@ -116,6 +125,57 @@ static void lie_tell(int c, enum lie l)
 		return;
 	case LIE_CREDITS:
 		atk_frame_counts(c, 0, TCP_MAX_OPS + 1);
+		return;
+	case LIE_ACK_ID:
+		f = (struct tcp_frame){.type = TCP_F_ACK, .id = 5};
+		atk_frame_write(c, &f);
+		return;
+	case LIE_SEND_KEY:
+		f = (struct tcp_frame){
+			.type = TCP_F_SEND, .id = 1, .len = 8, .rkey = 0x77};
+		atk_frame_write(c, &f);
+		atk_write(c, "01234567", 8);
+		return;
+	case LIE_RESERVED_SET:
+		f = (struct tcp_frame){.type = TCP_F_SEND, .id = 1, .len = 8};
+		rmca_tcp_frame_encode(&f, buf);
+		buf[3] = 1;
+		atk_write(c, buf, sizeof(buf));
+		atk_write(c, "01234567", 8);
+		return;
+	case LIE_PUT_OPERAND:
+		f = (struct tcp_frame){.type = TCP_F_PUT,
+				       .id = 1,
+				       .len = 8,
+				       .raddr = 0x1000,
+				       .rkey = 0x77,
+				       .operand = 1};
+		atk_frame_write(c, &f);
+		atk_write(c, "01234567", 8);
+		return;
+	case LIE_GET_MASK:
+		f = (struct tcp_frame){.type = TCP_F_GET,
+				       .id = 1,
+				       .len = 8,
+				       .raddr = 0x1000,
+				       .rkey = 0x77,
+				       .mask1 = 1};
+		atk_frame_write(c, &f);
+		return;
+	case LIE_ATOMIC_KIND:
+		f = (struct tcp_frame){.type = TCP_F_ATOMIC,
+				       .akind = 9,
+				       .id = 1,
+				       .len = 8,
+				       .raddr = 0x1000,
+				       .rkey = 0x77,
+				       .operand = 1};
+		atk_frame_write(c, &f);
+		return;
+	case LIE_RESP_COMPARE:
+		f = (struct tcp_frame){
+			.type = TCP_F_RESP, .id = 1, .compare = 1};
+		atk_frame_write(c, &f);
 		return;
 	case LIE_CUT_HEADER:
 		f = (struct tcp_frame){.type = TCP_F_SEND, .id = 1, .len = 8};
@@ -202,6 +262,10 @@ static void test_lies_end_only_their_connection(void **state)
 		"unknown frame type",
 		"unknown response status",
 		"more credits than receives",
+		"field not used by this frame type is set",
+		"SEND key without invalidate flag (or reverse)",
+		"reserved byte set",
+		"unknown atomic kind",
 	};
 	char log[65536];
 	ssize_t n;

@@ -272,10 +272,11 @@ rmca_tcp_frame_decode_as(const uint8_t *buf, struct tcp_frame *f,
 
 /*
  * 0, or RMCA_ERR_PROTOCOL with *why naming the first problem found.
- * Inline, as every frame read goes through it, with one copy of the
- * checks for each type of the data path (ACK, SEND, PUT, GET, ATOMIC, a
- * RESP), its rules folded in: rmca_tcp_frame_decode_as(). Every other
- * frame goes through rmca_tcp_frame_decode_full().
+ * Inline, with one copy of the checks for each type of the data path
+ * (ACK, SEND, PUT, GET, ATOMIC, a RESP), its rules folded in:
+ * rmca_tcp_frame_decode_as(). Every other frame goes through
+ * rmca_tcp_frame_decode_full(). A data connection's receive (tcp_rx.c)
+ * makes the same choice itself, so as to act on each type in its copy.
  */
 static inline int rmca_tcp_frame_decode(const uint8_t *buf, size_t len,
 					struct tcp_frame *f, const char **why)

@@ -43,17 +43,17 @@ static inline bool answer_now(const struct tcp_conn *c, size_t len)
 	       !c->delivered && !c->closing && !c->failed && c->fd >= 0;
 }
 
-/* Answer request req with success: the operand of an atomic, or the len
+/* Answer request id with success: the operand of an atomic, or the len
  * bytes of a GET at pl in region; written at once where it can be, else
  * queued. Inline where the answer is built, so that its frame's known
  * fields are stores. */
 static inline __attribute__((always_inline)) void
-answer(struct tcp_conn *c, const struct tcp_frame *req, uint64_t operand,
-       const char *pl, size_t len, const struct tcp_mr *region)
+answer(struct tcp_conn *c, uint64_t id, uint64_t operand, const char *pl,
+       size_t len, const struct tcp_mr *region)
 {
 	struct tcp_frame f = {
 		.type = TCP_F_RESP,
-		.id = req->id,
+		.id = id,
 		.len = len,
 		.operand = operand,
 	};
@@ -72,21 +72,22 @@ answer(struct tcp_conn *c, const struct tcp_frame *req, uint64_t operand,
 	rmca_tcp_answer_queue(c, o);
 }
 
-/* Queue the answer to request f; an error answer (which a SEND or PUT
- * only gets) ends the connection. */
-static void respond(struct tcp_conn *c, const struct tcp_frame *req, int status,
+/* Queue the answer to request id of type type; an error answer (which a
+ * SEND or PUT only gets) ends the connection. Given the request's type
+ * and id, not its frame: the caller mostly has them in registers. */
+static void respond(struct tcp_conn *c, unsigned type, uint64_t id, int status,
 		    uint64_t operand, const char *pl, size_t len,
 		    const struct tcp_mr *region)
 {
 	struct tcp_frame f = {
 		.type = TCP_F_RESP,
 		.status = status,
-		.id = req->id,
+		.id = id,
 	};
 	struct tcp_out *o;
 
 	if (!status) {
-		answer(c, req, operand, pl, len, region);
+		answer(c, id, operand, pl, len, region);
 		return;
 	}
 	o = rmca_tcp_out_new(c->mod, &f, NULL, 0);
@@ -95,7 +96,7 @@ static void respond(struct tcp_conn *c, const struct tcp_frame *req, int status,
 		return;
 	}
 	tcp_log(c->mod, RMCA_LOG_INFO, "refused %s from %s: %s",
-		rmca_tcp_frame_name(req->type), c->peer,
+		rmca_tcp_frame_name(type), c->peer,
 		status == RMCA_ERR_TRUNCATED ? "receive too small" :
 					       "remote access denied");
 	rmca_tcp_conn_fail(c, status, o);
@@ -167,10 +168,11 @@ static void on_atomic(struct tcp_conn *c, const struct tcp_frame *f)
 	r = rmca_tcp_access(c->mod, c, f->rkey, f->raddr, 8,
 			    RMCA_ACCESS_REMOTE_ATOMIC, &p, NULL);
 	if (r) {
-		respond(c, f, r, 0, NULL, 0, NULL);
+		respond(c, f->type, f->id, r, 0, NULL, 0, NULL);
 		return;
 	}
-	answer(c, f, rmca_atomic_cpu((uint64_t *)(void *)p, &a), NULL, 0, NULL);
+	answer(c, f->id, rmca_atomic_cpu((uint64_t *)(void *)p, &a), NULL, 0,
+	       NULL);
 }
 
 static void on_resp(struct tcp_conn *c, const struct tcp_frame *f)
@@ -222,7 +224,8 @@ static void on_resp(struct tcp_conn *c, const struct tcp_frame *f)
  * the connection ends. Sends and puts written are acknowledged, oldest
  * first; new credits release waiting sends. False once c failed.
  */
-static bool take_counts(struct tcp_conn *c, const struct tcp_frame *f)
+static inline __attribute__((always_inline)) bool
+take_counts(struct tcp_conn *c, const struct tcp_frame *f)
 {
 	uint32_t acks = f->acked - c->acked;
 	uint32_t grants = f->credits - c->credits;
@@ -255,8 +258,11 @@ static bool take_counts(struct tcp_conn *c, const struct tcp_frame *f)
 	return !c->failed;
 }
 
-/* A header was validated: act on it, or arrange for its payload. */
-static void start_frame(struct tcp_conn *c)
+/* A header of type t (a constant: one copy per type of the data path)
+ * was validated: act on it, or arrange for its payload. A hello never
+ * comes here (rx_frame). */
+static inline __attribute__((always_inline)) void
+start_frame(struct tcp_conn *c, unsigned t)
 {
 	const struct tcp_frame *f = &c->rx.f;
 	const struct tcp_mr *region = NULL;
@@ -265,13 +271,9 @@ static void start_frame(struct tcp_conn *c)
 
 	c->rx.status = 0;
 	c->rx.op = NULL;
-	if (f->type == TCP_F_HELLO || f->type == TCP_F_HELLO_ACK) {
-		protocol_error(c, "hello on an established connection");
-		return;
-	}
 	if (!take_counts(c, f))
 		return;
-	switch (f->type) {
+	switch (t) {
 	case TCP_F_ACK:
 		return;
 	case TCP_F_SEND:
@@ -299,7 +301,7 @@ static void start_frame(struct tcp_conn *c)
 	case TCP_F_GET:
 		r = rmca_tcp_access(c->mod, c, f->rkey, f->raddr, f->len,
 				    RMCA_ACCESS_REMOTE_READ, &p, &region);
-		respond(c, f, r, 0, p, f->len, region);
+		respond(c, f->type, f->id, r, 0, p, f->len, region);
 		return;
 	case TCP_F_ATOMIC:
 		on_atomic(c, f);
@@ -309,6 +311,53 @@ static void start_frame(struct tcp_conn *c)
 		return;
 	default:
 		return; /* the decoder knows no other type */
+	}
+}
+
+/* The header at start, of type t, validated and acted on; false once c
+ * failed. Inline per type: its rules fold into the checks, and the type
+ * is not switched on again to act on it. */
+static inline __attribute__((always_inline)) bool
+frame_as(struct tcp_conn *c, const uint8_t *h, unsigned t)
+{
+	const char *why;
+
+	if (rmca_tcp_frame_decode_as(h, &c->rx.f, &why, t)) {
+		protocol_error(c, why);
+		return false;
+	}
+	c->rx.start += TCP_HDR_LEN;
+	start_frame(c, t);
+	return true;
+}
+
+/* The whole header buffered at start: rmca_tcp_frame_decode(), each
+ * type of the data path on its own copy of the checks and of the work;
+ * any other frame is refused, a valid hello too (the connection is
+ * established). False when c failed. */
+static inline __attribute__((always_inline)) bool rx_frame(struct tcp_conn *c)
+{
+	const uint8_t *h = (const uint8_t *)c->rx.buf + c->rx.start;
+	const char *why;
+
+	switch (h[0]) {
+	case TCP_F_SEND:
+		return frame_as(c, h, TCP_F_SEND);
+	case TCP_F_ACK:
+		return frame_as(c, h, TCP_F_ACK);
+	case TCP_F_PUT:
+		return frame_as(c, h, TCP_F_PUT);
+	case TCP_F_GET:
+		return frame_as(c, h, TCP_F_GET);
+	case TCP_F_ATOMIC:
+		return frame_as(c, h, TCP_F_ATOMIC);
+	case TCP_F_RESP:
+		return frame_as(c, h, TCP_F_RESP);
+	default:
+		if (!rmca_tcp_frame_decode_full(h, TCP_HDR_LEN, &c->rx.f, &why))
+			why = "hello on an established connection";
+		protocol_error(c, why);
+		return false;
 	}
 }
 
@@ -330,7 +379,7 @@ static void finish_frame(struct tcp_conn *c)
 				 st ? c->rx.op->len : (size_t)f->len, revoked);
 		c->rx.op = NULL;
 		if (st) {
-			respond(c, f, st, 0, NULL, 0, NULL);
+			respond(c, f->type, f->id, st, 0, NULL, 0, NULL);
 			return;
 		}
 		c->done_in++;
@@ -338,7 +387,8 @@ static void finish_frame(struct tcp_conn *c)
 		return;
 	case TCP_F_PUT:
 		if (c->rx.status)
-			respond(c, f, c->rx.status, 0, NULL, 0, NULL);
+			respond(c, f->type, f->id, c->rx.status, 0, NULL, 0,
+				NULL);
 		else
 			c->done_in++;
 		return;
@@ -425,10 +475,9 @@ static size_t min_size(size_t a, size_t b)
  * place. Returns false when c may not go on reading now (it failed, or it
  * holds off until its answers are written).
  */
-static bool rx_consume(struct tcp_conn *c)
+static inline __attribute__((always_inline)) bool rx_consume(struct tcp_conn *c)
 {
 	struct tcp_rx *rx = &c->rx;
-	const char *why;
 	size_t k;
 
 	/* Nothing buffered, as before a wakeup's first read: the next read
@@ -447,14 +496,8 @@ static bool rx_consume(struct tcp_conn *c)
 				return false;
 			if (rx->end - rx->start < TCP_HDR_LEN)
 				break;
-			if (rmca_tcp_frame_decode(
-				    (uint8_t *)rx->buf + rx->start,
-				    TCP_HDR_LEN, &rx->f, &why)) {
-				protocol_error(c, why);
+			if (!rx_frame(c))
 				return false;
-			}
-			rx->start += TCP_HDR_LEN;
-			start_frame(c);
 			continue;
 		}
 		if (rx->start == rx->end && (rx->dst_left || rx->drain_left))
