@@ -488,7 +488,8 @@ static void spinner_init(struct api_peer *p, struct spinner *s)
 {
 	char hp[128];
 
-	s->q = *p;
+	/* the client has no listener: s->l stays NULL for spinner_fini */
+	*s = (struct spinner){.q = *p};
 	API_CHECK_OK(rmca_init(&s->q.ctx));
 	if (p->is_server) {
 		api_host_port(hp, sizeof(hp), api_host(), 0);
