@@ -45,6 +45,9 @@
  *    an epoll wakeup and a read() at its expiry); a send no reply
  *    confirms still completes, from the caller's passes while it spins,
  *    and from the timer once it sleeps on the wait fd;
+ *  - a send a reply confirmed completes RMCA_OK exactly once, also when
+ *    the endpoint is closed before the next poll; on iWARP a caller that
+ *    spins gets that completion at its next pass, after the reply's;
  *  - a message that carries an immediate (ib: the sender's count of
  *    receives) revokes no key, whatever its immediate: the work
  *    completion keeps imm_data and invalidated_rkey in one word, and a
@@ -1484,6 +1487,136 @@ static void test_ping_pong_replies_carry_the_credits(void **state)
 	api_run(&t);
 }
 
+/* ---- a send a reply confirmed completes RMCA_OK, once ---- */
+
+/* round trips the client may make before one shows what it checks */
+#define CONFIRM_ROUNDS 20
+
+/* Answers each message with its value + 1 until the client closes. */
+static void confirmed_server(struct api_peer *p)
+{
+	uint64_t *buf = api_alloc(8 * (CONFIRM_ROUNDS + 1));
+	struct rmca_completion c;
+	int i, sent = 0;
+	rmca_mr_t *mr;
+
+	timer_setup(p);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 8 * (CONFIRM_ROUNDS + 1),
+				 RMCA_ACCESS_LOCAL, &mr));
+	for (i = 0; i < CONFIRM_ROUNDS; i++)
+		API_CHECK_OK(rmca_recv(p->ep, buf + 1 + i, 8, mr,
+				       API_CTX(0x100 + i)));
+	api_progress(p);
+	api_token(p, 0, API_TOKEN_GO);
+	for (i = 0; i < CONFIRM_ROUNDS; i++) {
+		while (!api_take(API_CTX(0x100 + i), &c))
+			api_progress(p);
+		if (c.status != RMCA_OK)
+			break; /* the client closed */
+		buf[0] = buf[1 + i] + 1;
+		API_CHECK_OK(rmca_send(p->ep, buf, 8, mr, API_CTX(0x300)));
+		sent++;
+		/* one reply at a time: buf[0] is its source. Whether the last
+		 * was confirmed before the client closed is not said (an
+		 * error may still have been delivered) */
+		while (!api_take(API_CTX(0x300), &c))
+			api_progress(p);
+	}
+	/* what is left after the close completes, whatever its status */
+	for (i++; i < CONFIRM_ROUNDS; i++)
+		while (!api_take(API_CTX(0x100 + i), &c))
+			api_progress(p);
+	API_CHECK(sent > 0);
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	timer_finish(p);
+	free(buf);
+}
+
+/*
+ * The reply's header confirms the client's send. A client that spins
+ * gets the send's completion at its next pass, after the reply's (on
+ * iWARP: off the path from the reply's arrival to the answer's doorbell),
+ * unless a READ confirmed the send first (the reply took longer than
+ * confirm_wait: the interposer counts the READs). Closing the endpoint
+ * before that pass still completes the send RMCA_OK, once: it was
+ * delivered, and the close cancels only what was not.
+ */
+static void confirmed_client(struct api_peer *p)
+{
+	uint64_t *buf = api_alloc(8 * (CONFIRM_ROUNDS + 1));
+	bool iwarp = !strcmp(api_transport(), "iwarp"), early = true;
+	struct rmca_completion c = {0};
+	long polls = 0;
+	int i, read_rounds = 0;
+	rmca_mr_t *mr;
+
+	/* a context whose wait fd nobody asked for (timer_setup): nobody
+	 * may sleep, the caller spins */
+	timer_setup(p);
+	API_CHECK_OK(rmca_mr_reg(p->ctx, buf, 8 * (CONFIRM_ROUNDS + 1),
+				 RMCA_ACCESS_LOCAL, &mr));
+	api_expect_token_deaf(p, 0, API_TOKEN_GO);
+	for (i = 0; i < CONFIRM_ROUNDS && early; i++) {
+		API_CHECK_OK(rmca_recv(p->ep, buf + 1 + i, 8, mr,
+				       API_CTX(0x100 + i)));
+		buf[0] = 0x5e90 + (uint64_t)i;
+		reads = 0;
+		vi_counting = true;
+		API_CHECK_OK(rmca_send(p->ep, buf, 8, mr, API_CTX(0x200 + i)));
+		spin_wait(p, API_CTX(0x100 + i), &polls);
+		vi_counting = false;
+		API_CHECK_MSG(buf[1 + i] == 0x5e91 + (uint64_t)i,
+			      "reply %d says %#llx", i,
+			      (unsigned long long)buf[1 + i]);
+		early = api_take(API_CTX(0x200 + i), &c);
+		read_rounds += reads > 0;
+		/* ib: the device completes the send on the peer's
+		 * acknowledgement, which may come before or after the
+		 * reply */
+		if (iwarp && !reads)
+			API_CHECK_MSG(!early, "round trip %d: the send "
+					      "completed in the pass of its "
+					      "reply, ahead of the answer",
+				      i);
+		if (early)
+			API_CHECK_MSG(c.status == RMCA_OK, "send %d: %s", i,
+				      api_strerror(c.status));
+	}
+	fprintf(stderr, "# %d round trips, %d with a READ\n", i, read_rounds);
+	/* iWARP: every round trip had its send confirmed by a READ ahead
+	 * of the reply, and none showed the completion after the reply */
+	API_CHECK_MSG(!iwarp || !early,
+		      "%d round trips, each with a READ ahead of its reply",
+		      i);
+	rmca_ep_close(p->ep);
+	p->ep = NULL;
+	if (!early) {
+		while (!api_take(API_CTX(0x200 + i - 1), &c))
+			api_progress(p);
+		API_CHECK_MSG(c.status == RMCA_OK,
+			      "the send the reply confirmed completed %s",
+			      api_strerror(c.status));
+	}
+	for (int k = 0; k < 100; k++)
+		api_progress(p);
+	API_CHECK_MSG(!api_take(API_CTX(0x200 + i - 1), &c),
+		      "the send completed twice, the second time %s",
+		      api_strerror(c.status));
+	API_CHECK_OK(rmca_mr_dereg(mr));
+	timer_finish(p);
+	free(buf);
+}
+
+static void test_send_a_reply_confirmed_completes_once_ok(void **state)
+{
+	const struct api_test t = {.server = confirmed_server,
+				   .client = confirmed_client,
+				   .manual = true};
+
+	(void)state;
+	api_run(&t);
+}
+
 /* ---- a stream of sends reads credits before they run out ---- */
 
 #define NSTREAM 64
@@ -1697,6 +1830,7 @@ int main(void)
 		cmocka_unit_test(test_page_sized_wrs_are_signalled_on_siw_only),
 		cmocka_unit_test(test_send_stream_reads_the_count_seldom),
 		cmocka_unit_test(test_ping_pong_replies_carry_the_credits),
+		cmocka_unit_test(test_send_a_reply_confirmed_completes_once_ok),
 		cmocka_unit_test(test_late_replies_confirm_sends_without_reads),
 		cmocka_unit_test(
 			test_after_a_late_reply_sends_wait_for_replies),

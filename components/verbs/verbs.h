@@ -90,6 +90,9 @@ struct rmca_verbs_module {
 	 * look. */
 	bool confirm_polled;
 	int confirm_passes;
+	/* a connection has held sends a reply confirmed, to complete at
+	 * the next pass (rmca_verbs_release_due, verbs_post.c) */
+	bool release_due;
 	struct rmca_verbs_conn *conns;	  /* every live connection */
 	struct rmca_verbs_parked *parked; /* requests waiting for connect() */
 	int nparked, park_max; /* RMCA_handshake_max */
@@ -301,6 +304,8 @@ struct rmca_verbs_conn {
 	int nheld;
 	bool ack_late; /* the last held sends needed the timer's READ */
 	bool confirm_idle; /* held sends: READ at the next empty CQ poll */
+	/* held sends up to confirmed complete at the module's next pass */
+	bool release_due;
 	/* replies (verbs_post.c): the send timed (0: none) and when it was
 	 * posted, how long replies take, when the held list last started */
 	uint64_t timed_seq;
@@ -583,6 +588,7 @@ void rmca_verbs_timer_event(void *arg, uint32_t events);
 void rmca_verbs_confirm_poll(struct rmca_verbs_module *vm);
 void rmca_verbs_timer_arm(struct rmca_verbs_module *vm);
 void rmca_verbs_release_held(struct rmca_verbs_conn *c, int status);
+void rmca_verbs_release_due(struct rmca_verbs_module *vm);
 int rmca_verbs_qp_make(struct rmca_verbs_conn *c, struct rdma_cm_id *id,
 		       struct ibv_qp_init_attr *qa);
 void rmca_verbs_sq_close(struct rmca_verbs_conn *c);

@@ -416,6 +416,10 @@ cq_poll(struct rmca_verbs_module *vm)
 
 	if (cq_unread())
 		return 0;
+	/* before this pass's completions: the sends a reply of the last
+	 * pass confirmed */
+	if (vm->release_due)
+		rmca_verbs_release_due(vm);
 	total = drain(vm);
 	if (!total && vm->cq_busy && arm_due(vm))
 		total = drain_armed(vm);

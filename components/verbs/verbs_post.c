@@ -564,12 +564,21 @@ static inline bool time_reply(const struct rmca_verbs_conn *c)
 	       (!c->reply_ns || !((c->send_seq + 1) % REPLY_EVERY));
 }
 
+/* Held sends no reply or READ has confirmed yet: what still waits for a
+ * confirmation. Those up to confirmed may stay held until the module's
+ * next pass (rmca_verbs_release_due). */
+static inline bool held_open(const struct rmca_verbs_conn *c)
+{
+	return c->held && c->held_tail->seq > c->confirmed;
+}
+
 /* post_ns: when the chain was posted if read before it (a timed send),
- * else 0 (read here if the held list starts, after the post). */
+ * else 0 (read here if the unconfirmed part of the held list starts,
+ * after the post). */
 static void held_append(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 			long long *post_ns, bool timed)
 {
-	if (c->hdr && !c->held) {
+	if (c->hdr && !held_open(c)) {
 		if (!*post_ns)
 			*post_ns = rmca_now_ns();
 		c->held_ns = *post_ns;
@@ -933,7 +942,7 @@ void rmca_verbs_timer_event(void *arg, uint32_t events)
 			continue;
 		}
 		/* held sends no reply confirmed in time */
-		if (c->held && !c->credit_inflight && c->state == RMCA_VCONN_UP)
+		if (held_open(c) && !c->credit_inflight && c->state == RMCA_VCONN_UP)
 			confirm_late(c);
 		if (!c->waiting)
 			continue;
@@ -1073,7 +1082,8 @@ void rmca_verbs_confirm_poll(struct rmca_verbs_module *vm)
 	for (c = vm->conns; c; c = c->next) {
 		/* a READ out confirms them, and what it leaves held comes
 		 * back through confirm_soon */
-		if (!c->held || c->credit_inflight || c->state != RMCA_VCONN_UP)
+		if (!held_open(c) || c->credit_inflight ||
+		    c->state != RMCA_VCONN_UP)
 			continue;
 		left = c->held_ns + confirm_wait(c) - now;
 		if (left <= 0) {
@@ -1151,7 +1161,7 @@ static struct rmca_verbs_op *confirm_read(struct rmca_verbs_conn *c, int nmsg)
 
 void rmca_verbs_confirm_soon(struct rmca_verbs_conn *c)
 {
-	if (!c->held || c->credit_inflight || c->state != RMCA_VCONN_UP)
+	if (!held_open(c) || c->credit_inflight || c->state != RMCA_VCONN_UP)
 		return;
 	switch (confirm_when(c, 0)) {
 	case CONFIRM_NOW:
@@ -1164,6 +1174,38 @@ void rmca_verbs_confirm_soon(struct rmca_verbs_conn *c)
 		arm_confirm(c);
 		break;
 	}
+}
+
+/*
+ * A reply confirmed held sends. A caller that spins (nobody may sleep
+ * before the module's next pass) gets their completions at that pass,
+ * after the reply's: in a ping-pong the reply is what it waits for, and
+ * it answers before it polls again, so the sends' completions are made
+ * while the peer works instead of between the reply's arrival and the
+ * answer's doorbell. Somebody who may sleep gets them at once: nothing
+ * would wake the set for them. Receives and sends are not ordered with
+ * each other (only a flush orders them, and a flush's completion releases
+ * the held sends before its own).
+ */
+static void release_confirmed(struct rmca_verbs_conn *c)
+{
+	if (sleeper(c->mod)) {
+		rmca_verbs_release_held(c, 0);
+		return;
+	}
+	c->release_due = true;
+	c->mod->release_due = true;
+}
+
+/* The module's pass: the held sends replies confirmed since the last. */
+void rmca_verbs_release_due(struct rmca_verbs_module *vm)
+{
+	struct rmca_verbs_conn *c;
+
+	vm->release_due = false;
+	for (c = vm->conns; c; c = c->next)
+		if (c->release_due)
+			rmca_verbs_release_held(c, 0);
 }
 
 /* A user receive completed (status 0): its header confirms our sends and
@@ -1204,7 +1246,7 @@ int rmca_verbs_taken(struct rmca_verbs_conn *c, struct rmca_verbs_op *op,
 	if (n > c->confirmed) {
 		c->confirmed = n;
 		c->ack_late = false; /* a reply was quicker than a READ */
-		rmca_verbs_release_held(c, 0);
+		release_confirmed(c);
 	} else if (n == c->send_seq) {
 		/* A reply to every send posted, after a READ confirmed them:
 		 * replies come, and the next sends wait for theirs. Before,
@@ -1470,12 +1512,14 @@ void rmca_verbs_user_complete(struct rmca_verbs_op *op, int status)
 	op->kind = RMCA_VOP_DONE;
 }
 
-/* Complete the held sends the last READ covers (status 0), or all of them
- * with status; while some stay held, a READ is out to confirm them. */
+/* Complete the held sends a READ or a reply confirmed (status 0), and with
+ * status the rest of them; while some stay held, a READ is out to confirm
+ * them. */
 void rmca_verbs_release_held(struct rmca_verbs_conn *c, int status)
 {
 	struct rmca_verbs_op *op;
 
+	c->release_due = false;
 	while ((op = c->held) && (status || op->seq <= c->confirmed)) {
 		c->held = op->hnext;
 		if (!c->held)
@@ -1483,7 +1527,8 @@ void rmca_verbs_release_held(struct rmca_verbs_conn *c, int status)
 		op->hnext = NULL;
 		op->held = false;
 		c->nheld--;
-		rmca_verbs_user_complete(op, status);
+		rmca_verbs_user_complete(op,
+					 op->seq <= c->confirmed ? 0 : status);
 	}
 	rmca_verbs_confirm_soon(c);
 }
