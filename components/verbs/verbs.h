@@ -304,8 +304,6 @@ struct rmca_verbs_conn {
 	int nheld;
 	bool ack_late; /* the last held sends needed the timer's READ */
 	bool confirm_idle; /* held sends: READ at the next empty CQ poll */
-	/* held sends up to confirmed complete at the module's next pass */
-	bool release_due;
 	/* replies (verbs_post.c): the send timed (0: none) and when it was
 	 * posted, how long replies take, when the held list last started */
 	uint64_t timed_seq;

@@ -942,7 +942,8 @@ void rmca_verbs_timer_event(void *arg, uint32_t events)
 			continue;
 		}
 		/* held sends no reply confirmed in time */
-		if (held_open(c) && !c->credit_inflight && c->state == RMCA_VCONN_UP)
+		if (held_open(c) && !c->credit_inflight &&
+		    c->state == RMCA_VCONN_UP)
 			confirm_late(c);
 		if (!c->waiting)
 			continue;
@@ -1193,18 +1194,19 @@ static void release_confirmed(struct rmca_verbs_conn *c)
 		rmca_verbs_release_held(c, 0);
 		return;
 	}
-	c->release_due = true;
 	c->mod->release_due = true;
 }
 
-/* The module's pass: the held sends replies confirmed since the last. */
+/* The module's pass: the held sends replies confirmed since the last
+ * (release_held completes every one up to confirmed, so a connection whose
+ * first held send is confirmed has some left from a deferred release). */
 void rmca_verbs_release_due(struct rmca_verbs_module *vm)
 {
 	struct rmca_verbs_conn *c;
 
 	vm->release_due = false;
 	for (c = vm->conns; c; c = c->next)
-		if (c->release_due)
+		if (c->held && c->held->seq <= c->confirmed)
 			rmca_verbs_release_held(c, 0);
 }
 
@@ -1519,7 +1521,6 @@ void rmca_verbs_release_held(struct rmca_verbs_conn *c, int status)
 {
 	struct rmca_verbs_op *op;
 
-	c->release_due = false;
 	while ((op = c->held) && (status || op->seq <= c->confirmed)) {
 		c->held = op->hnext;
 		if (!c->held)
