@@ -11,7 +11,8 @@
 # default set is the bare ping-pong, then each of rmca's choices alone
 # (the iWARP header's second SGE in each receive, the message 8 bytes
 # longer, sends unsignalled, inline, a large CQ, a completion channel, 512
-# receives posted, ORD/IRD 16, 24 bytes of private data), then all of them
+# receives posted, ORD/IRD 16, 24 bytes of private data, on rxe0 sends with
+# an immediate), then all of them
 # together, then the bare ping-pong with 100 and 1000 calls through a
 # function pointer between a message's arrival and its answer (what
 # user-space work costs the guest's emulated CPU). Prints, per device and
@@ -38,7 +39,7 @@ done
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(
 	"" "-g 2" "-S 16" "-u 1" "-i 1" "-C 4096" "-e 1" "-r 512 -R 0"
-	"-D 16" "-P 24"
+	"-D 16" "-P 24" "-m 1"
 	"-g 2 -h 1 -u 1 -i 1 -C 4096 -e 1 -r 512 -R 0 -D 16 -P 24"
 	"-w 100" "-w 1000")
 [ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/rmca-pingpong.XXXXXX")
@@ -57,6 +58,8 @@ for dev in $devices; do
 	case \$dev in rxe0) ip=10.0.0.1 ;; siw0) ip=10.0.1.1 ;; *) continue ;; esac
 	for r in \$(seq $runs); do
 		while IFS= read -r v; do
+			# an immediate is IB's alone (rmca's ib sends carry one)
+			[[ \$dev == siw0 && " \$v " == *" -m "* ]] && continue
 			port=\$((port + 1))
 			timeout 120 $out/verbs_pingpong -s -a \$ip -p \$port -n $iters \$v &
 			sleep 0.3

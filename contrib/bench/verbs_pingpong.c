@@ -25,10 +25,13 @@
  *   -r N      receives kept posted (1)     -R N  max_recv_wr beyond -r (16)
  *   -Q N      max_send_wr (128)            -D N  ORD and IRD asked (1)
  *   -P N      bytes of connection private data (0; rmca's: 24)
+ *   -m 1      sends with an immediate, the count of receives posted, as
+ *             rmca's ib sends carry it (IB transport only: iWARP has none)
  *   -w N      N calls through a function pointer between a message's
  *             arrival and the answer (what user-space work costs the
  *             guest's emulated CPU)
  */
+#include <endian.h>
 #include <getopt.h>
 #include <netdb.h>
 #include <stdint.h>
@@ -47,7 +50,7 @@
 
 struct opts {
 	int server, iters, size, sges, hdr, unsig, inl, cq, chan, depth;
-	int rq_extra, sq, rd, inl_max, pdata, work;
+	int rq_extra, sq, rd, inl_max, pdata, work, imm;
 	const char *addr, *port;
 };
 
@@ -59,6 +62,7 @@ struct pp {
 	char *buf, *hbuf;
 	long slot, sent;
 	int early; /* receives found while waiting for a send */
+	uint32_t imm_seen; /* the last immediate received (-m 1) */
 };
 
 static void die(const char *what)
@@ -130,6 +134,9 @@ static void wait_for(struct pp *p, uint64_t want)
 				ibv_wc_status_str(wc.status));
 			exit(1);
 		}
+		/* the receiver reads the immediate, as rmca takes its count */
+		if (wc.wc_flags & IBV_WC_WITH_IMM)
+			p->imm_seen = be32toh(wc.imm_data);
 		if (wc.wr_id == want)
 			return;
 		p->early += wc.wr_id == 1;
@@ -142,7 +149,8 @@ static void send_one(struct pp *p)
 	struct ibv_sge sg[2];
 	struct ibv_send_wr wr = {.wr_id = 2,
 				 .sg_list = sg,
-				 .opcode = IBV_WR_SEND},
+				 .opcode = o->imm ? IBV_WR_SEND_WITH_IMM :
+						    IBV_WR_SEND},
 			   *bad;
 	int sig = !o->unsig || p->sent % SIGNAL_EVERY == SIGNAL_EVERY - 1;
 
@@ -156,6 +164,8 @@ static void send_one(struct pp *p)
 					    .lkey = p->mr->lkey};
 	wr.send_flags =
 		(sig ? IBV_SEND_SIGNALED : 0) | (o->inl ? IBV_SEND_INLINE : 0);
+	if (o->imm)
+		wr.imm_data = htobe32((uint32_t)p->slot);
 	if (ibv_post_send(p->id->qp, &wr, &bad))
 		die("ibv_post_send");
 	p->sent++;
@@ -229,7 +239,7 @@ static void usage(void)
 	fprintf(stderr, "usage: verbs_pingpong [-s] [-a ADDR] [-p PORT] [-n N] "
 			"[-S BYTES] [-g 1|2] [-h 0|1] [-u 0|1] [-i 0|1] [-C N] "
 			"[-e 0|1] [-r N] [-R N] [-Q N] [-D N] [-I N] [-P N] "
-			"[-w N]\n");
+			"[-w N] [-m 0|1]\n");
 	exit(2);
 }
 
@@ -255,7 +265,7 @@ int main(int argc, char **argv)
 	int c;
 
 	while ((c = getopt(argc, argv,
-			   "sa:p:n:S:g:h:u:i:C:e:r:R:Q:D:I:P:w:")) != -1) {
+			   "sa:p:n:S:g:h:u:i:C:e:r:R:Q:D:I:P:w:m:")) != -1) {
 		int v = optarg ? atoi(optarg) : 0;
 
 		switch (c) {
@@ -313,6 +323,9 @@ int main(int argc, char **argv)
 		case 'w':
 			o.work = v;
 			break;
+		case 'm':
+			o.imm = v;
+			break;
 		default:
 			usage();
 		}
@@ -366,10 +379,10 @@ int main(int argc, char **argv)
 	if (!o.server) {
 		qsort(t, (size_t)o.iters, sizeof(*t), cmp_double);
 		printf("S=%d g=%d h=%d u=%d i=%d C=%d e=%d r=%d R=%d Q=%d D=%d "
-		       "P=%d w=%d min %.2f med %.2f\n",
+		       "P=%d w=%d m=%d min %.2f med %.2f\n",
 		       o.size, o.sges, o.hdr, o.unsig, o.inl, o.cq, o.chan,
-		       o.depth, o.rq_extra, o.sq, o.rd, o.pdata, o.work, t[0],
-		       t[o.iters / 2]);
+		       o.depth, o.rq_extra, o.sq, o.rd, o.pdata, o.work, o.imm,
+		       t[0], t[o.iters / 2]);
 	}
 	return 0;
 }
