@@ -42,6 +42,15 @@ static void *pingpong_accept(void *arg)
 	return NULL;
 }
 
+/* The address both contexts use: PINGPONG_ADDR (an RDMA device's, say,
+ * with RMCA_transports naming its component), or loopback. */
+static const char *pingpong_addr(void)
+{
+	const char *a = getenv("PINGPONG_ADDR");
+
+	return a && *a ? a : "127.0.0.1";
+}
+
 /* Contexts *a and *b, *ea a's end of their connection, *eb b's. */
 static void pingpong_pair(rmca_context_t **a, rmca_context_t **b,
 			  rmca_ep_t **ea, rmca_ep_t **eb)
@@ -52,9 +61,10 @@ static void pingpong_pair(rmca_context_t **a, rmca_context_t **b,
 
 	if ((rc = rmca_init(a)) || (rc = rmca_init(b)))
 		die("init", rc);
-	if ((rc = rmca_listen(*a, "127.0.0.1:0", &pingpong_listener)))
+	snprintf(hp, sizeof(hp), "%s:0", pingpong_addr());
+	if ((rc = rmca_listen(*a, hp, &pingpong_listener)))
 		die("listen", rc);
-	snprintf(hp, sizeof(hp), "127.0.0.1:%d",
+	snprintf(hp, sizeof(hp), "%s:%d", pingpong_addr(),
 		 rmca_listener_port(pingpong_listener));
 	if (pthread_create(&t, NULL, pingpong_accept, NULL))
 		die("accept thread", RMCA_ERR_NO_MEMORY);
