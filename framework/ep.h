@@ -339,7 +339,11 @@ struct rmca_cq {
 	bool signaled;
 	bool polling;	      /* inside rmca_poll: it signals what is left */
 	bool work_due;	      /* some endpoint has core work (core_work) */
-	bool fd_out;	      /* rmca_wait_fd() handed the epoll set out */
+	/* Who may sleep in the epoll set (rmca_core.sleepers):
+	 * RMCA_SLEEPER_APP once rmca_wait_fd() handed it out,
+	 * RMCA_SLEEPER_CORE while the progress ops run right before the
+	 * core sleeps itself. */
+	uint8_t sleepers;
 	bool looked;	      /* the last pass looked at the fds */
 	unsigned long pushed; /* completions queued, ever */
 	int hot_fd;	      /* eager fd found ready last, or -1 */
@@ -353,8 +357,6 @@ struct rmca_cq {
 	unsigned spin_passes; /* since the clock was last read */
 	unsigned ctrl_hot;    /* passes left that look at every one */
 
-	/* The progress ops run right before the core sleeps itself. */
-	bool will_sleep;
 	/* A look that does not wait calls the kernel itself (progress.c). */
 	bool epoll_direct;
 	/* The context's one module with a progress op, when that module

@@ -127,6 +127,7 @@ int rmca_cq_init(struct rmca_context *ctx)
 	cq->hot_fd = -1;
 	cq->epoll_direct = epoll_direct_ok();
 	ctx->cq = cq;
+	ctx->core.sleepers = &cq->sleepers;
 	return 0;
 }
 
@@ -171,6 +172,7 @@ void rmca_cq_fini(struct rmca_context *ctx)
 	close(ctx->cq->efd);
 	free(ctx->cq);
 	ctx->cq = NULL;
+	ctx->core.sleepers = NULL;
 }
 
 void rmca_cq_signal_set(struct rmca_cq *cq, bool on)
@@ -381,7 +383,8 @@ static bool idle_skip(struct rmca_context *ctx)
 static inline __attribute__((always_inline)) bool
 quiet_look(const struct rmca_cq *cq)
 {
-	return !cq->fd_out && cq->idle_run >= EAGER_IDLE_OWED;
+	return !(cq->sleepers & RMCA_SLEEPER_APP) &&
+	       cq->idle_run >= EAGER_IDLE_OWED;
 }
 
 /* The listeners' work, from the first one that has some
@@ -442,9 +445,9 @@ progress_pass(struct rmca_context *ctx, int timeout_ms)
 		/* The core is about to sleep in the set: what the modules
 		 * hold for their next pass goes first (may_sleep). What that
 		 * completes keeps the eventfd readable: no sleep then. */
-		cq->will_sleep = true;
+		cq->sleepers |= RMCA_SLEEPER_CORE;
 		mods_progress(ctx);
-		cq->will_sleep = false;
+		cq->sleepers &= (uint8_t)~RMCA_SLEEPER_CORE;
 		progressed = true;
 	}
 	if (look) {
@@ -561,8 +564,8 @@ int rmca_wait_fd(rmca_context_t *ctx)
 {
 	if (!ctx)
 		return RMCA_ERR_INVALID;
-	if (!ctx->cq->fd_out) {
-		ctx->cq->fd_out = true;
+	if (!(ctx->cq->sleepers & RMCA_SLEEPER_APP)) {
+		ctx->cq->sleepers |= RMCA_SLEEPER_APP;
 		rmca_cq_signal(ctx->cq, true);
 	}
 	return ctx->epfd;
@@ -570,10 +573,10 @@ int rmca_wait_fd(rmca_context_t *ctx)
 
 bool rmca_core_may_sleep(const struct rmca_core *core)
 {
-	return rmca_core_ctx(core)->cq->fd_out;
+	return rmca_core_ctx(core)->cq->sleepers & RMCA_SLEEPER_APP;
 }
 
 bool rmca_core_will_sleep(const struct rmca_core *core)
 {
-	return rmca_core_ctx(core)->cq->will_sleep;
+	return rmca_core_ctx(core)->cq->sleepers & RMCA_SLEEPER_CORE;
 }

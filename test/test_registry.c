@@ -291,7 +291,7 @@ static void test_wrong_abi_version_refused(void **state)
 	copy_plugin("badabi", f->dirs[0], "rmca_badabi.so", 0);
 	assert_int_equal(scan(f, &r, f->dirs[0], NULL), 0);
 	e = assert_one_refusal(f, &r, "rmca_badabi.so");
-	assert_string_equal(e->error, "ABI version 13, this core loads 5 to 12");
+	assert_string_equal(e->error, "ABI version 14, this core loads 5 to 13");
 	rmca_registry_release(&r);
 }
 
@@ -304,7 +304,7 @@ static void test_too_old_abi_version_refused(void **state)
 	copy_plugin("abi1", f->dirs[0], "rmca_abi1.so", 0);
 	assert_int_equal(scan(f, &r, f->dirs[0], NULL), 0);
 	e = assert_one_refusal(f, &r, "rmca_abi1.so");
-	assert_string_equal(e->error, "ABI version 1, this core loads 5 to 12");
+	assert_string_equal(e->error, "ABI version 1, this core loads 5 to 13");
 	rmca_registry_release(&r);
 }
 
@@ -373,7 +373,7 @@ static void test_abi4_component_refused(void **state)
 	copy_plugin("abi4", f->dirs[0], "rmca_abi4.so", 0);
 	assert_int_equal(scan(f, &r, f->dirs[0], NULL), 0);
 	e = assert_one_refusal(f, &r, "rmca_abi4.so");
-	assert_string_equal(e->error, "ABI version 4, this core loads 5 to 12");
+	assert_string_equal(e->error, "ABI version 4, this core loads 5 to 13");
 	rmca_registry_release(&r);
 }
 

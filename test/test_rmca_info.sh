@@ -67,7 +67,7 @@ ok $? "--parsable prints only colon-keyed facts"
 # 5
 RMCA_component_path=$broken:${RMCA_component_path:-} info --parsable
 [ "$rc" -eq 0 ] &&
-	has '^component:badabi:status:failed:ABI version 13, this core loads 5 to 12$' &&
+	has '^component:badabi:status:failed:ABI version 14, this core loads 5 to 13$' &&
 	has '^component:nosym:status:failed:no symbol rmca_component$' &&
 	has '^component:garbage:status:failed:.' &&
 	has "^component:badabi:path:$broken/rmca_badabi.so\$" &&
@@ -80,7 +80,7 @@ ok $? "a broken plugin is logged once with its path"
 
 # 7
 RMCA_component_path=$broken:${RMCA_component_path:-} info
-[ "$rc" -eq 0 ] && has 'badabi.*failed: ABI version 13, this core loads 5 to 12' &&
+[ "$rc" -eq 0 ] && has 'badabi.*failed: ABI version 14, this core loads 5 to 13' &&
 	has "$broken/rmca_garbage.so"
 ok $? "default output shows a refused plugin and its reason"
 
@@ -92,7 +92,7 @@ d = json.load(sys.stdin)
 comps = {c["name"]: c for c in d["components"]}
 assert comps["tcp"]["status"] == "loaded", comps["tcp"]
 assert comps["badabi"]["status"] == "failed"
-assert comps["badabi"]["error"] == "ABI version 13, this core loads 5 to 12"
+assert comps["badabi"]["error"] == "ABI version 14, this core loads 5 to 13"
 assert any(m["component"] == "tcp" and "loopback" in m["caps"]
            for m in d["modules"]), d["modules"]
 assert "pkglibdir" in d["build"] and d["version"]

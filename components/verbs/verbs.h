@@ -125,6 +125,27 @@ rmca_verbs_flavour(const struct rmca_verbs_module *vm)
 	return vm->flavour;
 }
 
+/*
+ * Who may sleep in the context's epoll set before the module's next pass:
+ * RMCA_SLEEPER_APP (the application, may_sleep), RMCA_SLEEPER_CORE (the
+ * core, right after this pass: will_sleep). The core's word where it keeps
+ * one; else its ops, and a core that cannot say is taken to have an
+ * application that may sleep at any time.
+ */
+static inline unsigned
+rmca_verbs_sleepers(const struct rmca_verbs_module *vm)
+{
+	const struct rmca_core *core = vm->m.core;
+	const struct rmca_core_ops *ops = core->ops;
+
+	if (core->sleepers)
+		return *core->sleepers;
+	if (!ops->will_sleep || !ops->may_sleep)
+		return RMCA_SLEEPER_APP;
+	return (ops->may_sleep(core) ? RMCA_SLEEPER_APP : 0) |
+	       (ops->will_sleep(core) ? RMCA_SLEEPER_CORE : 0);
+}
+
 /* Connection request private data (both directions), little endian. */
 struct rmca_verbs_pdata {
 	uint32_t magic;

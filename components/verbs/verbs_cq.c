@@ -385,12 +385,11 @@ idle(struct rmca_verbs_module *vm)
 static inline __attribute__((always_inline)) bool
 arm_due(struct rmca_verbs_module *vm)
 {
-	const struct rmca_core *core = vm->m.core;
-	const struct rmca_core_ops *ops = core->ops;
+	unsigned s = rmca_verbs_sleepers(vm);
 
-	if (vm->self_wait || (ops->will_sleep && ops->will_sleep(core)))
+	if (vm->self_wait || (s & RMCA_SLEEPER_CORE))
 		return true;
-	if (ops->will_sleep && ops->may_sleep && !ops->may_sleep(core))
+	if (!(s & RMCA_SLEEPER_APP))
 		return false;
 	return idle(vm);
 }

@@ -1033,16 +1033,12 @@ static void arm_ns(struct rmca_verbs_module *vm, long long ns)
 /*
  * Whether somebody may sleep in the context's epoll set before the
  * module's next pass: the rule of the CQ's arming (arm_due, verbs_cq.c).
- * A core that does not say when it sleeps is taken to have a sleeper at
- * any time.
+ * Read from the core's word, without a call: a spinning ping-pong asks
+ * several times a message (rmca_verbs_sleepers).
  */
-static bool sleeper(const struct rmca_verbs_module *vm)
+static inline bool sleeper(const struct rmca_verbs_module *vm)
 {
-	const struct rmca_core *core = vm->m.core;
-	const struct rmca_core_ops *ops = core->ops;
-
-	return vm->self_wait || !ops->will_sleep || !ops->may_sleep ||
-	       ops->will_sleep(core) || ops->may_sleep(core);
+	return vm->self_wait || rmca_verbs_sleepers(vm);
 }
 
 /*

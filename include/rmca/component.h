@@ -68,8 +68,9 @@ extern "C" {
  *    module's own in every request.
  * 10: rmca_component.flags (RMCA_COMPONENT_ORDERED).
  * 11: core op fair_victim.
- * 12: module op progress_due. */
-#define RMCA_COMPONENT_ABI_VERSION 12u
+ * 12: module op progress_due.
+ * 13: rmca_core.sleepers. */
+#define RMCA_COMPONENT_ABI_VERSION 13u
 #define RMCA_COMPONENT_ABI_MIN	   5u
 
 /* The symbol every component exports, defined as
@@ -283,7 +284,16 @@ struct rmca_core {
 	 * rmca_component.req_size): at (char *)req + req_offset, aligned to
 	 * RMCA_REQ_ALIGN. */
 	size_t req_offset;
+	/* ABI 13. What the ops may_sleep and will_sleep say, as a word a
+	 * module reads without a call (a busy pass asks on every message):
+	 * RMCA_SLEEPER_APP set exactly while may_sleep is true,
+	 * RMCA_SLEEPER_CORE while will_sleep is. NULL in a core that keeps
+	 * no such word: the ops then say it. */
+	const uint8_t *sleepers;
 };
+
+#define RMCA_SLEEPER_APP  0x1u /* may_sleep */
+#define RMCA_SLEEPER_CORE 0x2u /* will_sleep */
 
 /* ---- what a component provides ---- */
 
