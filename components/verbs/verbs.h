@@ -132,8 +132,7 @@ rmca_verbs_flavour(const struct rmca_verbs_module *vm)
  * one; else its ops, and a core that cannot say is taken to have an
  * application that may sleep at any time.
  */
-static inline unsigned
-rmca_verbs_sleepers(const struct rmca_verbs_module *vm)
+static inline unsigned rmca_verbs_sleepers(const struct rmca_verbs_module *vm)
 {
 	const struct rmca_core *core = vm->m.core;
 	const struct rmca_core_ops *ops = core->ops;
