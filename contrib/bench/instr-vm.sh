@@ -40,9 +40,7 @@ build=$(bench_build "$build")
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 pp=$out/tcp_pingpong
-${CC:-cc} -O2 -I"$top/include" -o "$pp" "$top/contrib/bench/tcp_pingpong.c" \
-	-L"$build/framework/.libs" -Wl,-rpath,"$build/framework/.libs" \
-	-lrmca -lpthread ||
+bench_pingpong_build "$pp" "$build" ||
 	{ echo "instr-vm.sh: cannot build tcp_pingpong" >&2; exit 1; }
 comps="$build/components/ib/.libs:$build/components/iwarp/.libs"
 
@@ -72,17 +70,8 @@ VM_SHARE="$out $build" VM_TIMEOUT=${VM_TIMEOUT:-3600} \
 	"$top/contrib/vm/run-vm.sh" bash "$out/guest.sh" ||
 	echo "instr-vm.sh: the guest run failed ($?)" >&2
 
-# Per round trip: the runs differ by N + (2N/10 - N/10) round trips
-# (tcp_pingpong warms up with N/10 + 1 more each).
-d=$(( (2 * n + 2 * n / 10) - (n + n / 10) ))
-fns() { # callgrind output: "function instructions" lines
-	callgrind_annotate --tree=none --auto=no --threshold=100 \
-		--show-percs=no "$1" 2>/dev/null |
-		awk '$1 ~ /^[0-9,]+$/ && $2 ~ /:/ {
-			v = $1; gsub(/,/, "", v); f = $2
-			sub(/^.*:/, "", f); c[f] += v }
-			END { for (k in c) print k, c[k] }'
-}
+# Per round trip: the round trips between the runs at N and 2N.
+d=$(bench_pingpong_span "$n")
 idle() { sed -n 's/^idle_passes,//p' "$1"; }
 printf "%-6s %12s %12s %12s %12s\n" device instructions "idle/rt" "idle pass" "raw/rt"
 for dev in $devices; do
@@ -99,8 +88,8 @@ for dev in $devices; do
 	    -v d="$d" -v dev="$dev" 'BEGIN {
 		raw = (s2 - s1) / d; pass = (i2 - i1) / d; ir = (p2 - p1) / d
 		printf "%-6s %12.0f %12.2f %12.0f %12.0f\n", dev, raw - ir * pass, ir, pass, raw }'
-	fns "$f-send-1.cg" >"$f-send-1.fn"
-	fns "$f-send-2.cg" >"$f-send-2.fn"
+	bench_callgrind_fns "$f-send-1.cg" >"$f-send-1.fn"
+	bench_callgrind_fns "$f-send-2.cg" >"$f-send-2.fn"
 	bench_calls_diff "$f-send-1.fn" "$f-send-2.fn" |
 		awk -v d="$d" '{ v = $2 / d; if (v >= 10) printf "%-32s %7.0f\n", $1, v }' |
 		sort -k2,2nr >"$f-send.fn"

@@ -205,6 +205,29 @@ bench_strace_total() { awk '$NF == "total" { print $4 }' "$1"; }
 # The instructions a callgrind output counted.
 bench_callgrind_total() { awk '/^summary:/ { print $2 }' "$1"; }
 
+# A callgrind output's self instructions by function: "function
+# instructions" lines, a name found in several objects summed.
+bench_callgrind_fns() { # file
+	callgrind_annotate --tree=none --auto=no --threshold=100 \
+		--show-percs=no "$1" 2>/dev/null |
+		awk '$1 ~ /^[0-9,]+$/ && $2 ~ /:/ {
+			v = $1; gsub(/,/, "", v); f = $2
+			sub(/^.*:/, "", f); c[f] += v }
+			END { for (k in c) print k, c[k] }'
+}
+
+# contrib/bench/tcp_pingpong.c built as $1 against build tree $2's librmca.
+bench_pingpong_build() { # out build
+	${CC:-cc} -O2 -I"$top/include" -o "$1" \
+		"$top/contrib/bench/tcp_pingpong.c" \
+		-L"$2/framework/.libs" -Wl,-rpath,"$2/framework/.libs" \
+		-lrmca -lpthread
+}
+
+# The round trips between tcp_pingpong's runs at N and 2N: each warms up
+# with N/10 + 1 more, so they differ by N + (2N/10 - N/10).
+bench_pingpong_span() { echo $(( (2 * $1 + 2 * $1 / 10) - ($1 + $1 / 10) )); }
+
 # The calls the program itself makes into the libraries, from a callgrind
 # output: "object function calls instructions" for each function called
 # from the program's own ELF object (the one whose name matches $2) in

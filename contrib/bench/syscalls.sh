@@ -151,22 +151,12 @@ detail_of() {
 }
 
 # Instructions of one spinning round trip, without the waiting: the
-# tests of tcp_pingpong.c at N and 2N round trips under callgrind. Each
-# run warms up with N/10 + 1 round trips more, so the two differ by
-# N + (2N/10 - N/10) round trips, which the difference is divided by.
-pingpong_fns() { # callgrind output: "function instructions" lines
-	callgrind_annotate --tree=none --auto=no --threshold=100 \
-		--show-percs=no "$1" 2>/dev/null |
-		awk '$1 ~ /^[0-9,]+$/ && $2 ~ /:/ {
-			v = $1; gsub(/,/, "", v); f = $2
-			sub(/^.*:/, "", f); c[f] += v }
-			END { for (k in c) print k, c[k] }'
-}
+# tests of tcp_pingpong.c at N and 2N round trips under callgrind, the
+# difference divided by the round trips between them
+# (bench_pingpong_span).
 pingpong_spin() {
 	local pp=$out/tcp_pingpong t name i1 i2 d
-	cc -O2 -I"$top/include" -o "$pp" "$top/contrib/bench/tcp_pingpong.c" \
-		-L"$build/framework/.libs" -Wl,-rpath,"$build/framework/.libs" \
-		-lrmca -lpthread
+	bench_pingpong_build "$pp" "$build"
 	echo "# $(bench_host)"
 	echo "# rmca $(bench_rev); size $size; N $n and $((2 * n)), one thread (tcp_pingpong.c); results in $out"
 	printf "%-5s %-8s %-12s %12s  %s\n" mode what test instructions per
@@ -185,14 +175,14 @@ pingpong_spin() {
 		done
 		i1=$(bench_callgrind_total "$out/spin-$name-1.cg")
 		i2=$(bench_callgrind_total "$out/spin-$name-2.cg")
-		d=$(( (2 * n + 2 * n / 10) - (n + n / 10) ))
+		d=$(bench_pingpong_span "$n")
 		case $t in idle) unit="idle pass" ;; raw) unit="round trip (raw socket)" ;; *) unit="round trip" ;; esac
 		printf "%-5s %-8s %-12s %12s  %s\n" spin "$([ "$t" = raw ] && echo raw || echo rmca)" \
 			"$([ "$t" = raw ] && echo send_lat || echo "$t")" \
 			"$(awk -v a="$i1" -v b="$i2" -v d="$d" 'BEGIN { printf "%.0f", (b - a) / d }')" "$unit"
 		[ "$detail" = 1 ] || continue
-		pingpong_fns "$out/spin-$name-1.cg" >"$out/spin-$name-1.fn"
-		pingpong_fns "$out/spin-$name-2.cg" >"$out/spin-$name-2.fn"
+		bench_callgrind_fns "$out/spin-$name-1.cg" >"$out/spin-$name-1.fn"
+		bench_callgrind_fns "$out/spin-$name-2.cg" >"$out/spin-$name-2.fn"
 		bench_calls_diff "$out/spin-$name-1.fn" "$out/spin-$name-2.fn" |
 			awk -v d="$d" '{ v = $2 / d; if (v >= 10) printf "    %-32s %7.0f\n", $1, v }' |
 			sort -k2,2nr
